@@ -1,0 +1,193 @@
+"""Type stubs for the Rust extension module ``propertok._core``.
+
+Everything heavy lives here; the pure-Python package (``propertok``) re-exports these classes
+and adds loading helpers, numpy/torch bitmask helpers and the CLI.
+"""
+
+import os
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+import numpy.typing as npt
+
+__version__: str
+
+class PropertokError(Exception):
+    """Base class of propertok's own exceptions."""
+
+class LimitExceeded(PropertokError):
+    """A documented size limit (byte-DFA states, product states, ...) was reached.
+
+    The message names the limit, its value, and how to raise it.
+    """
+
+class Vocabulary:
+    """A tokenizer's vocabulary as byte strings, its merge table and its special tokens.
+
+    Built from the text of a Hugging Face ``tokenizer.json``; immutable and thread-safe.
+    """
+
+    @staticmethod
+    def from_json(
+        json: str,
+        eos_token_ids: Optional[Sequence[int]] = None,
+        vocab_size: Optional[int] = None,
+    ) -> "Vocabulary":
+        """Parse a ``tokenizer.json`` document.
+
+        ``eos_token_ids``: defaults to the tokenizer's EOS found by name among its special tokens
+        (``</s>``, ``<|endoftext|>``, ``<|end_of_text|>``, ``<|eot_id|>``, ``<|im_end|>``, ``<eos>``...);
+        ``ValueError`` when none is found and none is given.
+        ``vocab_size``: the model's logits width when padded past the tokenizer (ids past the
+        tokenizer are never allowed); ``ValueError`` when smaller than the tokenizer.
+        Raises ``ValueError`` naming the problem for malformed JSON or an unsupported model type.
+        """
+    @staticmethod
+    def from_file(
+        path: Union[str, "os.PathLike[str]"],
+        eos_token_ids: Optional[Sequence[int]] = None,
+        vocab_size: Optional[int] = None,
+    ) -> "Vocabulary":
+        """Read and parse a ``tokenizer.json`` file (as ``from_json``); ``OSError`` when it cannot
+        be read."""
+    @staticmethod
+    def from_tokenizer(
+        tok: Any,
+        eos_token_ids: Optional[Sequence[int]] = None,
+        vocab_size: Optional[int] = None,
+    ) -> "Vocabulary":
+        """Build from a loaded tokenizer: a ``tokenizers.Tokenizer`` or a ``transformers`` fast
+        tokenizer (see ``propertok._loading.describe_tokenizer``, which supplies the JSON text and
+        the default EOS ids); ``TypeError`` for anything else, e.g. a slow tokenizer."""
+    @property
+    def num_tokens(self) -> int:
+        """Number of token ids the tokenizer defines (max id + 1)."""
+    @property
+    def vocab_size(self) -> int:
+        """Width of masks and bitmasks (>= num_tokens)."""
+    @property
+    def eos_token_ids(self) -> list[int]: ...
+    @property
+    def kind(self) -> str:
+        """``"sentencepiece-bpe"``, ``"byte-level-bpe"`` or ``"other"``."""
+    @property
+    def canonical_unsupported_reason(self) -> Optional[str]:
+        """``None`` when canonical guides are exact for this tokenizer, else why they are refused."""
+    @property
+    def special_token_ids(self) -> list[int]: ...
+    def token_bytes(self, token_id: int) -> bytes:
+        """The bytes a token decodes to (``ValueError`` for an id out of range)."""
+
+class ByteDfa:
+    """A regex compiled to a trimmed byte-level DFA (full-match semantics, UTF-8).
+
+    Exposed mainly for tests and diagnostics.
+    """
+
+    def __init__(self, pattern: str, max_states: int = 100_000) -> None:
+        """``ValueError`` for invalid/unsupported syntax or an empty language;
+        ``LimitExceeded`` past ``max_states``."""
+    @property
+    def num_states(self) -> int: ...
+    def matches(self, data: bytes) -> bool:
+        """Whether the whole of ``data`` is in the language."""
+    def sample(self, n: int, seed: int, max_len: int = 64) -> list[bytes]:
+        """``n`` random members of the language (random walks that stop at accepting states;
+        past ``max_len`` bytes they take a shortest way to acceptance)."""
+
+class Compiler:
+    """Compiles regexes into guides for one vocabulary.
+
+    Builds the tokenizer DFA (the canonical-pair structure of the tokenizer) on first use
+    of a canonical method and reuses it; immutable and safe to share across threads.
+    """
+
+    def __init__(
+        self,
+        vocabulary: Vocabulary,
+        *,
+        max_byte_dfa_states: int = 100_000,
+        max_product_states: int = 2_000_000,
+    ) -> None: ...
+    @property
+    def vocabulary(self) -> Vocabulary: ...
+    def compile_regex(self, pattern: str, method: str = "cartesian") -> "Guide":
+        """Compile ``pattern`` (full match) into a Guide.
+
+        ``method``: ``"cartesian"`` (canonical, default) or ``"agnostic"`` (every token
+        sequence that decodes to a match, what Outlines does).
+        Errors: ``ValueError`` (invalid regex, unsupported feature such as look-around or
+        backreferences, empty language, unknown method), ``NotImplementedError`` (canonical
+        method on a tokenizer it cannot make exact), ``LimitExceeded``. Releases the GIL.
+        """
+    def tokenizer_dfa_stats(self) -> dict[str, float]:
+        """Builds the tokenizer DFA if needed; returns ``num_classes``, ``num_emittable_tokens``,
+        ``num_unreachable_tokens``, ``num_forbidden_pairs``, ``build_seconds``, ``construction``
+        is not included (see ``tokenizer_dfa_construction``)."""
+    @property
+    def tokenizer_dfa_construction(self) -> str:
+        """``"algorithm3"`` (well-ordered merge table) or ``"priority-timeline"``."""
+
+class Guide:
+    """An immutable automaton over token ids: states, allowed tokens per state, transitions.
+
+    States are ints in ``range(num_states)``. EOS is allowed exactly in final states.
+    """
+
+    @property
+    def initial_state(self) -> int: ...
+    @property
+    def num_states(self) -> int: ...
+    @property
+    def vocab_size(self) -> int: ...
+    @property
+    def eos_token_ids(self) -> list[int]: ...
+    @property
+    def method(self) -> str: ...
+    def num_transitions(self) -> int:
+        """Total number of (state, non-EOS token) transitions (costs a pass over all masks)."""
+    def allowed_tokens(self, state: int) -> npt.NDArray[np.int32]:
+        """Sorted allowed token ids, EOS ids included when ``state`` is final."""
+    def mask(self, state: int) -> npt.NDArray[np.uint32]:
+        """Read-only ``uint32`` view of ``ceil(vocab_size/32)`` words (bit i of word i//32 = token i),
+        zero-copy over the guide's memory; the array keeps the guide alive."""
+    def next_state(self, state: int, token_id: int) -> int:
+        """The state after ``token_id``; ``ValueError`` naming the token when it is not allowed or
+        out of range. EOS from a final state returns ``state`` itself."""
+    def is_final(self, state: int) -> bool: ...
+    def count_sequences(self) -> Optional[int]:
+        """Number of accepted token sequences (EOS not counted), ``None`` if infinite.
+        Saturates at 2**64-1."""
+    def random_walk(self, seed: int, max_tokens: int = 64) -> list[int]:
+        """A random accepted token sequence (EOS not included): uniform choices among allowed tokens,
+        stopping at a final state with probability 1/4, and past ``max_tokens`` a shortest way to a
+        final state."""
+    def matcher(self) -> "Matcher": ...
+
+class Matcher:
+    """A per-sequence cursor over a Guide, with history for rollback."""
+
+    @property
+    def state(self) -> int: ...
+    @property
+    def num_accepted_tokens(self) -> int: ...
+    def accept_token(self, token_id: int) -> bool:
+        """Advance on ``token_id``; ``False`` (state unchanged) when not allowed.
+        ``ValueError`` when the id is out of range. Accepting EOS terminates the matcher."""
+    def accept_tokens(self, token_ids: Sequence[int]) -> bool:
+        """Accept tokens in order; stops at the first refused one and returns False."""
+    def rollback(self, num_tokens: int) -> None:
+        """Undo the last ``num_tokens`` accepted tokens; ``ValueError`` past the start."""
+    def reset(self) -> None: ...
+    def is_accepting(self) -> bool:
+        """EOS is allowed now."""
+    def is_terminated(self) -> bool:
+        """EOS was accepted."""
+    def allowed_tokens(self) -> npt.NDArray[np.int32]: ...
+    def forced_tokens(self) -> list[int]:
+        """The longest run of tokens each of which is the only allowed choice (EOS excluded unless
+        it is the only choice, in which case the run ends with it). Does not move the matcher."""
+    def fill_next_token_bitmask(self, bitmask: npt.NDArray[np.int32], index: int = 0) -> None:
+        """Write the allowed-token mask into row ``index`` of an int32 C-contiguous array of shape
+        ``(batch, ceil(vocab_size/32))``; ``ValueError`` for a wrong shape, dtype or layout.
+        A terminated matcher allows only EOS."""

@@ -1,0 +1,224 @@
+"""The ``propertok`` command line: ``demo``, ``compile`` and ``check``.
+
+``demo`` is the project's main job: with no arguments it shows, on the embedded Mistral-7B
+tokenizer, how many token sequences an agnostic (Outlines-style) guide admits for the blog's
+``boolean: ((true)|(false))`` and how few a canonical one does. Errors print one line on stderr
+and exit with status 2 (set PROPERTOK_DEBUG=1 for the traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from typing import Any, List, Optional, Sequence, Tuple
+
+import propertok as pt
+
+from ._explore import accepted_sequences, spellings
+
+DEMO_REGEX = "boolean: ((true)|(false))"
+MAX_LISTED_SEQUENCES = 10
+MAX_LISTED_TOKENS = 20
+METHOD_BLURB = {
+    "agnostic": "every token sequence that decodes to a match (what Outlines does)",
+    "cartesian": "only canonical token sequences (CartesianMerge)",
+}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # `propertok demo | head`: stop quietly, as Unix tools do
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as e:  # one line, no traceback: these are user-facing errors
+        if os.environ.get("PROPERTOK_DEBUG"):
+            raise
+        message = str(e) or type(e).__name__
+        print(f"propertok: error: {message}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="propertok",
+        description="Canonical-token masks for regex-constrained decoding.",
+    )
+    parser.add_argument("--version", action="version", version=f"propertok {pt.__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    tokenizer_help = "a tokenizer.json (or a folder holding one); default: the embedded Mistral-7B"
+
+    demo = commands.add_parser("demo", help="agnostic vs canonical guides for one regex")
+    demo.add_argument("--tokenizer", metavar="PATH", help=tokenizer_help)
+    demo.add_argument("--regex", metavar="R", default=DEMO_REGEX, help=f"default: {DEMO_REGEX!r}")
+    demo.set_defaults(run=_demo)
+
+    comp = commands.add_parser("compile", help="compile a regex; print sizes, timing and samples")
+    comp.add_argument("regex", metavar="REGEX")
+    comp.add_argument("--tokenizer", metavar="PATH", help=tokenizer_help)
+    comp.add_argument("--method", choices=["cartesian", "agnostic"], default="cartesian")
+    comp.add_argument("--json", action="store_true", help="print one JSON object")
+    comp.set_defaults(run=_compile)
+
+    check = commands.add_parser(
+        "check",
+        help="does TEXT match the regex? (exit 0 yes, 1 no)",
+        description="Whether TEXT fully matches the regex (exit status 0 yes, 1 no, 2 error). "
+        "With --tokenizer, also the token sequences a guide accepts that spell TEXT: "
+        "exactly one, the tokenizer's own, for a canonical guide.",
+    )
+    check.add_argument("text", metavar="TEXT")
+    check.add_argument("--regex", metavar="R", required=True)
+    check.add_argument("--tokenizer", metavar="PATH", help="a tokenizer.json or a folder with one")
+    check.add_argument("--method", choices=["cartesian", "agnostic"], default="cartesian")
+    check.set_defaults(run=_check)
+    return parser
+
+
+def _demo(args: argparse.Namespace) -> int:
+    vocab, path, load_s = _load_vocabulary(args.tokenizer)
+    print(f"propertok {pt.__version__}: agnostic vs canonical guides")
+    _print_tokenizer(vocab, path, load_s)
+    print(f"regex       {args.regex!r}")
+    compiler = pt.Compiler(vocab)
+    counts = {}
+    for method in ("agnostic", "cartesian"):
+        print()
+        print(f"[{method}] {METHOD_BLURB[method]}")
+        if method != "agnostic" and vocab.canonical_unsupported_reason is not None:
+            print(f"  skipped: {vocab.canonical_unsupported_reason}")
+            continue
+        if method != "agnostic":
+            start = time.perf_counter()
+            compiler.tokenizer_dfa_stats()
+            print(f"  tokenizer DFA      {_ms(time.perf_counter() - start)} "
+                  f"(once per tokenizer, {compiler.tokenizer_dfa_construction})")
+        guide, compile_s = _timed_compile(compiler, args.regex, method)
+        counts[method] = _print_guide(vocab, guide, compile_s)
+    if len(counts) == 2 and None not in counts.values():
+        print()
+        print(f"agnostic admits {counts['agnostic']} token sequence(s); "
+              f"canonical admits {counts['cartesian']}, the tokenizer's own.")
+    return 0
+
+
+def _print_guide(vocab: Any, guide: Any, compile_s: float) -> Optional[int]:
+    """The demo's per-method report; returns the number of accepted sequences."""
+    print(f"  compile            {_ms(compile_s)}")
+    print(f"  states             {guide.num_states}")
+    print(f"  transitions        {guide.num_transitions()}")
+    first = [int(t) for t in guide.allowed_tokens(guide.initial_state)]
+    print(f"  first tokens       {len(first)}")
+    eos = set(guide.eos_token_ids)
+    for tid in first[:MAX_LISTED_TOKENS]:
+        print(f"    {tid:>8}  {_token_repr(vocab, tid, eos)}")
+    if len(first) > MAX_LISTED_TOKENS:
+        print(f"    ... and {len(first) - MAX_LISTED_TOKENS} more")
+    count = guide.count_sequences()
+    print(f"  sequences          {'infinite' if count is None else count}")
+    if count is not None and count <= MAX_LISTED_SEQUENCES:
+        for seq in accepted_sequences(guide, MAX_LISTED_SEQUENCES):
+            print(f"    {seq}  {' '.join(_token_repr(vocab, t, eos) for t in seq)}")
+    else:
+        print(f"    (listed only when there are at most {MAX_LISTED_SEQUENCES})")
+    return count
+
+
+def _compile(args: argparse.Namespace) -> int:
+    vocab, path, load_s = _load_vocabulary(args.tokenizer)
+    guide, compile_s = _timed_compile(pt.Compiler(vocab), args.regex, args.method)
+    count = guide.count_sequences()
+    samples = [guide.random_walk(seed) for seed in range(3)]
+    if args.json:
+        report = {
+            "regex": args.regex,
+            "method": args.method,
+            "tokenizer": path,
+            "vocab_size": guide.vocab_size,
+            "num_states": guide.num_states,
+            "num_transitions": guide.num_transitions(),
+            "count_sequences": count,
+            "load_seconds": load_s,
+            "compile_seconds": compile_s,
+            "samples": [{"token_ids": s, "text": _decode(vocab, s)} for s in samples],
+        }
+        print(json.dumps(report, indent=2))
+        return 0
+    _print_tokenizer(vocab, path, load_s)
+    print(f"regex       {args.regex!r}")
+    print(f"method      {args.method}")
+    print(f"compile     {_ms(compile_s)}")
+    print(f"states      {guide.num_states}")
+    print(f"transitions {guide.num_transitions()}")
+    print(f"sequences   {'infinite' if count is None else count}")
+    print("samples")
+    for s in samples:
+        print(f"  {_decode(vocab, s)!r}  {s}")
+    return 0
+
+
+def _check(args: argparse.Namespace) -> int:
+    data = args.text.encode("utf-8")
+    dfa = pt.ByteDfa(args.regex)
+    matched = dfa.matches(data)
+    print(f"match       {'yes' if matched else 'no'} ({dfa.num_states} byte-DFA states)")
+    if args.tokenizer is not None:
+        vocab, _, _ = _load_vocabulary(args.tokenizer)
+        guide, _ = _timed_compile(pt.Compiler(vocab), args.regex, args.method)
+        ways, example = spellings(guide, vocab, data)
+        print(f"{args.method:<11} {ways} accepted token sequence(s) spell this text")
+        if example is not None:
+            eos = set(guide.eos_token_ids)
+            print(f"  {example}  {' '.join(_token_repr(vocab, t, eos) for t in example)}")
+    return 0 if matched else 1
+
+
+def _load_vocabulary(path: Optional[str]) -> Tuple[Any, str, float]:
+    """(vocabulary, the file it came from, seconds to load)."""
+    if path is None:
+        path = pt.default_tokenizer_path()
+    elif os.path.isdir(path):
+        path = os.path.join(path, "tokenizer.json")
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"no tokenizer file at {path}")
+    start = time.perf_counter()
+    vocab = pt.Vocabulary.from_file(path)
+    return vocab, path, time.perf_counter() - start
+
+
+def _timed_compile(compiler: Any, regex: str, method: str) -> Tuple[Any, float]:
+    start = time.perf_counter()
+    guide = compiler.compile_regex(regex, method=method)
+    return guide, time.perf_counter() - start
+
+
+def _print_tokenizer(vocab: Any, path: str, load_s: float) -> None:
+    print(f"tokenizer   {path}")
+    print(f"            {vocab.kind}, {vocab.num_tokens} tokens, EOS {vocab.eos_token_ids}, "
+          f"loaded in {_ms(load_s)}")
+
+
+def _token_repr(vocab: Any, tid: int, eos: Any) -> str:
+    """A token's text as repr: str when it is valid UTF-8, bytes otherwise (a byte-fallback
+    token such as <0xE2> is a fragment of a character)."""
+    if tid in eos:
+        return "<EOS>"
+    raw = vocab.token_bytes(tid)
+    try:
+        return repr(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return repr(raw)
+
+
+def _decode(vocab: Any, tokens: List[int]) -> str:
+    return b"".join(vocab.token_bytes(t) for t in tokens).decode("utf-8", errors="backslashreplace")
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.1f} ms"

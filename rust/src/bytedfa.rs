@@ -1,0 +1,400 @@
+//! Regex → trimmed byte-level DFA.
+//!
+//! A [`ByteDfa`] recognises the UTF-8 encodings of the strings that match a regex *in full*
+//! (the whole string, not a substring). It is built with `regex-automata`: the pattern is
+//! parsed with `regex-syntax` (so unsupported features get a precise error before any
+//! automaton is built), compiled to a Thompson NFA and determinised into a dense DFA with
+//! `MatchKind::All` (every match, not leftmost-first, so that `a|ab` accepts both) and an
+//! anchored start. We then copy the part of that DFA reachable from the start into our own
+//! table and trim it.
+//!
+//! # Invariants
+//! * Every state is *relevant*: reachable from `start` and able to reach an accepting state
+//!   (the appendix's standing assumption). A regex with an empty language is an error.
+//! * `regex-automata` reports a match one transition late (its match states are delayed by one
+//!   byte). Here a state is accepting when its end-of-input transition is a match, so
+//!   "accepting" means what the papers mean: the bytes read so far are in the language.
+//! * Transitions are over byte equivalence classes (bytes that no part of the regex
+//!   distinguishes share a class), `DEAD` where there is no transition.
+//!
+//! # Costs
+//! Determinisation is worst-case exponential in the pattern (`(a|b)*a(a|b){20}`); the build
+//! stops with [`Error::LimitExceeded`] once `max_states` states are reached, and the memory
+//! regex-automata may use while determinising is capped accordingly. The table takes
+//! `4 * states * classes` bytes.
+
+use regex_automata::{
+    dfa::{dense, Automaton, StartKind},
+    nfa::thompson,
+    util::{start, syntax},
+    Anchored, MatchKind,
+};
+use regex_syntax::{ast, hir::Hir};
+
+use crate::error::{Error, Result};
+use crate::random::SplitMix64;
+
+/// Marks a missing transition.
+pub const DEAD: u32 = u32::MAX;
+
+/// Default for [`ByteDfa::from_regex`]'s `max_states`.
+pub const DEFAULT_MAX_STATES: usize = 100_000;
+
+/// A trimmed DFA over bytes. See the module docs for its invariants.
+#[derive(Clone, Debug)]
+pub struct ByteDfa {
+    classes: [u8; 256],
+    num_classes: usize,
+    trans: Vec<u32>,
+    accepting: Vec<bool>,
+    start: u32,
+    /// Fewest bytes from each state to an accepting state.
+    distance_to_accept: Vec<u32>,
+}
+
+impl ByteDfa {
+    /// Compiles `pattern` (full-match semantics) with at most `max_states` states.
+    pub fn from_regex(pattern: &str, max_states: usize) -> Result<ByteDfa> {
+        let hir = parse_regex(pattern)?;
+        let dfa = ByteDfa::from_hir(&hir, max_states)?;
+        if dfa.is_empty() {
+            return Err(Error::EmptyLanguage(format!("no string matches the regex {pattern:?}")));
+        }
+        Ok(dfa)
+    }
+
+    /// Compiles an already translated regex. An empty language gives a DFA with no states
+    /// (check [`ByteDfa::is_empty`]).
+    pub fn from_hir(hir: &Hir, max_states: usize) -> Result<ByteDfa> {
+        let nfa = thompson::Compiler::new()
+            .configure(thompson::Config::new().utf8(true).shrink(true))
+            .build_from_hir(hir)
+            .map_err(|e| Error::UnsupportedRegex(e.to_string()))?;
+        // regex-automata's own memory while determinising: generous for `max_states` states of
+        // up to 257 columns, so that our state limit is the one that trips first in practice.
+        let byte_budget = max_states.saturating_mul(257 * 4 * 4).max(1 << 20);
+        let ra = dense::Builder::new()
+            .configure(
+                dense::Config::new()
+                    .match_kind(MatchKind::All)
+                    .start_kind(StartKind::Anchored)
+                    .minimize(false)
+                    .byte_classes(true)
+                    .determinize_size_limit(Some(byte_budget))
+                    .dfa_size_limit(Some(byte_budget)),
+            )
+            .build_from_nfa(&nfa)
+            .map_err(|e| {
+                if e.is_size_limit_exceeded() {
+                    Error::LimitExceeded {
+                        limit: "max_byte_dfa_states",
+                        value: max_states,
+                        what: "the regex's DFA is too large to determinise".into(),
+                    }
+                } else {
+                    Error::UnsupportedRegex(e.to_string())
+                }
+            })?;
+        Self::copy_trimmed(&ra, max_states)
+    }
+
+    fn copy_trimmed(ra: &dense::DFA<Vec<u32>>, max_states: usize) -> Result<ByteDfa> {
+        use regex_automata::util::primitives::StateID;
+        let ra_start = ra
+            .start_state(&start::Config::new().anchored(Anchored::Yes))
+            .map_err(|e| Error::UnsupportedRegex(e.to_string()))?;
+        let mut classes = [0u8; 256];
+        let bc = ra.byte_classes();
+        let mut representatives: Vec<u8> = Vec::new();
+        for b in 0..=255u8 {
+            let c = bc.get(b);
+            classes[b as usize] = c;
+            if c as usize == representatives.len() {
+                representatives.push(b);
+            }
+        }
+        let num_classes = representatives.len();
+        // Breadth-first copy of the reachable part.
+        let mut ids: rustc_hash::FxHashMap<StateID, u32> = Default::default();
+        let mut order: Vec<StateID> = Vec::new();
+        let mut trans: Vec<u32> = Vec::new();
+        let live = |s: StateID| !ra.is_dead_state(s) && !ra.is_quit_state(s);
+        if live(ra_start) {
+            ids.insert(ra_start, 0);
+            order.push(ra_start);
+        }
+        let mut i = 0;
+        while i < order.len() {
+            let s = order[i];
+            i += 1;
+            for &b in &representatives {
+                let t = ra.next_state(s, b);
+                let id = if !live(t) {
+                    DEAD
+                } else if let Some(&id) = ids.get(&t) {
+                    id
+                } else {
+                    if order.len() >= max_states {
+                        return Err(Error::LimitExceeded {
+                            limit: "max_byte_dfa_states",
+                            value: max_states,
+                            what: "states of the regex's byte DFA".into(),
+                        });
+                    }
+                    let id = order.len() as u32;
+                    ids.insert(t, id);
+                    order.push(t);
+                    id
+                };
+                trans.push(id);
+            }
+        }
+        let accepting: Vec<bool> =
+            order.iter().map(|&s| ra.is_match_state(ra.next_eoi_state(s))).collect();
+        let full = ByteDfa {
+            classes,
+            num_classes,
+            trans,
+            accepting,
+            start: 0,
+            distance_to_accept: Vec::new(),
+        };
+        Ok(full.trim())
+    }
+
+    /// Keeps only states that are reachable (all are, by construction) and co-reachable,
+    /// renumbering them; computes distances to acceptance.
+    fn trim(self) -> ByteDfa {
+        let n = self.accepting.len();
+        let k = self.num_classes;
+        let mut reverse: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for s in 0..n {
+            for c in 0..k {
+                let t = self.trans[s * k + c];
+                if t != DEAD {
+                    reverse[t as usize].push(s as u32);
+                }
+            }
+        }
+        let mut dist = vec![u32::MAX; n];
+        let mut queue: std::collections::VecDeque<u32> = Default::default();
+        for s in 0..n {
+            if self.accepting[s] {
+                dist[s] = 0;
+                queue.push_back(s as u32);
+            }
+        }
+        while let Some(s) = queue.pop_front() {
+            for &p in &reverse[s as usize] {
+                if dist[p as usize] == u32::MAX {
+                    dist[p as usize] = dist[s as usize] + 1;
+                    queue.push_back(p);
+                }
+            }
+        }
+        if n == 0 || dist[self.start as usize] == u32::MAX {
+            return ByteDfa {
+                classes: self.classes,
+                num_classes: k,
+                trans: Vec::new(),
+                accepting: Vec::new(),
+                start: 0,
+                distance_to_accept: Vec::new(),
+            };
+        }
+        // Renumber in breadth-first order over kept states so the start stays 0.
+        let mut new_id = vec![DEAD; n];
+        let mut order = vec![self.start];
+        new_id[self.start as usize] = 0;
+        let mut i = 0;
+        while i < order.len() {
+            let s = order[i] as usize;
+            i += 1;
+            for c in 0..k {
+                let t = self.trans[s * k + c];
+                if t != DEAD && dist[t as usize] != u32::MAX && new_id[t as usize] == DEAD {
+                    new_id[t as usize] = order.len() as u32;
+                    order.push(t);
+                }
+            }
+        }
+        let mut trans = Vec::with_capacity(order.len() * k);
+        for &s in &order {
+            for c in 0..k {
+                let t = self.trans[s as usize * k + c];
+                trans.push(if t == DEAD { DEAD } else { new_id[t as usize] });
+            }
+        }
+        ByteDfa {
+            classes: self.classes,
+            num_classes: k,
+            trans,
+            accepting: order.iter().map(|&s| self.accepting[s as usize]).collect(),
+            start: 0,
+            distance_to_accept: order.iter().map(|&s| dist[s as usize]).collect(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.accepting.is_empty()
+    }
+
+    pub fn num_states(&self) -> usize {
+        self.accepting.len()
+    }
+
+    pub fn start(&self) -> u32 {
+        self.start
+    }
+
+    #[inline]
+    pub fn is_accepting(&self, state: u32) -> bool {
+        self.accepting[state as usize]
+    }
+
+    /// Fewest bytes from `state` to acceptance.
+    pub fn distance_to_accept(&self, state: u32) -> u32 {
+        self.distance_to_accept[state as usize]
+    }
+
+    /// The next state on `byte`, or [`DEAD`].
+    #[inline]
+    pub fn next(&self, state: u32, byte: u8) -> u32 {
+        self.trans[state as usize * self.num_classes + self.classes[byte as usize] as usize]
+    }
+
+    /// Runs `bytes` from `state`; [`DEAD`] as soon as a byte has no transition.
+    #[inline]
+    pub fn walk(&self, mut state: u32, bytes: &[u8]) -> u32 {
+        for &b in bytes {
+            state = self.next(state, b);
+            if state == DEAD {
+                return DEAD;
+            }
+        }
+        state
+    }
+
+    /// Whether the whole of `bytes` is in the language.
+    pub fn matches(&self, bytes: &[u8]) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        let s = self.walk(self.start, bytes);
+        s != DEAD && self.is_accepting(s)
+    }
+
+    /// Number of byte equivalence classes (the width of the table).
+    pub fn num_classes(&self) -> usize {
+        self.num_classes
+    }
+
+    /// `n` random members of the language: uniform choice among the bytes that keep the walk
+    /// alive, stopping at an accepting state with probability 1/4; once `max_len` bytes are
+    /// reached the walk takes a shortest way to acceptance.
+    pub fn sample(&self, n: usize, seed: u64, max_len: usize) -> Vec<Vec<u8>> {
+        let mut rng = SplitMix64::new(seed);
+        let mut out = Vec::with_capacity(n);
+        for _ in 0..n {
+            let mut s = self.start;
+            let mut bytes = Vec::new();
+            loop {
+                if self.is_accepting(s) && (bytes.len() >= max_len || rng.one_in(4)) {
+                    break;
+                }
+                let choices: Vec<u8> = (0..=255u8)
+                    .filter(|&b| {
+                        let t = self.next(s, b);
+                        t != DEAD
+                            && (bytes.len() < max_len
+                                || self.distance_to_accept[t as usize]
+                                    < self.distance_to_accept[s as usize])
+                    })
+                    .collect();
+                if choices.is_empty() {
+                    break; // accepting state with no way on
+                }
+                let b = choices[rng.below(choices.len())];
+                bytes.push(b);
+                s = self.next(s, b);
+            }
+            out.push(bytes);
+        }
+        out
+    }
+}
+
+/// Parses and translates a regex, turning syntax errors into precise messages.
+pub fn parse_regex(pattern: &str) -> Result<Hir> {
+    let ast = ast::parse::ParserBuilder::new().build().parse(pattern).map_err(|e| {
+        match e.kind() {
+            ast::ErrorKind::UnsupportedLookAround => Error::UnsupportedRegex(format!(
+                "look-around (look-ahead / look-behind) is not supported by finite automata, in {pattern:?}"
+            )),
+            ast::ErrorKind::UnsupportedBackreference => Error::UnsupportedRegex(format!(
+                "backreferences are not supported by finite automata, in {pattern:?}"
+            )),
+            _ => Error::InvalidRegex(e.to_string()),
+        }
+    })?;
+    let hir = regex_syntax::hir::translate::TranslatorBuilder::new()
+        .utf8(true)
+        .build()
+        .translate(pattern, &ast)
+        .map_err(|e| Error::InvalidRegex(e.to_string()))?;
+    let _ = syntax::Config::new(); // syntax defaults are regex-syntax's: Unicode on, `.` excludes \n
+    Ok(hir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dfa(p: &str) -> ByteDfa {
+        ByteDfa::from_regex(p, DEFAULT_MAX_STATES).unwrap()
+    }
+
+    #[test]
+    fn full_match_semantics() {
+        let d = dfa("a|ab");
+        assert!(d.matches(b"a") && d.matches(b"ab"));
+        assert!(!d.matches(b"") && !d.matches(b"abc") && !d.matches(b"b"));
+        let d = dfa("(true)|(false)");
+        assert!(d.matches(b"true") && !d.matches(b"tru") && !d.matches(b"truefalse"));
+    }
+
+    #[test]
+    fn utf8_and_classes() {
+        let d = dfa("é+");
+        assert!(d.matches("ééé".as_bytes()));
+        assert!(!d.matches(&"é".as_bytes()[..1]));
+        let d = dfa(".");
+        assert!(d.matches("中".as_bytes()) && !d.matches(b"\n"));
+    }
+
+    #[test]
+    fn trimmed_every_state_relevant() {
+        // `a[bc]|ad` would give irrelevant states only without trimming; check all are relevant.
+        let d = dfa("abc|abd|x*y");
+        for s in 0..d.num_states() as u32 {
+            assert_ne!(d.distance_to_accept(s), u32::MAX);
+        }
+    }
+
+    #[test]
+    fn errors_are_precise() {
+        assert!(matches!(ByteDfa::from_regex("(?=a)b", 100), Err(Error::UnsupportedRegex(m)) if m.contains("look-around")));
+        assert!(matches!(ByteDfa::from_regex(r"(a)\1", 100), Err(Error::UnsupportedRegex(m)) if m.contains("backreference")));
+        assert!(matches!(ByteDfa::from_regex("(a", 100), Err(Error::InvalidRegex(_))));
+        assert!(matches!(ByteDfa::from_regex(r"[^\s\S]", 100), Err(Error::EmptyLanguage(_))));
+        assert!(matches!(ByteDfa::from_regex("(a|b)*a(a|b){16}", 1000), Err(Error::LimitExceeded { .. })));
+    }
+
+    #[test]
+    fn samples_are_members() {
+        let d = dfa(r"[a-z]{2,5}( [0-9]+)?");
+        for s in d.sample(200, 7, 16) {
+            assert!(d.matches(&s), "{s:?}");
+        }
+    }
+}

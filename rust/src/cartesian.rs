@@ -1,0 +1,320 @@
+//! CartesianMerge (appendix Algorithms 5–6): canonical guides as the product of the regex's
+//! token index (`decode⁻¹(L)`, see `index`) and the tokenizer DFA (`tokenize(Σ*)`), restricted
+//! to *relevant* product states — reachable from the start and able to reach acceptance.
+//!
+//! # How the product is searched (§5.4)
+//! From a byte state `q1`, the token transitions are grouped by their product target
+//! `(δ1(q1, t), class(t))`: for the product state `(q1, q2)` a group's target is reachable as
+//! soon as *one* token of the group is not forbidden after `q2`. Groups are tested lazily:
+//! * forward, each `q1` keeps the groups whose target is not reached yet, and a new product
+//!   state over `q1` only tests those;
+//! * backward, when a product state becomes co-reachable, only the product states over the
+//!   predecessor byte states that are not yet co-reachable are tested.
+//! Byte-fallback tokens (their target depends on `q2`) are explicit edges.
+//!
+//! The result stores δ1 restricted to relevant targets as one bitset per byte state, so at
+//! decoding time a mask is that bitset minus the forbidden set of `q2` (Algorithm 6's
+//! `A1 ∩ A2` with the relevance test precomputed).
+//!
+//! # Limits
+//! The number of product states is capped by `max_product_states`
+//! ([`Error::LimitExceeded`] past it), checked as states are discovered.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, OnceLock};
+
+use rustc_hash::FxHashMap;
+
+use crate::bitset;
+use crate::bytedfa::{ByteDfa, DEAD};
+use crate::error::{Error, Result};
+use crate::guide::{ByteEdges, Guide, Method};
+use crate::index::TokenTrie;
+use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
+use crate::vocab::Vocabulary;
+
+/// Default cap on product states.
+pub const DEFAULT_MAX_PRODUCT_STATES: usize = 2_000_000;
+
+/// Token transitions from one byte state with the same product target.
+struct Group {
+    to_q1: u32,
+    class: u32,
+    tokens: Vec<u32>,
+}
+
+/// Whether some token of `tokens` is absent from the sorted `forbidden`.
+#[inline]
+fn some_allowed(tokens: &[u32], forbidden: &[u32]) -> bool {
+    tokens.len() > forbidden.len() || tokens.iter().any(|t| forbidden.binary_search(t).is_err())
+}
+
+/// Registers a newly reached product state.
+fn add(
+    p: (u32, u32),
+    index: &mut FxHashMap<(u32, u32), u32>,
+    states: &mut Vec<(u32, u32)>,
+    queue: &mut VecDeque<u32>,
+    max_product_states: usize,
+) -> Result<()> {
+    if index.contains_key(&p) {
+        return Ok(());
+    }
+    if states.len() >= max_product_states {
+        return Err(Error::LimitExceeded {
+            limit: "max_product_states",
+            value: max_product_states,
+            what: "relevant (byte state, tokenizer state) pairs of CartesianMerge".into(),
+        });
+    }
+    let id = states.len() as u32;
+    index.insert(p, id);
+    states.push(p);
+    queue.push_back(id);
+    Ok(())
+}
+
+/// Builds the canonical guide of `dfa` for `vocab`.
+pub fn build(
+    vocab: &Arc<Vocabulary>,
+    tokenizer_dfa: &Arc<TokenizerDfa>,
+    trie: &TokenTrie,
+    dfa: ByteDfa,
+    max_product_states: usize,
+) -> Result<Guide> {
+    let tok = tokenizer_dfa.as_ref();
+    let n1 = dfa.num_states();
+    // Groups and byte edges of every byte state.
+    let mut groups: Vec<Vec<Group>> = Vec::with_capacity(n1);
+    let mut byte_moves: Vec<Vec<(u8, u32)>> = Vec::with_capacity(n1);
+    for q1 in 0..n1 as u32 {
+        let mut by_target: FxHashMap<(u32, u32), usize> = FxHashMap::default();
+        let mut gs: Vec<Group> = Vec::new();
+        trie.for_each_transition(&dfa, q1, |t, to| {
+            let class = tok.class_of(t);
+            debug_assert_ne!(class, NO_CLASS);
+            let k = *by_target.entry((to, class)).or_insert_with(|| {
+                gs.push(Group { to_q1: to, class, tokens: Vec::new() });
+                gs.len() - 1
+            });
+            gs[k].tokens.push(t);
+        });
+        for g in &mut gs {
+            g.tokens.sort_unstable();
+        }
+        groups.push(gs);
+        let moves = if tok.fallback_tokens().is_some() {
+            (0..=255u8).filter_map(|b| {
+                let to = dfa.next(q1, b);
+                (to != DEAD).then_some((b, to))
+            }).collect()
+        } else {
+            Vec::new()
+        };
+        byte_moves.push(moves);
+    }
+
+    // Forward search.
+    let mut index: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+    let mut states: Vec<(u32, u32)> = Vec::new();
+    let mut pending: Vec<Vec<u32>> = groups.iter().map(|g| (0..g.len() as u32).collect()).collect();
+    let mut queue = VecDeque::new();
+    add((dfa.start(), tok.initial()), &mut index, &mut states, &mut queue, max_product_states)?;
+    while let Some(id) = queue.pop_front() {
+        let (q1, q2) = states[id as usize];
+        if tok.is_class(q2) {
+            let forbidden = tok.forbidden(q2);
+            let mut keep = Vec::new();
+            for &g in &pending[q1 as usize] {
+                let group = &groups[q1 as usize][g as usize];
+                let target = (group.to_q1, group.class);
+                if index.contains_key(&target) {
+                    continue;
+                }
+                if some_allowed(&group.tokens, forbidden) {
+                    add(target, &mut index, &mut states, &mut queue, max_product_states)?;
+                } else {
+                    keep.push(g);
+                }
+            }
+            pending[q1 as usize] = keep;
+        }
+        for &(b, to) in &byte_moves[q1 as usize] {
+            if let Some(q2n) = tok.step_byte(q2, b) {
+                add((to, q2n), &mut index, &mut states, &mut queue, max_product_states)?;
+            }
+        }
+    }
+
+    // Backward search for co-reachable states among the reached ones.
+    let n = states.len();
+    let mut over_q1: Vec<Vec<u32>> = vec![Vec::new(); n1];
+    for (id, &(q1, _)) in states.iter().enumerate() {
+        over_q1[q1 as usize].push(id as u32);
+    }
+    // Reverse of groups: (target q1, class) -> [(source q1, group)]; reverse byte moves.
+    let mut group_preds: FxHashMap<(u32, u32), Vec<(u32, u32)>> = FxHashMap::default();
+    for (q1, gs) in groups.iter().enumerate() {
+        for (g, group) in gs.iter().enumerate() {
+            group_preds.entry((group.to_q1, group.class)).or_default().push((q1 as u32, g as u32));
+        }
+    }
+    let mut byte_preds: Vec<Vec<(u32, u8)>> = vec![Vec::new(); n1];
+    for (q1, moves) in byte_moves.iter().enumerate() {
+        for &(b, to) in moves {
+            byte_preds[to as usize].push((q1 as u32, b));
+        }
+    }
+    let mut live = vec![false; n];
+    let mut not_live: Vec<Vec<u32>> = over_q1.clone();
+    let mut work: VecDeque<u32> = VecDeque::new();
+    for (id, &(q1, q2)) in states.iter().enumerate() {
+        if dfa.is_accepting(q1) && tok.is_class(q2) {
+            live[id] = true;
+            work.push_back(id as u32);
+        }
+    }
+    while let Some(id) = work.pop_front() {
+        let (q1t, q2t) = states[id as usize];
+        if tok.is_class(q2t) {
+            if let Some(preds) = group_preds.get(&(q1t, q2t)) {
+                for &(q1, g) in preds {
+                    let group = &groups[q1 as usize][g as usize];
+                    let candidates = std::mem::take(&mut not_live[q1 as usize]);
+                    let mut keep = Vec::with_capacity(candidates.len());
+                    for p in candidates {
+                        if live[p as usize] {
+                            continue;
+                        }
+                        let q2 = states[p as usize].1;
+                        if tok.is_class(q2) && some_allowed(&group.tokens, tok.forbidden(q2)) {
+                            live[p as usize] = true;
+                            work.push_back(p);
+                        } else {
+                            keep.push(p);
+                        }
+                    }
+                    not_live[q1 as usize] = keep;
+                }
+            }
+        }
+        for &(q1, b) in &byte_preds[q1t as usize] {
+            let candidates = std::mem::take(&mut not_live[q1 as usize]);
+            let mut keep = Vec::with_capacity(candidates.len());
+            for p in candidates {
+                if live[p as usize] {
+                    continue;
+                }
+                if tok.step_byte(states[p as usize].1, b) == Some(q2t) {
+                    live[p as usize] = true;
+                    work.push_back(p);
+                } else {
+                    keep.push(p);
+                }
+            }
+            not_live[q1 as usize] = keep;
+        }
+    }
+    if !live[0] {
+        return Err(Error::EmptyLanguage(
+            "no canonical token sequence spells a string of the regex (its strings are not representable by this tokenizer)".into(),
+        ));
+    }
+
+    // Renumber the relevant states.
+    let mut new_id = vec![u32::MAX; n];
+    let mut kept: Vec<(u32, u32)> = Vec::new();
+    for (id, &p) in states.iter().enumerate() {
+        if live[id] {
+            new_id[id] = kept.len() as u32;
+            kept.push(p);
+        }
+    }
+    let kept_index: FxHashMap<(u32, u32), u32> = kept.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
+
+    // δ1 restricted to relevant targets, per byte state that is used.
+    let words = bitset::words_for(vocab.vocab_size());
+    let mut used = vec![false; n1];
+    for &(q1, _) in &kept {
+        used[q1 as usize] = true;
+    }
+    let mut base_masks: Vec<Box<[u32]>> = Vec::with_capacity(n1);
+    for q1 in 0..n1 {
+        if !used[q1] {
+            base_masks.push(Box::new([]));
+            continue;
+        }
+        let mut m = vec![0u32; words].into_boxed_slice();
+        for group in &groups[q1] {
+            if kept_index.contains_key(&(group.to_q1, group.class)) {
+                for &t in &group.tokens {
+                    bitset::set(&mut m, t as usize);
+                }
+            }
+        }
+        base_masks.push(m);
+    }
+    // Byte-fallback edges; shared between the class states over one byte state.
+    let mut byte_edges: Vec<Option<ByteEdges>> = vec![None; kept.len()];
+    if let Some(fallback) = tok.fallback_tokens() {
+        let mut class_edges: FxHashMap<u32, Option<ByteEdges>> = FxHashMap::default();
+        for (id, &(q1, q2)) in kept.iter().enumerate() {
+            let compute = || -> Option<ByteEdges> {
+                let edges: Vec<(u32, u32)> = byte_moves[q1 as usize]
+                    .iter()
+                    .filter_map(|&(b, to)| {
+                        let q2n = tok.step_byte(q2, b)?;
+                        kept_index.get(&(to, q2n)).map(|&target| (fallback[b as usize], target))
+                    })
+                    .collect();
+                (!edges.is_empty()).then(|| Arc::new(edges))
+            };
+            byte_edges[id] = if tok.is_class(q2) {
+                class_edges.entry(q1).or_insert_with(compute).clone()
+            } else {
+                compute()
+            };
+        }
+    }
+    let initial = new_id[0];
+    let masks = (0..kept.len()).map(|_| OnceLock::new()).collect();
+    Ok(Guide {
+        method: Method::Cartesian,
+        vocab: vocab.clone(),
+        tokenizer_dfa: Some(tokenizer_dfa.clone()),
+        dfa,
+        states: kept,
+        index: kept_index,
+        base_masks,
+        byte_edges,
+        initial,
+        masks,
+    })
+}
+
+/// Builds the agnostic guide (Outlines' index): states are the byte DFA's states.
+pub fn build_agnostic(vocab: &Arc<Vocabulary>, trie: &TokenTrie, dfa: ByteDfa) -> Guide {
+    let words = bitset::words_for(vocab.vocab_size());
+    let n1 = dfa.num_states();
+    let base_masks: Vec<Box<[u32]>> = (0..n1 as u32)
+        .map(|q1| {
+            let mut m = vec![0u32; words].into_boxed_slice();
+            trie.for_each_transition(&dfa, q1, |t, _| bitset::set(&mut m, t as usize));
+            m
+        })
+        .collect();
+    let states: Vec<(u32, u32)> = (0..n1 as u32).map(|q| (q, 0)).collect();
+    let index = states.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
+    Guide {
+        method: Method::Agnostic,
+        vocab: vocab.clone(),
+        tokenizer_dfa: None,
+        initial: dfa.start(),
+        dfa,
+        byte_edges: vec![None; n1],
+        masks: (0..n1).map(|_| OnceLock::new()).collect(),
+        states,
+        index,
+        base_masks,
+    }
+}

@@ -1,0 +1,47 @@
+//! # propertok — canonical-token masks for constrained decoding
+//!
+//! propertok builds, for a regex and a tokenizer, an automaton over token ids whose accepted
+//! sequences are exactly the *canonical* tokenizations (what the tokenizer itself produces) of
+//! the strings that match — not every token sequence that merely decodes to a match, as
+//! Outlines-style indexes do. See `DESIGN.md` for the definition everything is tested against.
+//!
+//! ## Contents, in pipeline order
+//! * [`vocab`] — a `tokenizer.json` as token byte strings, merge table, special tokens, EOS.
+//! * [`bytedfa`] — regex → trimmed byte DFA (regex-automata).
+//! * [`index`] — the token trie and `decode⁻¹(L)` (the agnostic baseline).
+//! * [`bpe`] — the reference priority BPE and token derivations.
+//! * [`tokenizer_dfa`] / [`algorithm3`] — the DFA of canonical token sequences.
+//! * [`cartesian`] — CartesianMerge: product search for relevant states.
+//! * [`guide`] / [`matcher`] — the compiled automaton, its masks, and a decoding cursor.
+//! * [`compiler`] — ties them together; `python` (feature `python`) is the PyO3 layer and the
+//!   only module that knows about Python.
+//!
+//! ## Example
+//! ```
+//! use std::sync::Arc;
+//! use propertok::{compiler::{Compiler, Limits}, guide::Method, vocab::Vocabulary};
+//! let vocab = Vocabulary::char_bpe_for_tests(&["a", "b", "ab"], &[("a", "b")]).unwrap();
+//! let compiler = Compiler::new(Arc::new(vocab), Limits::default());
+//! let guide = compiler.compile_regex("(ab)+", Method::Cartesian).unwrap();
+//! // Only the canonical "ab" token may start; the split "a","b" is not canonical.
+//! assert_eq!(guide.allowed_tokens(guide.initial_state()), vec![2]);
+//! ```
+
+pub mod algorithm3;
+pub mod bitset;
+pub mod bpe;
+pub mod bytedfa;
+pub mod cartesian;
+pub mod compiler;
+pub mod error;
+pub mod guide;
+pub mod index;
+pub mod matcher;
+mod random;
+pub mod tokenizer_dfa;
+pub mod vocab;
+
+#[cfg(feature = "python")]
+mod python;
+
+pub use error::{Error, Result};

@@ -1,0 +1,374 @@
+//! The PyO3 binding module `propertok._core` — the only module that knows about Python.
+//!
+//! Each class is a thin wrapper over a core type behind an `Arc`; errors map onto Python
+//! exceptions in one place ([`to_py`]); long work (tokenizer DFA build, regex compilation)
+//! runs with the GIL released.
+
+use std::sync::Arc;
+
+use numpy::{ndarray::ArrayView1, PyArray1, PyReadwriteArray2, PyUntypedArrayMethods};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyException, PyNotImplementedError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::bytedfa::ByteDfa;
+use crate::compiler::{Compiler, Limits};
+use crate::error::Error;
+use crate::guide::{Guide, Method};
+use crate::matcher::Matcher;
+use crate::vocab::Vocabulary;
+
+create_exception!(_core, PropertokError, PyException, "Base class of propertok's own exceptions.");
+create_exception!(_core, LimitExceeded, PropertokError, "A documented size limit was reached.");
+
+fn to_py(e: Error) -> PyErr {
+    let msg = e.to_string();
+    match e {
+        Error::Unsupported(_) => PyNotImplementedError::new_err(msg),
+        Error::LimitExceeded { .. } => LimitExceeded::new_err(msg),
+        Error::InvalidRegex(_)
+        | Error::UnsupportedRegex(_)
+        | Error::EmptyLanguage(_)
+        | Error::MalformedTokenizer(_)
+        | Error::InvalidArgument(_) => PyValueError::new_err(msg),
+    }
+}
+
+fn token_id(v: i64, what: &str) -> PyResult<u32> {
+    u32::try_from(v).map_err(|_| PyValueError::new_err(format!("{what} {v} is out of range")))
+}
+
+#[pyclass(name = "Vocabulary", module = "propertok._core", frozen)]
+struct PyVocabulary {
+    inner: Arc<Vocabulary>,
+}
+
+fn parse_ids(ids: Option<Vec<i64>>) -> PyResult<Option<Vec<u32>>> {
+    ids.map(|v| v.into_iter().map(|i| token_id(i, "EOS token id")).collect()).transpose()
+}
+
+#[pymethods]
+impl PyVocabulary {
+    #[staticmethod]
+    #[pyo3(signature = (json, eos_token_ids=None, vocab_size=None))]
+    fn from_json(py: Python<'_>, json: String, eos_token_ids: Option<Vec<i64>>, vocab_size: Option<usize>) -> PyResult<Self> {
+        let eos = parse_ids(eos_token_ids)?;
+        let inner = py.detach(|| Vocabulary::from_json(&json, eos, vocab_size)).map_err(to_py)?;
+        Ok(PyVocabulary { inner: Arc::new(inner) })
+    }
+
+    #[staticmethod]
+    #[pyo3(signature = (path, eos_token_ids=None, vocab_size=None))]
+    fn from_file(py: Python<'_>, path: std::path::PathBuf, eos_token_ids: Option<Vec<i64>>, vocab_size: Option<usize>) -> PyResult<Self> {
+        let json = std::fs::read_to_string(&path).map_err(|e| {
+            pyo3::exceptions::PyOSError::new_err(format!("cannot read tokenizer file {}: {e}", path.display()))
+        })?;
+        Self::from_json(py, json, eos_token_ids, vocab_size)
+    }
+
+    #[staticmethod]
+    #[pyo3(signature = (tokenizer, eos_token_ids=None, vocab_size=None))]
+    fn from_tokenizer(py: Python<'_>, tokenizer: Bound<'_, PyAny>, eos_token_ids: Option<Vec<i64>>, vocab_size: Option<usize>) -> PyResult<Self> {
+        let loading = py.import("propertok._loading")?;
+        let (json, default_eos): (String, Option<Vec<i64>>) = loading.call_method1("describe_tokenizer", (tokenizer,))?.extract()?;
+        Self::from_json(py, json, eos_token_ids.or(default_eos), vocab_size)
+    }
+
+    #[getter]
+    fn num_tokens(&self) -> usize {
+        self.inner.num_tokens()
+    }
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab_size()
+    }
+    #[getter]
+    fn eos_token_ids(&self) -> Vec<u32> {
+        self.inner.eos_token_ids().to_vec()
+    }
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.inner.kind().name()
+    }
+    #[getter]
+    fn canonical_unsupported_reason(&self) -> Option<String> {
+        self.inner.canonical_unsupported_reason().map(str::to_string)
+    }
+    #[getter]
+    fn special_token_ids(&self) -> Vec<u32> {
+        self.inner.special_token_ids().to_vec()
+    }
+    fn token_bytes<'py>(&self, py: Python<'py>, token_id: i64) -> PyResult<Bound<'py, PyBytes>> {
+        let id = u32::try_from(token_id).ok().filter(|&t| (t as usize) < self.inner.vocab_size()).ok_or_else(|| {
+            PyValueError::new_err(format!("token id {token_id} is out of range (vocab_size is {})", self.inner.vocab_size()))
+        })?;
+        let bytes: &[u8] = if (id as usize) < self.inner.num_tokens() { self.inner.token_bytes(id) } else { &[] };
+        Ok(PyBytes::new(py, bytes))
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Vocabulary(kind={:?}, num_tokens={}, vocab_size={}, eos_token_ids={:?})",
+            self.inner.kind().name(),
+            self.inner.num_tokens(),
+            self.inner.vocab_size(),
+            self.inner.eos_token_ids()
+        )
+    }
+}
+
+#[pyclass(name = "ByteDfa", module = "propertok._core", frozen)]
+struct PyByteDfa {
+    inner: ByteDfa,
+}
+
+#[pymethods]
+impl PyByteDfa {
+    #[new]
+    #[pyo3(signature = (pattern, max_states=crate::bytedfa::DEFAULT_MAX_STATES))]
+    fn new(py: Python<'_>, pattern: String, max_states: usize) -> PyResult<Self> {
+        let inner = py.detach(|| ByteDfa::from_regex(&pattern, max_states)).map_err(to_py)?;
+        Ok(PyByteDfa { inner })
+    }
+    #[getter]
+    fn num_states(&self) -> usize {
+        self.inner.num_states()
+    }
+    fn matches(&self, data: &[u8]) -> bool {
+        self.inner.matches(data)
+    }
+    #[pyo3(signature = (n, seed, max_len=64))]
+    fn sample<'py>(&self, py: Python<'py>, n: usize, seed: u64, max_len: usize) -> Vec<Bound<'py, PyBytes>> {
+        self.inner.sample(n, seed, max_len).iter().map(|s| PyBytes::new(py, s)).collect()
+    }
+}
+
+#[pyclass(name = "Compiler", module = "propertok._core", frozen)]
+struct PyCompiler {
+    inner: Arc<Compiler>,
+    vocab: Py<PyVocabulary>,
+}
+
+#[pymethods]
+impl PyCompiler {
+    #[new]
+    #[pyo3(signature = (vocabulary, *, max_byte_dfa_states=crate::bytedfa::DEFAULT_MAX_STATES, max_product_states=crate::cartesian::DEFAULT_MAX_PRODUCT_STATES))]
+    fn new(vocabulary: Bound<'_, PyVocabulary>, max_byte_dfa_states: usize, max_product_states: usize) -> Self {
+        let limits = Limits { max_byte_dfa_states, max_product_states };
+        let inner = Arc::new(Compiler::new(vocabulary.get().inner.clone(), limits));
+        PyCompiler { inner, vocab: vocabulary.unbind() }
+    }
+    #[getter]
+    fn vocabulary(&self, py: Python<'_>) -> Py<PyVocabulary> {
+        self.vocab.clone_ref(py)
+    }
+    #[pyo3(signature = (pattern, method="cartesian"))]
+    fn compile_regex(&self, py: Python<'_>, pattern: String, method: &str) -> PyResult<PyGuide> {
+        let method = Method::parse(method).map_err(to_py)?;
+        let compiler = self.inner.clone();
+        let guide = py.detach(move || compiler.compile_regex(&pattern, method)).map_err(to_py)?;
+        Ok(PyGuide { inner: Arc::new(guide) })
+    }
+    fn tokenizer_dfa_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let compiler = self.inner.clone();
+        let dfa = py.detach(move || compiler.tokenizer_dfa().cloned()).map_err(to_py)?;
+        let d = PyDict::new(py);
+        let n = self.inner.vocabulary().num_tokens();
+        d.set_item("num_classes", dfa.num_classes())?;
+        d.set_item("num_states", dfa.num_states())?;
+        d.set_item("num_emittable_tokens", dfa.num_emittable())?;
+        let fallback = dfa.fallback_tokens().map_or(0, |_| 256);
+        let special = (0..n as u32).filter(|&t| self.inner.vocabulary().is_never_allowed(t)).count();
+        d.set_item("num_byte_fallback_tokens", fallback)?;
+        d.set_item("num_unreachable_tokens", n - dfa.num_emittable() - fallback - special)?;
+        d.set_item("num_forbidden_pairs", dfa.num_forbidden_pairs())?;
+        d.set_item("build_seconds", dfa.build_seconds())?;
+        Ok(d)
+    }
+    #[getter]
+    fn tokenizer_dfa_construction(&self, py: Python<'_>) -> PyResult<&'static str> {
+        let compiler = self.inner.clone();
+        let dfa = py.detach(move || compiler.tokenizer_dfa().cloned()).map_err(to_py)?;
+        Ok(dfa.construction().name())
+    }
+}
+
+#[pyclass(name = "Guide", module = "propertok._core", frozen)]
+struct PyGuide {
+    inner: Arc<Guide>,
+}
+
+impl PyGuide {
+    fn state(&self, state: i64) -> PyResult<u32> {
+        let s = u32::try_from(state).map_err(|_| PyValueError::new_err(format!("state {state} is out of range")))?;
+        self.inner.check_state(s).map_err(to_py)?;
+        Ok(s)
+    }
+}
+
+#[pymethods]
+impl PyGuide {
+    #[getter]
+    fn initial_state(&self) -> u32 {
+        self.inner.initial_state()
+    }
+    #[getter]
+    fn num_states(&self) -> usize {
+        self.inner.num_states()
+    }
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab_size()
+    }
+    #[getter]
+    fn eos_token_ids(&self) -> Vec<u32> {
+        self.inner.eos_token_ids().to_vec()
+    }
+    #[getter]
+    fn method(&self) -> &'static str {
+        self.inner.method().name()
+    }
+    fn num_transitions(&self, py: Python<'_>) -> usize {
+        let g = self.inner.clone();
+        py.detach(move || g.num_transitions())
+    }
+    fn allowed_tokens<'py>(&self, py: Python<'py>, state: i64) -> PyResult<Bound<'py, PyArray1<i32>>> {
+        let s = self.state(state)?;
+        let v: Vec<i32> = self.inner.allowed_tokens(s).into_iter().map(|t| t as i32).collect();
+        Ok(PyArray1::from_vec(py, v))
+    }
+    fn mask<'py>(slf: Bound<'py, Self>, state: i64) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let this = slf.get();
+        let s = this.state(state)?;
+        let words: &[u32] = this.inner.mask(s);
+        let view = ArrayView1::from(words);
+        // SAFETY: the words live in the guide's cache (a boxed slice that is never moved or
+        // freed while the guide lives), and `slf` — which owns the guide — becomes the array's
+        // base object, so the memory outlives the array. The array is made read-only below.
+        let array = unsafe { PyArray1::borrow_from_array(&view, slf.clone().into_any()) };
+        array.call_method1("setflags", (false,))?;
+        Ok(array)
+    }
+    fn next_state(&self, state: i64, token_id: i64) -> PyResult<u32> {
+        let s = self.state(state)?;
+        let t = u32::try_from(token_id).map_err(|_| PyValueError::new_err(format!("token id {token_id} is out of range")))?;
+        self.inner.next_state(s, t).map_err(to_py)
+    }
+    fn is_final(&self, state: i64) -> PyResult<bool> {
+        Ok(self.inner.is_final(self.state(state)?))
+    }
+    fn count_sequences(&self, py: Python<'_>) -> Option<u64> {
+        let g = self.inner.clone();
+        py.detach(move || g.count_sequences()).map(|c| u64::try_from(c).unwrap_or(u64::MAX))
+    }
+    #[pyo3(signature = (seed, max_tokens=64))]
+    fn random_walk(&self, py: Python<'_>, seed: u64, max_tokens: usize) -> PyResult<Vec<u32>> {
+        let g = self.inner.clone();
+        py.detach(move || g.random_walk(seed, max_tokens)).map_err(to_py)
+    }
+    fn matcher(&self) -> PyMatcher {
+        PyMatcher { inner: Matcher::new(self.inner.clone()) }
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Guide(method={:?}, num_states={}, vocab_size={})",
+            self.inner.method().name(),
+            self.inner.num_states(),
+            self.inner.vocab_size()
+        )
+    }
+}
+
+#[pyclass(name = "Matcher", module = "propertok._core")]
+struct PyMatcher {
+    inner: Matcher,
+}
+
+#[pymethods]
+impl PyMatcher {
+    #[getter]
+    fn state(&self) -> u32 {
+        self.inner.state()
+    }
+    #[getter]
+    fn num_accepted_tokens(&self) -> usize {
+        self.inner.num_accepted_tokens()
+    }
+    fn accept_token(&mut self, token_id: i64) -> PyResult<bool> {
+        let t = u32::try_from(token_id).map_err(|_| PyValueError::new_err(format!("token id {token_id} is out of range")))?;
+        self.inner.accept_token(t).map_err(to_py)
+    }
+    fn accept_tokens(&mut self, token_ids: Vec<i64>) -> PyResult<bool> {
+        for t in token_ids {
+            if !self.accept_token(t)? {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+    fn rollback(&mut self, num_tokens: usize) -> PyResult<()> {
+        self.inner.rollback(num_tokens).map_err(to_py)
+    }
+    fn reset(&mut self) {
+        self.inner.reset()
+    }
+    fn is_accepting(&self) -> bool {
+        self.inner.is_accepting()
+    }
+    fn is_terminated(&self) -> bool {
+        self.inner.is_terminated()
+    }
+    fn allowed_tokens<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i32>> {
+        PyArray1::from_vec(py, self.inner.allowed_tokens().into_iter().map(|t| t as i32).collect())
+    }
+    fn forced_tokens(&self) -> Vec<u32> {
+        self.inner.forced_tokens()
+    }
+    #[pyo3(signature = (bitmask, index=0))]
+    fn fill_next_token_bitmask(&self, bitmask: Bound<'_, PyAny>, index: isize) -> PyResult<()> {
+        let words = self.inner.guide().mask_words();
+        let mut array: PyReadwriteArray2<i32> = bitmask.extract().map_err(|_| {
+            PyValueError::new_err(format!(
+                "bitmask must be a writeable 2-D numpy array of dtype int32 with shape (batch, {words}); got {}",
+                describe_array(&bitmask)
+            ))
+        })?;
+        let shape = array.shape().to_vec();
+        if shape[1] != words {
+            return Err(PyValueError::new_err(format!(
+                "bitmask has {} words per row; this guide needs ceil(vocab_size/32) = {words}",
+                shape[1]
+            )));
+        }
+        if index < 0 || index as usize >= shape[0] {
+            return Err(PyValueError::new_err(format!("index {index} is out of range for a batch of {}", shape[0])));
+        }
+        let slice = array.as_slice_mut().map_err(|_| PyValueError::new_err("bitmask must be C-contiguous"))?;
+        let row = &mut slice[index as usize * words..(index as usize + 1) * words];
+        // SAFETY: i32 and u32 have the same size and alignment; any bit pattern is valid for both.
+        let row: &mut [u32] = unsafe { std::slice::from_raw_parts_mut(row.as_mut_ptr().cast::<u32>(), row.len()) };
+        self.inner.write_mask(row);
+        Ok(())
+    }
+}
+
+fn describe_array(obj: &Bound<'_, PyAny>) -> String {
+    let get = |a: &str| obj.getattr(a).and_then(|v| v.str().map(|s| s.to_string())).unwrap_or_else(|_| "?".into());
+    match obj.getattr("dtype") {
+        Ok(_) => format!("dtype {}, shape {}", get("dtype"), get("shape")),
+        Err(_) => format!("an object of type {}", obj.get_type().name().map(|n| n.to_string()).unwrap_or_default()),
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("PropertokError", m.py().get_type::<PropertokError>())?;
+    m.add("LimitExceeded", m.py().get_type::<LimitExceeded>())?;
+    m.add_class::<PyVocabulary>()?;
+    m.add_class::<PyByteDfa>()?;
+    m.add_class::<PyCompiler>()?;
+    m.add_class::<PyGuide>()?;
+    m.add_class::<PyMatcher>()?;
+    Ok(())
+}

@@ -1,0 +1,488 @@
+//! The tokenizer DFA: which token may follow which, so that a token sequence is exactly what
+//! the tokenizer itself would produce — the DFA of `tokenize(Σ*)`.
+//!
+//! # Shape
+//! The appendix (Algorithm 3 and its proof) shows that for a merge table every transition on a
+//! token `t` goes to the same state, so the DFA is: `class_of(t)`, the state after `t`, and for
+//! each state the set of *forbidden* next tokens. States with equal forbidden sets are fused
+//! (§5.3), so a state here is a *class*. Class 0 has an empty forbidden set: it is the state at
+//! the start of a continuation and after a byte-fallback character.
+//!
+//! # Two constructions, one result
+//! * [`crate::algorithm3`] — the appendix's BuildTokenizerDFA. It assumes merges are applied in
+//!   sequential passes, which equals Hugging Face's priority BPE only for *well-ordered* tables
+//!   (see [`crate::bpe`]). Used when the table is well-ordered.
+//! * [`build_priority_timeline`] — exact for priority BPE on any table (Mistral-7B, Llama 2).
+//!   A pair `(t1, t2)` is canonical iff each token alone encodes to itself and no merge ever
+//!   crosses the boundary when their text is encoded together. Until the first crossing merge,
+//!   the two sides evolve exactly as when encoded alone, and the global heap pops their merges
+//!   in the order of a greedy two-way merge of their rank sequences (ties go left, the lower
+//!   position). The boundary pair `(r, l)` — the current last symbol of the left side and first
+//!   symbol of the right side — fires when its rank `β` is below the left side's next rank `p`
+//!   (a tie means the very same pair further left, which pops first) and not above the right
+//!   side's next rank `q` (a tie pops the boundary first, it is further left). So we record each
+//!   token's derivation as a *timeline* of `(first symbol, last symbol, next rank)` and replay
+//!   the two timelines. Candidates are only pairs where some merge `(r, l)` links a last
+//!   symbol of `t1`'s timeline to a first symbol of `t2`'s.
+//!   For sequences longer than two, the projection of the global heap order onto two adjacent
+//!   tokens is the same two-way merge, so a sequence is canonical iff all its adjacent pairs are:
+//!   the next allowed tokens depend on the last token only, as with Algorithm 3.
+//!
+//! # Byte fallback
+//! A character missing from the vocabulary becomes its UTF-8 bytes as `<0xNN>` tokens, which no
+//! merge touches. They are modelled by a small byte automaton of the *absent* characters
+//! ([`FallbackTrie`]): after a class state a byte token must start an absent character, inside
+//! one it must continue it, and a completed character leads back to class 0. Byte tokens that
+//! spell a character present in the vocabulary are never canonical and never allowed.
+//!
+//! # Tokens that can never be emitted
+//! A token whose own text does not encode to itself (unreachable by the merges, or only ever
+//! produced inside a larger token) has no class and is never allowed.
+
+use std::time::Instant;
+
+use rustc_hash::FxHashMap;
+
+use crate::bpe::{MergeTable, Step, NO_MERGE};
+use crate::bytedfa::{ByteDfa, DEAD};
+use crate::error::{Error, Result};
+use crate::vocab::{TokenizerKind, Vocabulary};
+
+/// No class: the token is never emitted (or is a byte-fallback token, see `byte_of_token`).
+pub const NO_CLASS: u32 = u32::MAX;
+
+/// Which construction produced a [`TokenizerDfa`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Construction {
+    Algorithm3,
+    PriorityTimeline,
+}
+
+impl Construction {
+    pub fn name(self) -> &'static str {
+        match self {
+            Construction::Algorithm3 => "algorithm3",
+            Construction::PriorityTimeline => "priority-timeline",
+        }
+    }
+}
+
+/// The byte automaton of characters absent from the vocabulary (UTF-8 encodings).
+#[derive(Clone, Debug)]
+pub struct FallbackTrie {
+    dfa: ByteDfa,
+}
+
+impl FallbackTrie {
+    /// Next trie state from `state` (`None` = trie start) on byte `b`:
+    /// `Some(Ok(s))` inside a character, `Some(Err(()))` when the character is complete.
+    #[inline]
+    fn step(&self, state: Option<u32>, b: u8) -> Option<std::result::Result<u32, ()>> {
+        let t = self.dfa.next(state.unwrap_or(self.dfa.start()), b);
+        if t == DEAD {
+            None
+        } else if self.dfa.is_accepting(t) {
+            Some(Err(()))
+        } else {
+            Some(Ok(t))
+        }
+    }
+    pub fn num_states(&self) -> usize {
+        self.dfa.num_states()
+    }
+}
+
+/// The DFA of canonical token sequences. Immutable; shared by every guide of a compiler.
+#[derive(Clone, Debug)]
+pub struct TokenizerDfa {
+    construction: Construction,
+    class_of: Vec<u32>,
+    /// Sorted forbidden next tokens, per class.
+    forbidden: Vec<Vec<u32>>,
+    /// `byte_of_token[t]` = the byte of a byte-fallback token, `u16::MAX` otherwise.
+    byte_of_token: Vec<u16>,
+    fallback_tokens: Option<[u32; 256]>,
+    trie: Option<FallbackTrie>,
+    num_emittable: usize,
+    num_forbidden_pairs: usize,
+    build_seconds: f64,
+}
+
+/// A state of the tokenizer DFA: a class (`< num_classes`) or, past them, a state inside a
+/// byte-fallback character.
+pub type TokState = u32;
+
+impl TokenizerDfa {
+    /// Builds the tokenizer DFA of a character-level BPE vocabulary; `Unsupported` for others.
+    pub fn build(vocab: &Vocabulary) -> Result<TokenizerDfa> {
+        if let Some(reason) = vocab.canonical_unsupported_reason() {
+            return Err(Error::Unsupported(reason.to_string()));
+        }
+        debug_assert_eq!(vocab.kind(), TokenizerKind::CharBpe);
+        let started = Instant::now();
+        let table = MergeTable::new(vocab.merges());
+        let words = Derivations::compute(vocab, &table);
+        let (construction, forbidden_by_token) = if MergeTable::is_well_ordered(vocab.merges()) {
+            (Construction::Algorithm3, crate::algorithm3::forbidden_by_token(vocab, &words.emittable))
+        } else {
+            (Construction::PriorityTimeline, build_priority_timeline(&table, &words))
+        };
+        let mut dfa = Self::from_forbidden(vocab, construction, &words.emittable, forbidden_by_token)?;
+        dfa.build_seconds = started.elapsed().as_secs_f64();
+        Ok(dfa)
+    }
+
+    /// Same as [`TokenizerDfa::build`] but forcing the priority-timeline construction (tests).
+    pub fn build_priority_timeline(vocab: &Vocabulary) -> Result<TokenizerDfa> {
+        if let Some(reason) = vocab.canonical_unsupported_reason() {
+            return Err(Error::Unsupported(reason.to_string()));
+        }
+        let table = MergeTable::new(vocab.merges());
+        let words = Derivations::compute(vocab, &table);
+        let f = build_priority_timeline(&table, &words);
+        Self::from_forbidden(vocab, Construction::PriorityTimeline, &words.emittable, f)
+    }
+
+    /// Fuses tokens with equal forbidden sets into classes and adds the byte-fallback trie.
+    fn from_forbidden(
+        vocab: &Vocabulary,
+        construction: Construction,
+        emittable: &[bool],
+        forbidden_by_token: Vec<Vec<u32>>,
+    ) -> Result<TokenizerDfa> {
+        let n = vocab.num_tokens();
+        let mut class_of = vec![NO_CLASS; n];
+        let mut forbidden: Vec<Vec<u32>> = vec![Vec::new()];
+        let mut index: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+        index.insert(Vec::new(), 0);
+        let mut pairs = 0;
+        for (t, mut f) in forbidden_by_token.into_iter().enumerate() {
+            if !emittable[t] {
+                continue;
+            }
+            f.sort_unstable();
+            f.dedup();
+            pairs += f.len();
+            let next = forbidden.len() as u32;
+            let c = *index.entry(f).or_insert_with_key(|k| {
+                forbidden.push(k.clone());
+                next
+            });
+            class_of[t] = c;
+        }
+        let mut byte_of_token = vec![u16::MAX; n];
+        let (fallback_tokens, trie) = match vocab.byte_fallback_tokens() {
+            Some(fb) => {
+                for (b, &t) in fb.iter().enumerate() {
+                    byte_of_token[t as usize] = b as u16;
+                }
+                (Some(*fb), Some(absent_char_trie(vocab, emittable)?))
+            }
+            None => (None, None),
+        };
+        Ok(TokenizerDfa {
+            construction,
+            class_of,
+            forbidden,
+            byte_of_token,
+            fallback_tokens,
+            trie,
+            num_emittable: emittable.iter().filter(|&&e| e).count(),
+            num_forbidden_pairs: pairs,
+            build_seconds: 0.0,
+        })
+    }
+
+    pub fn construction(&self) -> Construction {
+        self.construction
+    }
+    pub fn num_classes(&self) -> usize {
+        self.forbidden.len()
+    }
+    /// Classes plus states inside a byte-fallback character.
+    pub fn num_states(&self) -> usize {
+        self.forbidden.len() + self.trie.as_ref().map_or(0, |t| t.num_states())
+    }
+    /// The state at the start of a continuation.
+    pub fn initial(&self) -> TokState {
+        0
+    }
+    pub fn is_class(&self, q: TokState) -> bool {
+        (q as usize) < self.forbidden.len()
+    }
+    /// The class reached by a (non byte-fallback) token, or [`NO_CLASS`].
+    #[inline]
+    pub fn class_of(&self, token: u32) -> u32 {
+        self.class_of[token as usize]
+    }
+    pub fn forbidden(&self, class: u32) -> &[u32] {
+        &self.forbidden[class as usize]
+    }
+    pub fn num_emittable(&self) -> usize {
+        self.num_emittable
+    }
+    pub fn num_forbidden_pairs(&self) -> usize {
+        self.num_forbidden_pairs
+    }
+    pub fn build_seconds(&self) -> f64 {
+        self.build_seconds
+    }
+    /// The byte of a byte-fallback token.
+    #[inline]
+    pub fn fallback_byte(&self, token: u32) -> Option<u8> {
+        let b = self.byte_of_token[token as usize];
+        (b != u16::MAX).then_some(b as u8)
+    }
+    pub fn fallback_tokens(&self) -> Option<&[u32; 256]> {
+        self.fallback_tokens.as_ref()
+    }
+
+    /// Transition on a byte-fallback token's byte.
+    #[inline]
+    pub fn step_byte(&self, q: TokState, b: u8) -> Option<TokState> {
+        let trie = self.trie.as_ref()?;
+        let c = self.forbidden.len() as u32;
+        let inside = (q >= c).then(|| q - c);
+        match trie.step(inside, b)? {
+            Ok(s) => Some(c + s),
+            Err(()) => Some(0),
+        }
+    }
+
+    /// Transition on any token: `None` when the token may not follow state `q`.
+    #[inline]
+    pub fn step(&self, q: TokState, token: u32) -> Option<TokState> {
+        if let Some(b) = self.fallback_byte(token) {
+            return self.step_byte(q, b);
+        }
+        let c = self.class_of[token as usize];
+        if c == NO_CLASS || !self.is_class(q) || self.forbidden[q as usize].binary_search(&token).is_ok() {
+            return None;
+        }
+        Some(c)
+    }
+}
+
+/// Each emittable token's derivation timeline, flattened.
+pub(crate) struct Derivations {
+    pub emittable: Vec<bool>,
+    /// `steps[start[t]..start[t+1]]` is token `t`'s timeline (empty when not emittable).
+    pub start: Vec<u32>,
+    pub steps: Vec<Step>,
+}
+
+impl Derivations {
+    fn compute(vocab: &Vocabulary, table: &MergeTable) -> Derivations {
+        let n = vocab.num_tokens();
+        let mut emittable = vec![false; n];
+        let mut start = Vec::with_capacity(n + 1);
+        let mut steps = Vec::new();
+        let mut symbols = Vec::new();
+        for t in 0..n as u32 {
+            start.push(steps.len() as u32);
+            if vocab.is_never_allowed(t) || vocab.byte_fallback_tokens().is_some_and(|fb| fb.contains(&t)) {
+                continue;
+            }
+            let Ok(text) = std::str::from_utf8(vocab.token_bytes(t)) else { continue };
+            symbols.clear();
+            if !text.chars().all(|c| vocab.char_symbol(c).map(|s| symbols.push(s)).is_some()) {
+                continue;
+            }
+            let (out, timeline) = table.derive(&symbols);
+            if out == [t] {
+                emittable[t as usize] = true;
+                steps.extend(timeline);
+            }
+        }
+        start.push(steps.len() as u32);
+        Derivations { emittable, start, steps }
+    }
+
+    #[inline]
+    pub fn timeline(&self, t: u32) -> &[Step] {
+        &self.steps[self.start[t as usize] as usize..self.start[t as usize + 1] as usize]
+    }
+}
+
+/// Whether the boundary pair `(r, l)` of rank `beta` fires when `left` is followed by `right`.
+#[inline]
+fn boundary_fires(left: &[Step], right: &[Step], r: u32, l: u32, beta: u32) -> bool {
+    let (mut i, mut j) = (0, 0);
+    let mut seen_r = false;
+    loop {
+        let (a, b) = (left[i], right[j]);
+        if a.last == r {
+            seen_r = true;
+            if b.first == l && beta < a.next_rank && beta <= b.next_rank {
+                return true;
+            }
+        } else if seen_r {
+            return false; // `r` was absorbed and never comes back
+        }
+        if a.next_rank == NO_MERGE && b.next_rank == NO_MERGE {
+            return false;
+        }
+        if a.next_rank <= b.next_rank {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+}
+
+/// Forbidden next tokens of every emittable token under priority BPE (see module docs).
+fn build_priority_timeline(table: &MergeTable, words: &Derivations) -> Vec<Vec<u32>> {
+    let n = words.emittable.len();
+    // merges by left part, and emittable tokens by the first symbols of their timelines.
+    let mut by_left: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
+    for ((l, r), (rank, _)) in table.iter() {
+        by_left[l as usize].push((r, rank));
+    }
+    let mut starting_with: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for t in 0..n as u32 {
+        let mut last = u32::MAX;
+        for s in words.timeline(t) {
+            if s.first != last {
+                starting_with[s.first as usize].push(t);
+                last = s.first;
+            }
+        }
+    }
+    let work = |range: std::ops::Range<usize>| -> Vec<Vec<u32>> {
+        let mut marked = vec![u32::MAX; n];
+        let mut out = Vec::with_capacity(range.len());
+        for t1 in range {
+            let mut f = Vec::new();
+            let left = words.timeline(t1 as u32);
+            let mut last = u32::MAX;
+            for s in left {
+                if s.last == last {
+                    continue;
+                }
+                let r = s.last;
+                last = r;
+                for &(l, beta) in &by_left[r as usize] {
+                    for &t2 in &starting_with[l as usize] {
+                        if marked[t2 as usize] == t1 as u32 {
+                            continue;
+                        }
+                        if boundary_fires(left, words.timeline(t2), r, l, beta) {
+                            marked[t2 as usize] = t1 as u32;
+                            f.push(t2);
+                        }
+                    }
+                }
+            }
+            out.push(f);
+        }
+        out
+    };
+    let threads = std::thread::available_parallelism().map_or(1, |p| p.get()).clamp(1, 16);
+    let chunk = n.div_ceil(threads * 8).max(1);
+    let ranges: Vec<_> = (0..n).step_by(chunk).map(|s| s..(s + chunk).min(n)).collect();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<(usize, Vec<Vec<u32>>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut mine = Vec::new();
+                    loop {
+                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(r) = ranges.get(k) else { break };
+                        mine.push((k, work(r.clone())));
+                    }
+                    mine
+                })
+            })
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().expect("worker panicked")).collect()
+    });
+    let mut ordered: Vec<Option<Vec<Vec<u32>>>> = vec![None; ranges.len()];
+    for (k, v) in results {
+        ordered[k] = Some(v);
+    }
+    ordered.into_iter().flat_map(|v| v.expect("every chunk computed")).collect()
+}
+
+/// The byte automaton of the characters that are not base symbols of the vocabulary.
+fn absent_char_trie(vocab: &Vocabulary, emittable: &[bool]) -> Result<FallbackTrie> {
+    use regex_syntax::hir::{ClassUnicode, ClassUnicodeRange, Hir};
+    let mut present = Vec::new();
+    for t in 0..vocab.num_tokens() as u32 {
+        if !emittable[t as usize] {
+            continue;
+        }
+        if let Some(s) = vocab.token_string(t) {
+            let mut chars = s.chars();
+            if let (Some(c), None) = (chars.next(), chars.next()) {
+                present.push(c);
+                if c == '\u{2581}' && vocab.space_is_metaspace() {
+                    present.push(' ');
+                }
+            }
+        }
+    }
+    let mut class = ClassUnicode::new(present.iter().map(|&c| ClassUnicodeRange::new(c, c)));
+    class.negate();
+    let dfa = ByteDfa::from_hir(&Hir::class(regex_syntax::hir::Class::Unicode(class)), 100_000)?;
+    Ok(FallbackTrie { dfa })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// All-pairs brute force (appendix Algorithm 4) with the priority BPE as `tokenize`.
+    fn brute_force_allowed(vocab: &Vocabulary, t1: u32, t2: u32) -> bool {
+        let table = MergeTable::new(vocab.merges());
+        let syms = |t: u32| -> Vec<u32> {
+            std::str::from_utf8(vocab.token_bytes(t)).unwrap().chars().map(|c| vocab.char_symbol(c).unwrap()).collect()
+        };
+        let alone = |t: u32| {
+            let mut w = syms(t);
+            table.encode(&mut w);
+            w == [t]
+        };
+        let mut w = syms(t1);
+        w.extend(syms(t2));
+        table.encode(&mut w);
+        alone(t1) && alone(t2) && w == [t1, t2]
+    }
+
+    fn check_all_pairs(tokens: &[&str], merges: &[(&str, &str)]) {
+        let vocab = Vocabulary::char_bpe_for_tests(tokens, merges).unwrap();
+        for dfa in [TokenizerDfa::build(&vocab).unwrap(), TokenizerDfa::build_priority_timeline(&vocab).unwrap()] {
+            let n = tokens.len() as u32;
+            for t1 in 0..n {
+                let q = dfa.step(dfa.initial(), t1);
+                for t2 in 0..n {
+                    let got = q.and_then(|q| dfa.step(q, t2)).is_some();
+                    assert_eq!(
+                        got,
+                        brute_force_allowed(&vocab, t1, t2),
+                        "{:?}: pair ({:?}, {:?})",
+                        dfa.construction(),
+                        tokens[t1 as usize],
+                        tokens[t2 as usize]
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn blog_table() {
+        check_all_pairs(&["a", "b", "c", "ab", "aa", "ac"], &[("a", "b"), ("a", "a"), ("a", "c")]);
+    }
+
+    #[test]
+    fn chains_and_aa() {
+        check_all_pairs(&["a", "b", "c", "ab", "abc", "aa", "aaaa"], &[("a", "b"), ("ab", "c"), ("a", "a"), ("aa", "aa")]);
+    }
+
+    #[test]
+    fn parts_created_later() {
+        check_all_pairs(&["b", "c", "d", "cd", "bcd", "bc"], &[("b", "cd"), ("b", "c"), ("c", "d")]);
+        check_all_pairs(&["a", "b", "ab", "aab", "aa"], &[("a", "ab"), ("a", "a"), ("a", "b")]);
+    }
+}

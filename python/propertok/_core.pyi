@@ -108,18 +108,25 @@ class Compiler:
         *,
         max_byte_dfa_states: int = 100_000,
         max_product_states: int = 2_000_000,
+        max_direct_states: int = 100_000,
+        max_direct_transitions: int = 2_000_000,
     ) -> None: ...
     @property
     def vocabulary(self) -> Vocabulary: ...
     def compile_regex(self, pattern: str, method: str = "cartesian") -> "Guide":
         """Compile ``pattern`` (full match) into a Guide.
 
-        ``method``: ``"cartesian"`` (canonical, default) or ``"agnostic"`` (every token
-        sequence that decodes to a match, what Outlines does).
+        ``method``: ``"cartesian"`` (canonical, default); ``"direct"`` (canonical, as an explicit
+        minimised token DFA — ``LimitExceeded`` past ``max_direct_states``/``max_direct_transitions``);
+        ``"auto"`` (direct when within those limits, else cartesian; ``guide.method`` says which);
+        or ``"agnostic"`` (every token sequence that decodes to a match, what Outlines does).
         Errors: ``ValueError`` (invalid regex, unsupported feature such as look-around or
         backreferences, empty language, unknown method), ``NotImplementedError`` (canonical
         method on a tokenizer it cannot make exact), ``LimitExceeded``. Releases the GIL.
         """
+    def compile_json_schema(self, schema: object, method: str = "cartesian", **options: object) -> "Guide":
+        """Compile a JSON schema (a dict or JSON text): ``propertok.json_schema.schema_to_regex(schema,
+        **options)`` then ``compile_regex``. Options such as ``whitespace`` go to the converter."""
     def tokenizer_dfa_stats(self) -> dict[str, float]:
         """Builds the tokenizer DFA if needed; returns ``num_classes``, ``num_emittable_tokens``,
         ``num_unreachable_tokens``, ``num_forbidden_pairs``, ``build_seconds``, ``construction``
@@ -146,6 +153,9 @@ class Guide:
     def method(self) -> str: ...
     def num_transitions(self) -> int:
         """Total number of (state, non-EOS token) transitions (costs a pass over all masks)."""
+    def stats(self) -> dict[str, object]:
+        """``method``, ``num_states``, ``num_transitions`` (non-EOS), ``mean_allowed_tokens``,
+        ``single_choice_share`` (states with exactly one choice: one token, or EOS alone)."""
     def allowed_tokens(self, state: int) -> npt.NDArray[np.int32]:
         """Sorted allowed token ids, EOS ids included when ``state`` is final."""
     def mask(self, state: int) -> npt.NDArray[np.uint32]:

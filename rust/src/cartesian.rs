@@ -28,7 +28,7 @@ use rustc_hash::FxHashMap;
 use crate::bitset;
 use crate::bytedfa::{ByteDfa, DEAD};
 use crate::error::{Error, Result};
-use crate::guide::{ByteEdges, Guide, Method};
+use crate::guide::{Automaton, ByteEdges, Guide, Method, ProductAutomaton};
 use crate::index::TokenTrie;
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::vocab::Vocabulary;
@@ -278,18 +278,15 @@ pub fn build(
     }
     let initial = new_id[0];
     let masks = (0..kept.len()).map(|_| OnceLock::new()).collect();
-    Ok(Guide {
-        method: Method::Cartesian,
-        vocab: vocab.clone(),
+    let automaton = ProductAutomaton {
         tokenizer_dfa: Some(tokenizer_dfa.clone()),
         dfa,
         states: kept,
         index: kept_index,
         base_masks,
         byte_edges,
-        initial,
-        masks,
-    })
+    };
+    Ok(Guide { method: Method::Cartesian, vocab: vocab.clone(), automaton: Automaton::Product(automaton), initial, masks })
 }
 
 /// Builds the agnostic guide (Outlines' index): states are the byte DFA's states.
@@ -305,16 +302,13 @@ pub fn build_agnostic(vocab: &Arc<Vocabulary>, trie: &TokenTrie, dfa: ByteDfa) -
         .collect();
     let states: Vec<(u32, u32)> = (0..n1 as u32).map(|q| (q, 0)).collect();
     let index = states.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
+    let initial = dfa.start();
+    let automaton = ProductAutomaton { tokenizer_dfa: None, dfa, states, index, base_masks, byte_edges: vec![None; n1] };
     Guide {
         method: Method::Agnostic,
         vocab: vocab.clone(),
-        tokenizer_dfa: None,
-        initial: dfa.start(),
-        dfa,
-        byte_edges: vec![None; n1],
+        automaton: Automaton::Product(automaton),
+        initial,
         masks: (0..n1).map(|_| OnceLock::new()).collect(),
-        states,
-        index,
-        base_masks,
     }
 }

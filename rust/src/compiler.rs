@@ -9,7 +9,8 @@ use std::sync::{Arc, OnceLock};
 
 use crate::bytedfa::{ByteDfa, DEFAULT_MAX_STATES};
 use crate::cartesian::{self, DEFAULT_MAX_PRODUCT_STATES};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::explicit::{self, DirectLimits};
 use crate::guide::{Guide, Method};
 use crate::index::TokenTrie;
 use crate::tokenizer_dfa::TokenizerDfa;
@@ -20,11 +21,25 @@ use crate::vocab::Vocabulary;
 pub struct Limits {
     pub max_byte_dfa_states: usize,
     pub max_product_states: usize,
+    /// States of an explicit (`direct`) token DFA.
+    pub max_direct_states: usize,
+    /// Transitions of an explicit (`direct`) token DFA; `auto` falls back to `cartesian` past it.
+    pub max_direct_transitions: usize,
 }
+
+/// Default for [`Limits::max_direct_states`].
+pub const DEFAULT_MAX_DIRECT_STATES: usize = 100_000;
+/// Default for [`Limits::max_direct_transitions`].
+pub const DEFAULT_MAX_DIRECT_TRANSITIONS: usize = 2_000_000;
 
 impl Default for Limits {
     fn default() -> Self {
-        Limits { max_byte_dfa_states: DEFAULT_MAX_STATES, max_product_states: DEFAULT_MAX_PRODUCT_STATES }
+        Limits {
+            max_byte_dfa_states: DEFAULT_MAX_STATES,
+            max_product_states: DEFAULT_MAX_PRODUCT_STATES,
+            max_direct_states: DEFAULT_MAX_DIRECT_STATES,
+            max_direct_transitions: DEFAULT_MAX_DIRECT_TRANSITIONS,
+        }
     }
 }
 
@@ -80,18 +95,41 @@ impl Compiler {
 
     /// Compiles a regex (full match) with the given method.
     pub fn compile_regex(&self, pattern: &str, method: Method) -> Result<Guide> {
-        // Check the tokenizer first: an unsupported one fails before any regex work.
-        let tokenizer_dfa = match method {
-            Method::Cartesian => Some(self.tokenizer_dfa()?.clone()),
-            Method::Agnostic => None,
-        };
-        let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
-        match tokenizer_dfa {
-            None => Ok(cartesian::build_agnostic(&self.vocab, self.all_tokens(), dfa)),
-            Some(tok) => {
-                let trie = self.emittable_tokens(&tok);
-                cartesian::build(&self.vocab, &tok, trie, dfa, self.limits.max_product_states)
+        match method {
+            Method::Agnostic => {
+                let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
+                Ok(cartesian::build_agnostic(&self.vocab, self.all_tokens(), dfa))
             }
+            Method::Cartesian => self.compile_cartesian(pattern),
+            Method::Direct => self.direct_from(self.compile_cartesian(pattern)?),
         }
+    }
+
+    /// `method="auto"`: the explicit DFA when it fits the `max_direct_*` limits, else the
+    /// CartesianMerge guide (its `method()` says which).
+    pub fn compile_regex_auto(&self, pattern: &str) -> Result<Guide> {
+        let product = self.compile_cartesian(pattern)?;
+        match self.direct_limits().and_then(|l| explicit::materialize(&product, l)) {
+            Ok(dfa) => explicit::explicit_guide(&self.vocab, explicit::minimize(&dfa)),
+            Err(Error::LimitExceeded { .. }) => Ok(product),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn direct_limits(&self) -> Result<DirectLimits> {
+        Ok(DirectLimits { max_states: self.limits.max_direct_states, max_transitions: self.limits.max_direct_transitions })
+    }
+
+    fn direct_from(&self, product: Guide) -> Result<Guide> {
+        let dfa = explicit::materialize(&product, self.direct_limits()?)?;
+        explicit::explicit_guide(&self.vocab, explicit::minimize(&dfa))
+    }
+
+    fn compile_cartesian(&self, pattern: &str) -> Result<Guide> {
+        // Check the tokenizer first: an unsupported one fails before any regex work.
+        let tok = self.tokenizer_dfa()?.clone();
+        let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
+        let trie = self.emittable_tokens(&tok);
+        cartesian::build(&self.vocab, &tok, trie, dfa, self.limits.max_product_states)
     }
 }

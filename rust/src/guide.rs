@@ -26,6 +26,7 @@ use crate::bitset;
 use crate::bytedfa::{ByteDfa, DEAD};
 use crate::error::{Error, Result};
 use crate::random::SplitMix64;
+use crate::token_dfa::TokenDfa;
 use crate::tokenizer_dfa::TokenizerDfa;
 use crate::vocab::Vocabulary;
 
@@ -36,6 +37,9 @@ pub enum Method {
     Agnostic,
     /// Canonical token sequences only, by CartesianMerge.
     Cartesian,
+    /// Canonical token sequences only, as an explicit token DFA (DirectMerge, or the
+    /// materialised CartesianMerge product when DirectMerge would not be exact).
+    Direct,
 }
 
 impl Method {
@@ -43,17 +47,18 @@ impl Method {
         match self {
             Method::Agnostic => "agnostic",
             Method::Cartesian => "cartesian",
+            Method::Direct => "direct",
         }
     }
-    pub fn parse(s: &str) -> Result<Method> {
+    /// Parses a method name; `"auto"` gives `None` (direct when small enough, else cartesian).
+    pub fn parse(s: &str) -> Result<Option<Method>> {
         match s {
-            "agnostic" => Ok(Method::Agnostic),
-            "cartesian" => Ok(Method::Cartesian),
-            "direct" | "auto" => Err(Error::Unsupported(format!(
-                "method {s:?} (DirectMerge) is not implemented yet; use \"cartesian\" (canonical) or \"agnostic\""
-            ))),
+            "agnostic" => Ok(Some(Method::Agnostic)),
+            "cartesian" => Ok(Some(Method::Cartesian)),
+            "direct" => Ok(Some(Method::Direct)),
+            "auto" => Ok(None),
             other => Err(Error::InvalidArgument(format!(
-                "unknown method {other:?}: expected \"cartesian\" or \"agnostic\""
+                "unknown method {other:?}: expected \"cartesian\", \"direct\", \"auto\" or \"agnostic\""
             ))),
         }
     }
@@ -62,10 +67,8 @@ impl Method {
 /// Byte-fallback edges `(token, target state)` of a state.
 pub(crate) type ByteEdges = Arc<Vec<(u32, u32)>>;
 
-/// See the module docs.
-pub struct Guide {
-    pub(crate) method: Method,
-    pub(crate) vocab: Arc<Vocabulary>,
+/// The CartesianMerge (or agnostic) representation: states are `(byte state, tokenizer state)`.
+pub(crate) struct ProductAutomaton {
     pub(crate) tokenizer_dfa: Option<Arc<TokenizerDfa>>,
     pub(crate) dfa: ByteDfa,
     pub(crate) states: Vec<(u32, u32)>,
@@ -73,6 +76,31 @@ pub struct Guide {
     /// Per byte-DFA state; empty for byte states that no guide state uses.
     pub(crate) base_masks: Vec<Box<[u32]>>,
     pub(crate) byte_edges: Vec<Option<ByteEdges>>,
+}
+
+/// See [`Guide::stats`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GuideStats {
+    pub num_states: usize,
+    /// (state, non-EOS token) pairs.
+    pub num_transitions: usize,
+    pub mean_allowed_tokens: f64,
+    /// Share of states with exactly one choice (one token, or EOS alone).
+    pub single_choice_share: f64,
+}
+
+/// How a guide stores its automaton.
+pub(crate) enum Automaton {
+    Product(ProductAutomaton),
+    /// An explicit token DFA (method `direct`), with each state's fewest tokens to acceptance.
+    Explicit { dfa: TokenDfa, distance: Vec<u32> },
+}
+
+/// See the module docs.
+pub struct Guide {
+    pub(crate) method: Method,
+    pub(crate) vocab: Arc<Vocabulary>,
+    pub(crate) automaton: Automaton,
     pub(crate) initial: u32,
     pub(crate) masks: Vec<OnceLock<Box<[u32]>>>,
 }
@@ -85,7 +113,7 @@ impl Guide {
         self.initial
     }
     pub fn num_states(&self) -> usize {
-        self.states.len()
+        self.masks.len()
     }
     pub fn vocab_size(&self) -> usize {
         self.vocab.vocab_size()
@@ -100,18 +128,21 @@ impl Guide {
     pub fn mask_words(&self) -> usize {
         bitset::words_for(self.vocab.vocab_size())
     }
-    /// The byte DFA of the regex.
-    pub fn byte_dfa(&self) -> &ByteDfa {
-        &self.dfa
+    /// The explicit token DFA of a `direct` guide.
+    pub fn token_dfa(&self) -> Option<&TokenDfa> {
+        match &self.automaton {
+            Automaton::Explicit { dfa, .. } => Some(dfa),
+            Automaton::Product(_) => None,
+        }
     }
 
     pub fn check_state(&self, state: u32) -> Result<()> {
-        if (state as usize) < self.states.len() {
+        if (state as usize) < self.num_states() {
             Ok(())
         } else {
             Err(Error::InvalidArgument(format!(
                 "state {state} is out of range (the guide has {} states)",
-                self.states.len()
+                self.num_states()
             )))
         }
     }
@@ -127,32 +158,23 @@ impl Guide {
         }
     }
 
-    fn in_fallback_char(&self, q2: u32) -> bool {
-        self.tokenizer_dfa.as_ref().is_some_and(|d| !d.is_class(q2))
-    }
-
     /// EOS is allowed here.
     pub fn is_final(&self, state: u32) -> bool {
-        let (q1, q2) = self.states[state as usize];
-        self.dfa.is_accepting(q1) && !self.in_fallback_char(q2)
+        match &self.automaton {
+            Automaton::Product(p) => p.is_final(state),
+            Automaton::Explicit { dfa, .. } => dfa.accepting[state as usize],
+        }
     }
 
     /// Writes the mask of `state` into `out` (`mask_words()` words).
     pub fn write_mask(&self, state: u32, out: &mut [u32]) {
-        let (q1, q2) = self.states[state as usize];
-        if self.in_fallback_char(q2) {
-            out.fill(0);
-        } else {
-            out.copy_from_slice(&self.base_masks[q1 as usize]);
-            if let Some(d) = &self.tokenizer_dfa {
-                for &t in d.forbidden(q2) {
-                    bitset::clear(out, t as usize);
+        match &self.automaton {
+            Automaton::Product(p) => p.write_mask(state, out),
+            Automaton::Explicit { dfa, .. } => {
+                out.fill(0);
+                for &(t, _) in &dfa.transitions[state as usize] {
+                    bitset::set(out, t as usize);
                 }
-            }
-        }
-        if let Some(edges) = &self.byte_edges[state as usize] {
-            for &(t, _) in edges.iter() {
-                bitset::set(out, t as usize);
             }
         }
         if self.is_final(state) {
@@ -185,37 +207,22 @@ impl Guide {
         self.check_state(state)?;
         self.check_token(token)?;
         if self.vocab.eos_token_ids().contains(&token) {
-            return if self.is_final(state) {
-                Ok(state)
-            } else {
-                Err(self.disallowed(state, token))
-            };
+            return if self.is_final(state) { Ok(state) } else { Err(self.disallowed(state, token)) };
         }
-        if let Some(edges) = &self.byte_edges[state as usize] {
-            if let Some(&(_, to)) = edges.iter().find(|e| e.0 == token) {
-                return Ok(to);
-            }
-        }
-        let (q1, q2) = self.states[state as usize];
-        let fallback = self.tokenizer_dfa.as_ref().is_some_and(|d| d.fallback_byte(token).is_some());
-        if fallback || self.in_fallback_char(q2) || !bitset::contains(&self.base_masks[q1 as usize], token as usize) {
-            return Err(self.disallowed(state, token));
-        }
-        let q2_next = match &self.tokenizer_dfa {
-            None => 0,
-            Some(d) => {
-                if d.forbidden(q2).binary_search(&token).is_ok() {
-                    return Err(self.disallowed(state, token));
-                }
-                d.class_of(token)
-            }
+        let next = match &self.automaton {
+            Automaton::Product(p) => p.next_state(&self.vocab, state, token),
+            Automaton::Explicit { dfa, .. } => dfa.next(state, token),
         };
-        let q1_next = self.dfa.walk(q1, self.vocab.token_bytes(token));
-        debug_assert_ne!(q1_next, DEAD);
-        self.index
-            .get(&(q1_next, q2_next))
-            .copied()
-            .ok_or_else(|| Error::InvalidArgument(format!("internal: no state for token {token}")))
+        next.ok_or_else(|| self.disallowed(state, token))
+    }
+
+    /// A lower bound-ish hint of how far `state` is from acceptance (bytes for product guides,
+    /// tokens for explicit ones); used to finish random walks.
+    fn distance_hint(&self, state: u32) -> u32 {
+        match &self.automaton {
+            Automaton::Product(p) => p.dfa.distance_to_accept(p.states[state as usize].0),
+            Automaton::Explicit { distance, .. } => distance[state as usize],
+        }
     }
 
     fn disallowed(&self, state: u32, token: u32) -> Error {
@@ -228,12 +235,30 @@ impl Guide {
 
     /// Number of (state, non-EOS token) transitions.
     pub fn num_transitions(&self) -> usize {
-        (0..self.states.len() as u32)
-            .map(|s| {
-                let eos = if self.is_final(s) { self.vocab.eos_token_ids().len() } else { 0 };
-                bitset::count(self.mask(s)) - eos
-            })
-            .sum()
+        self.stats().num_transitions
+    }
+
+    /// Size statistics, computed into a scratch buffer (nothing is cached).
+    pub fn stats(&self) -> GuideStats {
+        let eos = self.eos_token_ids();
+        let mut scratch = vec![0u32; self.mask_words()];
+        let (mut transitions, mut single) = (0usize, 0usize);
+        for s in 0..self.num_states() as u32 {
+            self.write_mask(s, &mut scratch);
+            let all = bitset::count(&scratch);
+            let is_final = self.is_final(s);
+            transitions += all - if is_final { eos.len() } else { 0 };
+            // One choice: a single non-EOS token and no EOS, or only EOS.
+            let choices = all - if is_final { eos.len() - 1 } else { 0 };
+            single += (choices == 1) as usize;
+        }
+        let n = self.num_states().max(1);
+        GuideStats {
+            num_states: self.num_states(),
+            num_transitions: transitions,
+            mean_allowed_tokens: transitions as f64 / n as f64,
+            single_choice_share: single as f64 / n as f64,
+        }
     }
 
     /// Non-EOS successors of a state (token, next state).
@@ -249,7 +274,7 @@ impl Guide {
     /// Number of accepted token sequences (EOS not counted); `None` if infinite.
     pub fn count_sequences(&self) -> Option<u128> {
         // Iterative DFS with colours: 0 new, 1 on stack, 2 done.
-        let n = self.states.len();
+        let n = self.num_states();
         let mut colour = vec![0u8; n];
         let mut count = vec![0u128; n];
         let mut stack: Vec<(u32, Vec<(u32, u32)>, usize)> = Vec::new();
@@ -302,11 +327,7 @@ impl Guide {
                 allowed[rng.below(allowed.len())]
             } else {
                 // Greedy towards acceptance: fewest remaining bytes after the token.
-                let dist = |t: u32| -> u32 {
-                    let to = self.next_state(s, t).expect("allowed");
-                    let (q1, _) = self.states[to as usize];
-                    self.dfa.distance_to_accept(q1)
-                };
+                let dist = |t: u32| -> u32 { self.distance_hint(self.next_state(s, t).expect("allowed")) };
                 let best = allowed.iter().map(|&t| dist(t)).min().expect("non-empty");
                 let best_tokens: Vec<u32> = allowed.into_iter().filter(|&t| dist(t) == best).collect();
                 best_tokens[rng.below(best_tokens.len())]
@@ -341,5 +362,62 @@ impl Guide {
             state = self.next_state(state, t).expect("allowed");
         }
         out
+    }
+}
+
+impl ProductAutomaton {
+    fn in_fallback_char(&self, q2: u32) -> bool {
+        self.tokenizer_dfa.as_ref().is_some_and(|d| !d.is_class(q2))
+    }
+
+    fn is_final(&self, state: u32) -> bool {
+        let (q1, q2) = self.states[state as usize];
+        self.dfa.is_accepting(q1) && !self.in_fallback_char(q2)
+    }
+
+    /// The mask without EOS.
+    fn write_mask(&self, state: u32, out: &mut [u32]) {
+        let (q1, q2) = self.states[state as usize];
+        if self.in_fallback_char(q2) {
+            out.fill(0);
+        } else {
+            out.copy_from_slice(&self.base_masks[q1 as usize]);
+            if let Some(d) = &self.tokenizer_dfa {
+                for &t in d.forbidden(q2) {
+                    bitset::clear(out, t as usize);
+                }
+            }
+        }
+        if let Some(edges) = &self.byte_edges[state as usize] {
+            for &(t, _) in edges.iter() {
+                bitset::set(out, t as usize);
+            }
+        }
+    }
+
+    /// The target of a non-EOS token, `None` when it is not allowed.
+    fn next_state(&self, vocab: &Vocabulary, state: u32, token: u32) -> Option<u32> {
+        if let Some(edges) = &self.byte_edges[state as usize] {
+            if let Some(&(_, to)) = edges.iter().find(|e| e.0 == token) {
+                return Some(to);
+            }
+        }
+        let (q1, q2) = self.states[state as usize];
+        let fallback = self.tokenizer_dfa.as_ref().is_some_and(|d| d.fallback_byte(token).is_some());
+        if fallback || self.in_fallback_char(q2) || !bitset::contains(&self.base_masks[q1 as usize], token as usize) {
+            return None;
+        }
+        let q2_next = match &self.tokenizer_dfa {
+            None => 0,
+            Some(d) => {
+                if d.forbidden(q2).binary_search(&token).is_ok() {
+                    return None;
+                }
+                d.class_of(token)
+            }
+        };
+        let q1_next = self.dfa.walk(q1, vocab.token_bytes(token));
+        debug_assert_ne!(q1_next, DEAD);
+        self.index.get(&(q1_next, q2_next)).copied()
     }
 }

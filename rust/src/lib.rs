@@ -34,10 +34,12 @@ pub mod bytedfa;
 pub mod cartesian;
 pub mod compiler;
 pub mod error;
+pub mod explicit;
 pub mod guide;
 pub mod index;
 pub mod matcher;
 mod random;
+pub mod token_dfa;
 pub mod tokenizer_dfa;
 pub mod vocab;
 

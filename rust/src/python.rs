@@ -152,9 +152,22 @@ struct PyCompiler {
 #[pymethods]
 impl PyCompiler {
     #[new]
-    #[pyo3(signature = (vocabulary, *, max_byte_dfa_states=crate::bytedfa::DEFAULT_MAX_STATES, max_product_states=crate::cartesian::DEFAULT_MAX_PRODUCT_STATES))]
-    fn new(vocabulary: Bound<'_, PyVocabulary>, max_byte_dfa_states: usize, max_product_states: usize) -> Self {
-        let limits = Limits { max_byte_dfa_states, max_product_states };
+    #[pyo3(signature = (
+        vocabulary,
+        *,
+        max_byte_dfa_states=crate::bytedfa::DEFAULT_MAX_STATES,
+        max_product_states=crate::cartesian::DEFAULT_MAX_PRODUCT_STATES,
+        max_direct_states=crate::compiler::DEFAULT_MAX_DIRECT_STATES,
+        max_direct_transitions=crate::compiler::DEFAULT_MAX_DIRECT_TRANSITIONS,
+    ))]
+    fn new(
+        vocabulary: Bound<'_, PyVocabulary>,
+        max_byte_dfa_states: usize,
+        max_product_states: usize,
+        max_direct_states: usize,
+        max_direct_transitions: usize,
+    ) -> Self {
+        let limits = Limits { max_byte_dfa_states, max_product_states, max_direct_states, max_direct_transitions };
         let inner = Arc::new(Compiler::new(vocabulary.get().inner.clone(), limits));
         PyCompiler { inner, vocab: vocabulary.unbind() }
     }
@@ -166,8 +179,26 @@ impl PyCompiler {
     fn compile_regex(&self, py: Python<'_>, pattern: String, method: &str) -> PyResult<PyGuide> {
         let method = Method::parse(method).map_err(to_py)?;
         let compiler = self.inner.clone();
-        let guide = py.detach(move || compiler.compile_regex(&pattern, method)).map_err(to_py)?;
+        let guide = py
+            .detach(move || match method {
+                Some(m) => compiler.compile_regex(&pattern, m),
+                None => compiler.compile_regex_auto(&pattern),
+            })
+            .map_err(to_py)?;
         Ok(PyGuide { inner: Arc::new(guide) })
+    }
+    /// Compiles a JSON schema (dict or JSON text) through `propertok.json_schema.schema_to_regex`.
+    #[pyo3(signature = (schema, method="cartesian", **options))]
+    fn compile_json_schema(
+        &self,
+        py: Python<'_>,
+        schema: Bound<'_, PyAny>,
+        method: &str,
+        options: Option<Bound<'_, PyDict>>,
+    ) -> PyResult<PyGuide> {
+        let module = py.import("propertok.json_schema")?;
+        let regex: String = module.getattr("schema_to_regex")?.call((schema,), options.as_ref())?.extract()?;
+        self.compile_regex(py, regex, method)
     }
     fn tokenizer_dfa_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let compiler = self.inner.clone();
@@ -231,6 +262,17 @@ impl PyGuide {
     fn num_transitions(&self, py: Python<'_>) -> usize {
         let g = self.inner.clone();
         py.detach(move || g.num_transitions())
+    }
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let g = self.inner.clone();
+        let st = py.detach(move || g.stats());
+        let d = PyDict::new(py);
+        d.set_item("method", self.inner.method().name())?;
+        d.set_item("num_states", st.num_states)?;
+        d.set_item("num_transitions", st.num_transitions)?;
+        d.set_item("mean_allowed_tokens", st.mean_allowed_tokens)?;
+        d.set_item("single_choice_share", st.single_choice_share)?;
+        Ok(d)
     }
     fn allowed_tokens<'py>(&self, py: Python<'py>, state: i64) -> PyResult<Bound<'py, PyArray1<i32>>> {
         let s = self.state(state)?;

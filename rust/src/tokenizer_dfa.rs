@@ -338,15 +338,26 @@ fn build_priority_timeline(table: &MergeTable, words: &Derivations) -> Vec<Vec<u
     for ((l, r), (rank, _)) in table.iter() {
         by_left[l as usize].push((r, rank));
     }
-    let mut starting_with: Vec<Vec<u32>> = vec![Vec::new(); n];
+    // Tokens by the first symbols of their timelines, with the highest next rank seen while
+    // that symbol was first; sorted by it, descending. The boundary `(r, l)` of rank `β` can
+    // only fire while `β ≤ q` for the right side's next rank `q`, so a scan stops at the first
+    // token whose highest `q` under `l` is below `β`.
+    let mut starting_with: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
     for t in 0..n as u32 {
-        let mut last = u32::MAX;
-        for s in words.timeline(t) {
-            if s.first != last {
-                starting_with[s.first as usize].push(t);
-                last = s.first;
+        let timeline = words.timeline(t);
+        let mut i = 0;
+        while i < timeline.len() {
+            let l = timeline[i].first;
+            let mut high = 0;
+            while i < timeline.len() && timeline[i].first == l {
+                high = high.max(timeline[i].next_rank);
+                i += 1;
             }
+            starting_with[l as usize].push((high, t));
         }
+    }
+    for list in &mut starting_with {
+        list.sort_unstable_by(|a, b| b.cmp(a));
     }
     let work = |range: std::ops::Range<usize>| -> Vec<Vec<u32>> {
         let mut marked = vec![u32::MAX; n];
@@ -354,15 +365,24 @@ fn build_priority_timeline(table: &MergeTable, words: &Derivations) -> Vec<Vec<u
         for t1 in range {
             let mut f = Vec::new();
             let left = words.timeline(t1 as u32);
-            let mut last = u32::MAX;
-            for s in left {
-                if s.last == last {
-                    continue;
+            let mut i = 0;
+            while i < left.len() {
+                // The window where `r` is the left side's last symbol, and its highest next rank:
+                // the boundary can only fire while `β < p`.
+                let r = left[i].last;
+                let mut high = 0;
+                while i < left.len() && left[i].last == r {
+                    high = high.max(left[i].next_rank);
+                    i += 1;
                 }
-                let r = s.last;
-                last = r;
                 for &(l, beta) in &by_left[r as usize] {
-                    for &t2 in &starting_with[l as usize] {
+                    if beta >= high {
+                        continue;
+                    }
+                    for &(q_high, t2) in &starting_with[l as usize] {
+                        if q_high < beta {
+                            break;
+                        }
                         if marked[t2 as usize] == t1 as u32 {
                             continue;
                         }

@@ -110,7 +110,11 @@ class Compiler:
         max_product_states: int = 2_000_000,
         max_direct_states: int = 100_000,
         max_direct_transitions: int = 2_000_000,
-    ) -> None: ...
+        cache_dir: Optional[str] = None,
+    ) -> None:
+        """``cache_dir`` (default: env ``PROPERTOK_CACHE_DIR``, else no cache): where the tokenizer
+        DFA is kept between processes, keyed by the tokenizer's content fingerprint; a corrupt or
+        stale file is rebuilt, never trusted."""
     @property
     def vocabulary(self) -> Vocabulary: ...
     def compile_regex(self, pattern: str, method: str = "cartesian") -> "Guide":
@@ -129,7 +133,8 @@ class Compiler:
         **options)`` then ``compile_regex``. Options such as ``whitespace`` go to the converter."""
     def tokenizer_dfa_stats(self) -> dict[str, float]:
         """Builds the tokenizer DFA if needed; returns ``num_classes``, ``num_emittable_tokens``,
-        ``num_unreachable_tokens``, ``num_forbidden_pairs``, ``build_seconds``, ``construction``
+        ``num_unreachable_tokens``, ``num_forbidden_pairs``, ``build_seconds`` (load time on a cache
+        hit), ``cache`` (``"hit"``, ``"miss"``, ``"write-failed"``, ``"disabled"``), ``construction``
         is not included (see ``tokenizer_dfa_construction``)."""
     @property
     def tokenizer_dfa_construction(self) -> str:

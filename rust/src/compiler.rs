@@ -5,6 +5,7 @@
 //! canonical compile, then shared by every guide through an `Arc`); a failed build is cached
 //! too, so an unsupported tokenizer fails fast on every call.
 
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use crate::bytedfa::{ByteDfa, DEFAULT_MAX_STATES};
@@ -47,6 +48,8 @@ impl Default for Limits {
 pub struct Compiler {
     vocab: Arc<Vocabulary>,
     limits: Limits,
+    cache_dir: Option<PathBuf>,
+    cache_status: OnceLock<&'static str>,
     tokenizer_dfa: OnceLock<Result<Arc<TokenizerDfa>>>,
     all_tokens: OnceLock<TokenTrie>,
     emittable_tokens: OnceLock<TokenTrie>,
@@ -57,6 +60,8 @@ impl Compiler {
         Compiler {
             vocab,
             limits,
+            cache_dir: None,
+            cache_status: OnceLock::new(),
             tokenizer_dfa: OnceLock::new(),
             all_tokens: OnceLock::new(),
             emittable_tokens: OnceLock::new(),
@@ -67,12 +72,51 @@ impl Compiler {
         &self.vocab
     }
 
-    /// The tokenizer DFA, built on first use.
+    /// Keeps the tokenizer DFA in `dir` (`tokenizer-dfa-<fingerprint>.bin`): loaded when a
+    /// valid file is there, built and written (atomically, by rename) otherwise. A corrupt,
+    /// stale or unreadable file is rebuilt, never trusted; a failed write only loses the cache.
+    pub fn with_cache_dir(mut self, dir: Option<PathBuf>) -> Compiler {
+        self.cache_dir = dir;
+        self
+    }
+
+    /// `"hit"`, `"miss"` (built and written), `"write-failed"`, `"disabled"`, or `"not-built"`.
+    pub fn cache_status(&self) -> &'static str {
+        self.cache_status.get().copied().unwrap_or("not-built")
+    }
+
+    /// The tokenizer DFA, built (or loaded from the cache) on first use.
     pub fn tokenizer_dfa(&self) -> Result<&Arc<TokenizerDfa>> {
-        self.tokenizer_dfa
-            .get_or_init(|| TokenizerDfa::build(&self.vocab).map(Arc::new))
-            .as_ref()
-            .map_err(Clone::clone)
+        self.tokenizer_dfa.get_or_init(|| self.load_or_build().map(Arc::new)).as_ref().map_err(Clone::clone)
+    }
+
+    fn load_or_build(&self) -> Result<TokenizerDfa> {
+        if let Some(reason) = self.vocab.canonical_unsupported_reason() {
+            return Err(Error::Unsupported(reason.to_string()));
+        }
+        let Some(dir) = &self.cache_dir else {
+            let _ = self.cache_status.set("disabled");
+            return TokenizerDfa::build(&self.vocab);
+        };
+        let path = dir.join(format!("tokenizer-dfa-{:016x}.bin", self.vocab.fingerprint()));
+        let started = std::time::Instant::now();
+        if let Ok(bytes) = std::fs::read(&path) {
+            if let Ok(mut dfa) = TokenizerDfa::from_bytes(&bytes, &self.vocab) {
+                dfa.set_build_seconds(started.elapsed().as_secs_f64());
+                let _ = self.cache_status.set("hit");
+                return Ok(dfa);
+            }
+        }
+        let dfa = TokenizerDfa::build(&self.vocab)?;
+        let tmp = dir.join(format!(".tokenizer-dfa-{:016x}.{}.tmp", self.vocab.fingerprint(), std::process::id()));
+        let written = std::fs::create_dir_all(dir)
+            .and_then(|_| std::fs::write(&tmp, dfa.to_bytes(&self.vocab)))
+            .and_then(|_| std::fs::rename(&tmp, &path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        let _ = self.cache_status.set(if written.is_ok() { "miss" } else { "write-failed" });
+        Ok(dfa)
     }
 
     fn all_tokens(&self) -> &TokenTrie {

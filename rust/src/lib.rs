@@ -39,6 +39,7 @@ pub mod guide;
 pub mod index;
 pub mod matcher;
 mod random;
+pub mod serialize;
 pub mod token_dfa;
 pub mod tokenizer_dfa;
 pub mod vocab;

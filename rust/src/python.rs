@@ -159,6 +159,7 @@ impl PyCompiler {
         max_product_states=crate::cartesian::DEFAULT_MAX_PRODUCT_STATES,
         max_direct_states=crate::compiler::DEFAULT_MAX_DIRECT_STATES,
         max_direct_transitions=crate::compiler::DEFAULT_MAX_DIRECT_TRANSITIONS,
+        cache_dir=None,
     ))]
     fn new(
         vocabulary: Bound<'_, PyVocabulary>,
@@ -166,9 +167,11 @@ impl PyCompiler {
         max_product_states: usize,
         max_direct_states: usize,
         max_direct_transitions: usize,
+        cache_dir: Option<std::path::PathBuf>,
     ) -> Self {
         let limits = Limits { max_byte_dfa_states, max_product_states, max_direct_states, max_direct_transitions };
-        let inner = Arc::new(Compiler::new(vocabulary.get().inner.clone(), limits));
+        let cache_dir = cache_dir.or_else(|| std::env::var_os("PROPERTOK_CACHE_DIR").filter(|v| !v.is_empty()).map(Into::into));
+        let inner = Arc::new(Compiler::new(vocabulary.get().inner.clone(), limits).with_cache_dir(cache_dir));
         PyCompiler { inner, vocab: vocabulary.unbind() }
     }
     #[getter]
@@ -214,6 +217,7 @@ impl PyCompiler {
         d.set_item("num_unreachable_tokens", n - dfa.num_emittable() - fallback - special)?;
         d.set_item("num_forbidden_pairs", dfa.num_forbidden_pairs())?;
         d.set_item("build_seconds", dfa.build_seconds())?;
+        d.set_item("cache", self.inner.cache_status())?;
         Ok(d)
     }
     #[getter]

@@ -51,6 +51,9 @@ use crate::vocab::{TokenizerKind, Vocabulary};
 /// No class: the token is never emitted (or is a byte-fallback token, see `byte_of_token`).
 pub const NO_CLASS: u32 = u32::MAX;
 
+const SERIAL_KIND: &[u8; 4] = b"TDFA";
+const SERIAL_VERSION: u32 = 1;
+
 /// Which construction produced a [`TokenizerDfa`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Construction {
@@ -193,6 +196,65 @@ impl TokenizerDfa {
         })
     }
 
+    /// Serialises the DFA (see [`crate::serialize`]); keyed by the vocabulary's fingerprint.
+    pub fn to_bytes(&self, vocab: &Vocabulary) -> Vec<u8> {
+        let mut w = crate::serialize::Writer::default();
+        w.u8(match self.construction {
+            Construction::Algorithm3 => 0,
+            Construction::PriorityTimeline => 1,
+        });
+        w.u32s(&self.class_of);
+        w.u64(self.forbidden.len() as u64);
+        for f in &self.forbidden {
+            w.u32s(f);
+        }
+        w.u64(self.num_forbidden_pairs as u64);
+        w.finish(SERIAL_KIND, SERIAL_VERSION, vocab.fingerprint())
+    }
+
+    /// Reads a DFA written by [`TokenizerDfa::to_bytes`] for the same vocabulary, checking its
+    /// structure; the byte-fallback automaton is rebuilt from the vocabulary.
+    pub fn from_bytes(bytes: &[u8], vocab: &Vocabulary) -> Result<TokenizerDfa> {
+        let bad = |what: &str| Error::InvalidArgument(format!("invalid tokenizer DFA data: {what}"));
+        let mut r = crate::serialize::Reader::open(bytes, SERIAL_KIND, SERIAL_VERSION, vocab.fingerprint())?;
+        let construction = match r.u8()? {
+            0 => Construction::Algorithm3,
+            1 => Construction::PriorityTimeline,
+            _ => return Err(bad("unknown construction")),
+        };
+        let class_of = r.u32s()?;
+        let n = vocab.num_tokens();
+        if class_of.len() != n {
+            return Err(bad("token count differs from the vocabulary"));
+        }
+        let num_classes = r.u64()? as usize;
+        if num_classes == 0 || num_classes > n + 1 {
+            return Err(bad("class count out of range"));
+        }
+        let mut forbidden = Vec::with_capacity(num_classes);
+        for _ in 0..num_classes {
+            let f = r.u32s()?;
+            if f.windows(2).any(|w| w[0] >= w[1]) || f.last().is_some_and(|&t| t as usize >= n) {
+                return Err(bad("forbidden set not sorted or out of range"));
+            }
+            forbidden.push(f);
+        }
+        if !forbidden[0].is_empty() {
+            return Err(bad("class 0 must have an empty forbidden set"));
+        }
+        let num_forbidden_pairs = r.u64()? as usize;
+        r.expect_end()?;
+        if class_of.iter().any(|&c| c != NO_CLASS && c as usize >= num_classes) {
+            return Err(bad("class id out of range"));
+        }
+        let emittable: Vec<bool> = class_of.iter().map(|&c| c != NO_CLASS).collect();
+        let mut dfa = Self::from_forbidden(vocab, construction, &emittable, vec![Vec::new(); n])?;
+        dfa.class_of = class_of;
+        dfa.forbidden = forbidden;
+        dfa.num_forbidden_pairs = num_forbidden_pairs;
+        Ok(dfa)
+    }
+
     pub fn construction(&self) -> Construction {
         self.construction
     }
@@ -224,6 +286,10 @@ impl TokenizerDfa {
     pub fn num_forbidden_pairs(&self) -> usize {
         self.num_forbidden_pairs
     }
+    pub(crate) fn set_build_seconds(&mut self, seconds: f64) {
+        self.build_seconds = seconds;
+    }
+    /// Build time, or load time when the DFA came from a cache.
     pub fn build_seconds(&self) -> f64 {
         self.build_seconds
     }
@@ -488,6 +554,18 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn serialization_round_trip() {
+        let vocab = Vocabulary::char_bpe_for_tests(&["a", "b", "c", "ab", "aa", "ac"], &[("a", "b"), ("a", "a"), ("a", "c")]).unwrap();
+        let dfa = TokenizerDfa::build(&vocab).unwrap();
+        let bytes = dfa.to_bytes(&vocab);
+        let back = TokenizerDfa::from_bytes(&bytes, &vocab).unwrap();
+        assert_eq!(back.class_of, dfa.class_of);
+        assert_eq!(back.forbidden, dfa.forbidden);
+        let other = Vocabulary::char_bpe_for_tests(&["a", "b", "c", "ab", "aa", "ac"], &[("a", "b"), ("a", "c"), ("a", "a")]).unwrap();
+        assert!(TokenizerDfa::from_bytes(&bytes, &other).is_err(), "another merge order is another tokenizer");
     }
 
     #[test]

@@ -89,6 +89,7 @@ pub struct Vocabulary {
     space_is_metaspace: bool,
     canonical_unsupported: Option<String>,
     by_string: FxHashMap<String, u32>,
+    fingerprint: u64,
 }
 
 impl Vocabulary {
@@ -320,7 +321,24 @@ impl Vocabulary {
             }
             Some(v) => v,
         };
+        let fingerprint = {
+            let mut h = crate::serialize::Fnv64::default();
+            h.write(kind.name().as_bytes());
+            h.write(&[metaspace as u8, byte_fallback_token.is_some() as u8]);
+            for (id, b) in token_bytes.iter().enumerate() {
+                h.write_u64(b.len() as u64);
+                h.write(b);
+                h.write(&[never_allowed[id] as u8]);
+            }
+            for m in &merges {
+                h.write_u64(((m.left as u64) << 32) | m.right as u64);
+                h.write_u64(m.merged as u64);
+            }
+            h.write(canonical_unsupported.as_deref().unwrap_or("").as_bytes());
+            h.finish()
+        };
         Ok(Vocabulary {
+            fingerprint,
             kind,
             token_bytes,
             token_strings,
@@ -350,6 +368,11 @@ impl Vocabulary {
         Vocabulary::from_json(&json.to_string(), None, None)
     }
 
+    /// A hash of everything the tokenizer DFA depends on (token bytes, merges, flags): the key
+    /// of its disk cache. EOS ids and `vocab_size` are not part of it.
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
     pub fn kind(&self) -> TokenizerKind {
         self.kind
     }

@@ -1,0 +1,182 @@
+//! A small versioned, checksummed binary container for cached artefacts (the tokenizer DFA).
+//!
+//! Layout: `MAGIC` (8 bytes) · kind tag (4 bytes) · format version (u32) · fingerprint of the
+//! input it was built from (u64) · payload length (u64) · FNV-1a 64 checksum of the payload
+//! (u64) · payload. All integers little-endian. A reader checks every field before looking at
+//! the payload and every read is bounds-checked, so a truncated, corrupted, stale (other
+//! fingerprint) or other-version file is an error, never a panic or a wrong result.
+
+use crate::error::{Error, Result};
+
+const MAGIC: &[u8; 8] = b"PROPTOK\0";
+
+/// FNV-1a, 64 bits, taken over 8-byte little-endian words (then the tail bytes) so that
+/// checksumming a cache file costs little next to reading it. Not cryptographic: it detects
+/// corruption and keys caches by content.
+#[derive(Clone, Copy)]
+pub struct Fnv64(u64);
+
+impl Default for Fnv64 {
+    fn default() -> Self {
+        Fnv64(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv64 {
+    pub fn write(&mut self, bytes: &[u8]) {
+        const PRIME: u64 = 0x0000_0100_0000_01b3;
+        let mut words = bytes.chunks_exact(8);
+        for w in &mut words {
+            self.0 ^= u64::from_le_bytes(w.try_into().expect("8 bytes"));
+            self.0 = self.0.wrapping_mul(PRIME);
+            self.0 ^= self.0 >> 29;
+        }
+        for &b in words.remainder() {
+            self.0 ^= b as u64;
+            self.0 = self.0.wrapping_mul(PRIME);
+        }
+    }
+    pub fn write_u64(&mut self, v: u64) {
+        self.write(&v.to_le_bytes());
+    }
+    pub fn finish(self) -> u64 {
+        self.0
+    }
+}
+
+fn checksum(bytes: &[u8]) -> u64 {
+    let mut h = Fnv64::default();
+    h.write(bytes);
+    h.finish()
+}
+
+/// Appends little-endian values.
+#[derive(Default)]
+pub struct Writer(pub Vec<u8>);
+
+impl Writer {
+    pub fn u8(&mut self, v: u8) {
+        self.0.push(v);
+    }
+    pub fn u32(&mut self, v: u32) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn u64(&mut self, v: u64) {
+        self.0.extend_from_slice(&v.to_le_bytes());
+    }
+    pub fn u32s(&mut self, v: &[u32]) {
+        self.u64(v.len() as u64);
+        for &x in v {
+            self.u32(x);
+        }
+    }
+    /// Wraps the payload in the container.
+    pub fn finish(self, kind: &[u8; 4], version: u32, fingerprint: u64) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.0.len() + 40);
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(kind);
+        out.extend_from_slice(&version.to_le_bytes());
+        out.extend_from_slice(&fingerprint.to_le_bytes());
+        out.extend_from_slice(&(self.0.len() as u64).to_le_bytes());
+        out.extend_from_slice(&checksum(&self.0).to_le_bytes());
+        out.extend_from_slice(&self.0);
+        out
+    }
+}
+
+fn corrupt(what: &str) -> Error {
+    Error::InvalidArgument(format!("invalid propertok cache/serialized data: {what}"))
+}
+
+/// Bounds-checked reads over a payload.
+pub struct Reader<'a> {
+    data: &'a [u8],
+    pos: usize,
+}
+
+impl<'a> Reader<'a> {
+    /// Checks the container and returns a reader over its payload.
+    pub fn open(bytes: &'a [u8], kind: &[u8; 4], version: u32, fingerprint: u64) -> Result<Reader<'a>> {
+        if bytes.len() < 40 || &bytes[..8] != MAGIC {
+            return Err(corrupt("not a propertok file (bad magic or truncated header)"));
+        }
+        if &bytes[8..12] != kind {
+            return Err(corrupt("wrong kind of artefact"));
+        }
+        let ver = u32::from_le_bytes(bytes[12..16].try_into().expect("4 bytes"));
+        if ver != version {
+            return Err(corrupt(&format!("format version {ver}, this build reads version {version}")));
+        }
+        let fp = u64::from_le_bytes(bytes[16..24].try_into().expect("8 bytes"));
+        if fp != fingerprint {
+            return Err(corrupt("built from a different tokenizer (fingerprint mismatch)"));
+        }
+        let len = u64::from_le_bytes(bytes[24..32].try_into().expect("8 bytes"));
+        let sum = u64::from_le_bytes(bytes[32..40].try_into().expect("8 bytes"));
+        let payload = &bytes[40..];
+        if payload.len() as u64 != len {
+            return Err(corrupt("truncated payload"));
+        }
+        if checksum(payload) != sum {
+            return Err(corrupt("checksum mismatch"));
+        }
+        Ok(Reader { data: payload, pos: 0 })
+    }
+
+    fn take(&mut self, n: usize) -> Result<&'a [u8]> {
+        let end = self.pos.checked_add(n).filter(|&e| e <= self.data.len()).ok_or_else(|| corrupt("truncated field"))?;
+        let s = &self.data[self.pos..end];
+        self.pos = end;
+        Ok(s)
+    }
+    pub fn u8(&mut self) -> Result<u8> {
+        Ok(self.take(1)?[0])
+    }
+    pub fn u32(&mut self) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+    pub fn u64(&mut self) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+    pub fn u32s(&mut self) -> Result<Vec<u32>> {
+        let n = self.u64()?;
+        let n = usize::try_from(n).ok().filter(|&n| n <= self.data.len() / 4).ok_or_else(|| corrupt("bad length"))?;
+        let bytes = self.take(n * 4)?;
+        Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect())
+    }
+    pub fn expect_end(&self) -> Result<()> {
+        if self.pos == self.data.len() {
+            Ok(())
+        } else {
+            Err(corrupt("trailing bytes"))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trip_and_every_corruption_is_an_error() {
+        let mut w = Writer::default();
+        w.u32(7);
+        w.u32s(&[1, 2, 3]);
+        let bytes = w.finish(b"TEST", 1, 42);
+        let mut r = Reader::open(&bytes, b"TEST", 1, 42).unwrap();
+        assert_eq!(r.u32().unwrap(), 7);
+        assert_eq!(r.u32s().unwrap(), vec![1, 2, 3]);
+        r.expect_end().unwrap();
+        assert!(Reader::open(&bytes, b"TEST", 2, 42).is_err(), "other version");
+        assert!(Reader::open(&bytes, b"TEST", 1, 43).is_err(), "stale fingerprint");
+        assert!(Reader::open(&bytes, b"OTHR", 1, 42).is_err(), "other kind");
+        for cut in 0..bytes.len() {
+            assert!(Reader::open(&bytes[..cut], b"TEST", 1, 42).is_err(), "truncated at {cut}");
+        }
+        for i in 40..bytes.len() {
+            let mut bad = bytes.clone();
+            bad[i] ^= 0x10;
+            assert!(Reader::open(&bad, b"TEST", 1, 42).is_err(), "flipped byte {i}");
+        }
+    }
+}

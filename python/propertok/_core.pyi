@@ -177,6 +177,10 @@ class Guide:
         """A random accepted token sequence (EOS not included): uniform choices among allowed tokens,
         stopping at a final state with probability 1/4, and past ``max_tokens`` a shortest way to a
         final state."""
+    def first_difference(self, other: "Guide") -> Optional[list[int]]:
+        """``None`` when both guides accept the same token sequences (a walk of their product,
+        comparing masks at every reachable pair of states), else a shortest token sequence after
+        which their masks differ. Costs the product's transitions: for tests and diagnostics."""
     def matcher(self) -> "Matcher": ...
 
 class Matcher:

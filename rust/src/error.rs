@@ -21,6 +21,9 @@ pub enum Error {
     /// The tokenizer.json is not what we expect.
     #[error("malformed tokenizer.json: {0}")]
     MalformedTokenizer(String),
+    /// A valid tokenizer.json whose model this library cannot use at all.
+    #[error("unsupported tokenizer.json: {0}")]
+    UnsupportedTokenizer(String),
     /// The tokenizer is valid but the requested construction cannot be made exact for it.
     #[error("{0}")]
     Unsupported(String),

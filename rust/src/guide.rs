@@ -209,6 +209,9 @@ impl Guide {
         if self.vocab.eos_token_ids().contains(&token) {
             return if self.is_final(state) { Ok(state) } else { Err(self.disallowed(state, token)) };
         }
+        if token as usize >= self.vocab.num_tokens() {
+            return Err(self.disallowed(state, token)); // padding ids past the tokenizer
+        }
         let next = match &self.automaton {
             Automaton::Product(p) => p.next_state(&self.vocab, state, token),
             Automaton::Explicit { dfa, .. } => dfa.next(state, token),
@@ -226,7 +229,8 @@ impl Guide {
     }
 
     fn disallowed(&self, state: u32, token: u32) -> Error {
-        let text = String::from_utf8_lossy(self.vocab.token_bytes(token)).into_owned();
+        let bytes = if (token as usize) < self.vocab.num_tokens() { self.vocab.token_bytes(token) } else { b"<padding>" };
+        let text = String::from_utf8_lossy(bytes).into_owned();
         Error::InvalidArgument(format!(
             "token {token} ({text:?}) is not allowed in state {state} ({} tokens are)",
             bitset::count(self.mask(state))
@@ -259,6 +263,43 @@ impl Guide {
             mean_allowed_tokens: transitions as f64 / n as f64,
             single_choice_share: single as f64 / n as f64,
         }
+    }
+
+    /// Whether two guides over the same vocabulary accept the same token sequences: a
+    /// breadth-first walk of the product of both from their initial states, comparing masks
+    /// (EOS included, so finality too) at every reachable pair. Returns `None` when equal, else
+    /// a shortest token sequence after which the masks differ. Costs the product's transitions.
+    pub fn first_difference(&self, other: &Guide) -> Option<Vec<u32>> {
+        let eos = self.eos_token_ids();
+        let mut seen: FxHashMap<(u32, u32), (u32, u32, u32)> = FxHashMap::default();
+        let start = (self.initial, other.initial);
+        seen.insert(start, (u32::MAX, u32::MAX, u32::MAX));
+        let mut queue = std::collections::VecDeque::from([start]);
+        let path_to = |seen: &FxHashMap<(u32, u32), (u32, u32, u32)>, mut p: (u32, u32)| -> Vec<u32> {
+            let mut out = Vec::new();
+            while let Some(&(pa, pb, t)) = seen.get(&p) {
+                if t == u32::MAX {
+                    break;
+                }
+                out.push(t);
+                p = (pa, pb);
+            }
+            out.reverse();
+            out
+        };
+        while let Some((a, b)) = queue.pop_front() {
+            if self.mask(a) != other.mask(b) {
+                return Some(path_to(&seen, (a, b)));
+            }
+            for t in bitset::iter_ones(self.mask(a)).map(|t| t as u32).filter(|t| !eos.contains(t)) {
+                let next = (self.next_state(a, t).ok()?, other.next_state(b, t).ok()?);
+                if let std::collections::hash_map::Entry::Vacant(e) = seen.entry(next) {
+                    e.insert((a, b, t));
+                    queue.push_back(next);
+                }
+            }
+        }
+        None
     }
 
     /// Non-EOS successors of a state (token, next state).

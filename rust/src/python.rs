@@ -31,6 +31,7 @@ fn to_py(e: Error) -> PyErr {
         | Error::UnsupportedRegex(_)
         | Error::EmptyLanguage(_)
         | Error::MalformedTokenizer(_)
+        | Error::UnsupportedTokenizer(_)
         | Error::InvalidArgument(_) => PyValueError::new_err(msg),
     }
 }
@@ -312,6 +313,15 @@ impl PyGuide {
         let g = self.inner.clone();
         py.detach(move || g.random_walk(seed, max_tokens)).map_err(to_py)
     }
+    /// `None` when both guides accept the same token sequences, else a shortest token sequence
+    /// after which their masks differ.
+    fn first_difference(&self, py: Python<'_>, other: PyRef<'_, PyGuide>) -> PyResult<Option<Vec<u32>>> {
+        if self.inner.vocab_size() != other.inner.vocab_size() {
+            return Err(PyValueError::new_err("the guides have different vocab sizes"));
+        }
+        let (a, b) = (self.inner.clone(), other.inner.clone());
+        Ok(py.detach(move || a.first_difference(&b)))
+    }
     fn matcher(&self) -> PyMatcher {
         PyMatcher { inner: Matcher::new(self.inner.clone()) }
     }
@@ -388,6 +398,9 @@ impl PyMatcher {
         }
         if index < 0 || index as usize >= shape[0] {
             return Err(PyValueError::new_err(format!("index {index} is out of range for a batch of {}", shape[0])));
+        }
+        if !array.is_c_contiguous() {
+            return Err(PyValueError::new_err("bitmask must be C-contiguous (row-major); use np.ascontiguousarray or allocate_token_bitmask"));
         }
         let slice = array.as_slice_mut().map_err(|_| PyValueError::new_err("bitmask must be C-contiguous"))?;
         let row = &mut slice[index as usize * words..(index as usize + 1) * words];

@@ -275,7 +275,7 @@ impl TokenizerDfa {
     /// The class reached by a (non byte-fallback) token, or [`NO_CLASS`].
     #[inline]
     pub fn class_of(&self, token: u32) -> u32 {
-        self.class_of[token as usize]
+        self.class_of.get(token as usize).copied().unwrap_or(NO_CLASS)
     }
     pub fn forbidden(&self, class: u32) -> &[u32] {
         &self.forbidden[class as usize]
@@ -296,7 +296,7 @@ impl TokenizerDfa {
     /// The byte of a byte-fallback token.
     #[inline]
     pub fn fallback_byte(&self, token: u32) -> Option<u8> {
-        let b = self.byte_of_token[token as usize];
+        let b = self.byte_of_token.get(token as usize).copied().unwrap_or(u16::MAX);
         (b != u16::MAX).then_some(b as u8)
     }
     pub fn fallback_tokens(&self) -> Option<&[u32; 256]> {
@@ -321,7 +321,7 @@ impl TokenizerDfa {
         if let Some(b) = self.fallback_byte(token) {
             return self.step_byte(q, b);
         }
-        let c = self.class_of[token as usize];
+        let c = self.class_of(token);
         if c == NO_CLASS || !self.is_class(q) || self.forbidden[q as usize].binary_search(&token).is_ok() {
             return None;
         }

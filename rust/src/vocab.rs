@@ -115,7 +115,7 @@ impl Vocabulary {
             "BPE" => TokenizerKind::CharBpe,
             "Unigram" => TokenizerKind::Unigram,
             other => {
-                return Err(Error::Unsupported(format!(
+                return Err(Error::UnsupportedTokenizer(format!(
                     "tokenizer model type {other:?} is not supported: its decoding is not a \
                      concatenation of token strings (supported: BPE, Unigram)"
                 )))
@@ -390,8 +390,9 @@ impl Vocabulary {
     pub fn special_token_ids(&self) -> &[u32] {
         &self.special_ids
     }
+    /// The bytes of a token (empty for ids past the tokenizer, e.g. logits padding).
     pub fn token_bytes(&self, id: u32) -> &[u8] {
-        &self.token_bytes[id as usize]
+        self.token_bytes.get(id as usize).map_or(&[], |b| b.as_slice())
     }
     pub fn token_string(&self, id: u32) -> Option<&str> {
         self.token_strings.get(id as usize).and_then(|s| s.as_deref())
@@ -401,7 +402,7 @@ impl Vocabulary {
     }
     /// Special tokens, the unknown token and unused ids: never allowed inside a constraint.
     pub fn is_never_allowed(&self, id: u32) -> bool {
-        self.never_allowed[id as usize]
+        self.never_allowed.get(id as usize).copied().unwrap_or(true)
     }
     pub fn merges(&self) -> &[Merge] {
         &self.merges

@@ -12,8 +12,9 @@
 //! sequence. Hugging Face's BPE merges by priority instead; the two agree exactly when the merge
 //! table is well-ordered ([`crate::bpe::MergeTable::is_well_ordered`]), which is when
 //! [`crate::tokenizer_dfa::TokenizerDfa::build`] uses this construction. A token produced by two
-//! different merges is outside the algorithm's model as well; such tables also go to the
-//! priority-timeline construction.
+//! different merges is outside the algorithm's model as well (line 17 would send the token's
+//! transitions to two different states); such tables also go to the priority-timeline
+//! construction.
 
 use rustc_hash::FxHashSet;
 

@@ -125,7 +125,14 @@ impl TokenizerDfa {
         let started = Instant::now();
         let table = MergeTable::new(vocab.merges());
         let words = Derivations::compute(vocab, &table);
-        let (construction, forbidden_by_token) = if MergeTable::is_well_ordered(vocab.merges()) {
+        // Algorithm 3 assumes sequential passes (equal to priority BPE on well-ordered tables)
+        // and that every token has one producing merge (its proof sends all transitions on a
+        // token to one state; a second producer would break that).
+        let unique_producers = {
+            let mut seen = rustc_hash::FxHashSet::default();
+            vocab.merges().iter().all(|m| seen.insert(m.merged))
+        };
+        let (construction, forbidden_by_token) = if unique_producers && MergeTable::is_well_ordered(vocab.merges()) {
             (Construction::Algorithm3, crate::algorithm3::forbidden_by_token(vocab, &words.emittable))
         } else {
             (Construction::PriorityTimeline, build_priority_timeline(&table, &words))

@@ -95,6 +95,12 @@ impl MergeTable {
     /// Whether the table is well-ordered: each merge's parts are base symbols or produced only by
     /// lower-ranked merges. Then priority BPE equals the appendix's sequential passes.
     pub fn is_well_ordered(merges: &[Merge]) -> bool {
+        // A repeated pair acts at its last rank under priority BPE (HF keeps the last) but at
+        // its first under sequential passes: not well-ordered.
+        let mut pairs = rustc_hash::FxHashSet::default();
+        if !merges.iter().all(|m| pairs.insert((m.left, m.right))) {
+            return false;
+        }
         let mut last_producer: FxHashMap<u32, usize> = FxHashMap::default();
         for (rank, m) in merges.iter().enumerate() {
             last_producer.insert(m.merged, rank);

@@ -11,7 +11,10 @@ use std::sync::{Arc, OnceLock};
 use crate::bytedfa::{ByteDfa, DEFAULT_MAX_STATES};
 use crate::cartesian::{self, DEFAULT_MAX_PRODUCT_STATES};
 use crate::error::{Error, Result};
+use crate::direct_merge::{direct_merge, DirectMergeLimits};
 use crate::explicit::{self, DirectLimits};
+use crate::guide::ProductParts;
+use crate::tokenizer_dfa::Construction;
 use crate::guide::{Guide, Method};
 use crate::index::TokenTrie;
 use crate::tokenizer_dfa::TokenizerDfa;
@@ -145,7 +148,7 @@ impl Compiler {
                 Ok(cartesian::build_agnostic(&self.vocab, self.all_tokens(), dfa))
             }
             Method::Cartesian => self.compile_cartesian(pattern),
-            Method::Direct => self.direct_from(self.compile_cartesian(pattern)?),
+            Method::Direct => self.direct_from(&self.compile_cartesian(pattern)?),
         }
     }
 
@@ -153,8 +156,8 @@ impl Compiler {
     /// CartesianMerge guide (its `method()` says which).
     pub fn compile_regex_auto(&self, pattern: &str) -> Result<Guide> {
         let product = self.compile_cartesian(pattern)?;
-        match self.direct_limits().and_then(|l| explicit::materialize(&product, l)) {
-            Ok(dfa) => explicit::explicit_guide(&self.vocab, explicit::minimize(&dfa)),
+        match self.direct_from(&product) {
+            Ok(direct) => Ok(direct),
             Err(Error::LimitExceeded { .. }) => Ok(product),
             Err(e) => Err(e),
         }
@@ -164,8 +167,24 @@ impl Compiler {
         Ok(DirectLimits { max_states: self.limits.max_direct_states, max_transitions: self.limits.max_direct_transitions })
     }
 
-    fn direct_from(&self, product: Guide) -> Result<Guide> {
-        let dfa = explicit::materialize(&product, self.direct_limits()?)?;
+    /// The explicit DFA: DirectMerge where it is exact (a well-ordered merge table, on which
+    /// sequential passes equal Hugging Face's priority BPE — the tokenizer DFA then comes from
+    /// Algorithm 3), else the materialised CartesianMerge product; minimised either way.
+    fn direct_from(&self, product: &Guide) -> Result<Guide> {
+        let limits = self.direct_limits()?;
+        let tok = self.tokenizer_dfa()?;
+        let dfa = if tok.construction() == Construction::Algorithm3 {
+            let ProductParts { byte_dfa } = product.parts();
+            let base = explicit::base_symbol_dfa(byte_dfa, &self.vocab, tok, limits.max_states)?;
+            let merged = direct_merge(
+                &base,
+                self.vocab.merges(),
+                &DirectMergeLimits { max_states: limits.max_states, max_transitions: limits.max_transitions },
+            )?;
+            merged
+        } else {
+            explicit::materialize(product, limits)?
+        };
         explicit::explicit_guide(&self.vocab, explicit::minimize(&dfa))
     }
 
@@ -175,5 +194,54 @@ impl Compiler {
         let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
         let trie = self.emittable_tokens(&tok);
         cartesian::build(&self.vocab, &tok, trie, dfa, self.limits.max_product_states)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn compiler(tokens: &[&str], merges: &[(&str, &str)]) -> Compiler {
+        Compiler::new(Arc::new(Vocabulary::char_bpe_for_tests(tokens, merges).unwrap()), Limits::default())
+    }
+
+    /// direct (DirectMerge on well-ordered tables, the materialised product otherwise) and
+    /// cartesian accept the same token sequences, checked on the product of both guides.
+    fn same_language(c: &Compiler, patterns: &[&str]) {
+        for p in patterns {
+            let cartesian = c.compile_regex(p, Method::Cartesian).unwrap();
+            let direct = c.compile_regex(p, Method::Direct).unwrap();
+            assert_eq!(direct.method(), Method::Direct);
+            assert_eq!(cartesian.first_difference(&direct), None, "{p}");
+            assert_eq!(direct.first_difference(&cartesian), None, "{p}");
+        }
+    }
+
+    const PATTERNS: &[&str] = &["[abc]*", "a+b?c", "(ab|ba)*c?", "a{0,7}", "(aab|abc)+", "c(a|b){2,5}"];
+
+    #[test]
+    fn direct_merge_equals_cartesian_on_well_ordered_tables() {
+        let c = compiler(&["a", "b", "c", "ab", "aa", "ac", "abc", "aab"], &[("a", "b"), ("a", "a"), ("a", "c"), ("ab", "c"), ("a", "ab")]);
+        assert_eq!(c.tokenizer_dfa().unwrap().construction(), Construction::Algorithm3);
+        same_language(&c, PATTERNS);
+    }
+
+    #[test]
+    fn materialised_product_equals_cartesian_on_other_tables() {
+        // (b, cd) ranks before (c, d): not well-ordered.
+        let c = compiler(&["a", "b", "c", "d", "cd", "bcd", "ab"], &[("b", "cd"), ("a", "b"), ("c", "d")]);
+        assert_eq!(c.tokenizer_dfa().unwrap().construction(), Construction::PriorityTimeline);
+        same_language(&c, &["[abcd]*", "a(bcd)+", "b?c?d?a"]);
+    }
+
+    #[test]
+    fn auto_falls_back_past_the_limits() {
+        let mut c = compiler(&["a", "b", "ab"], &[("a", "b")]);
+        c.limits.max_direct_transitions = 1;
+        let g = c.compile_regex_auto("[ab]*").unwrap();
+        assert_eq!(g.method(), Method::Cartesian);
+        assert!(matches!(c.compile_regex("[ab]*", Method::Direct), Err(Error::LimitExceeded { .. })));
+        c.limits.max_direct_transitions = 1000;
+        assert_eq!(c.compile_regex_auto("[ab]*").unwrap().method(), Method::Direct);
     }
 }

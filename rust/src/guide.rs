@@ -89,6 +89,11 @@ pub struct GuideStats {
     pub single_choice_share: f64,
 }
 
+/// The parts of a product guide other modules build on.
+pub struct ProductParts<'a> {
+    pub byte_dfa: &'a ByteDfa,
+}
+
 /// How a guide stores its automaton.
 pub(crate) enum Automaton {
     Product(ProductAutomaton),
@@ -128,6 +133,17 @@ impl Guide {
     pub fn mask_words(&self) -> usize {
         bitset::words_for(self.vocab.vocab_size())
     }
+    /// The regex's byte DFA of a product guide.
+    ///
+    /// # Panics
+    /// On a `direct` guide (internal use only, right after a product compile).
+    pub(crate) fn parts(&self) -> ProductParts<'_> {
+        match &self.automaton {
+            Automaton::Product(p) => ProductParts { byte_dfa: &p.dfa },
+            Automaton::Explicit { .. } => unreachable!("parts() is only called on product guides"),
+        }
+    }
+
     /// The explicit token DFA of a `direct` guide.
     pub fn token_dfa(&self) -> Option<&TokenDfa> {
         match &self.automaton {

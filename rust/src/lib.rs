@@ -12,6 +12,9 @@
 //! * [`bpe`] — the reference priority BPE and token derivations.
 //! * [`tokenizer_dfa`] / [`algorithm3`] — the DFA of canonical token sequences.
 //! * [`cartesian`] — CartesianMerge: product search for relevant states.
+//! * [`direct_merge`] / [`explicit`] / [`token_dfa`] — DirectMerge and explicit token DFAs
+//!   (`method="direct"`).
+//! * [`serialize`] — the versioned, checksummed container of the tokenizer DFA's disk cache.
 //! * [`guide`] / [`matcher`] — the compiled automaton, its masks, and a decoding cursor.
 //! * [`compiler`] — ties them together; `python` (feature `python`) is the PyO3 layer and the
 //!   only module that knows about Python.
@@ -33,6 +36,7 @@ pub mod bpe;
 pub mod bytedfa;
 pub mod cartesian;
 pub mod compiler;
+pub mod direct_merge;
 pub mod error;
 pub mod explicit;
 pub mod guide;

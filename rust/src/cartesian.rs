@@ -119,6 +119,7 @@ pub fn build(
     let mut states: Vec<(u32, u32)> = Vec::new();
     let mut pending: Vec<Vec<u32>> = groups.iter().map(|g| (0..g.len() as u32).collect()).collect();
     let mut queue = VecDeque::new();
+    let mut class_bytes_done = vec![false; n1];
     add((dfa.start(), tok.initial()), &mut index, &mut states, &mut queue, max_product_states)?;
     while let Some(id) = queue.pop_front() {
         let (q1, q2) = states[id as usize];
@@ -138,6 +139,14 @@ pub fn build(
                 }
             }
             pending[q1 as usize] = keep;
+        }
+        // A byte-fallback token's target does not depend on which class `q2` is, so the class
+        // states over one byte state share their byte moves: do them once per byte state.
+        if tok.is_class(q2) {
+            if class_bytes_done[q1 as usize] {
+                continue;
+            }
+            class_bytes_done[q1 as usize] = true;
         }
         for &(b, to) in &byte_moves[q1 as usize] {
             if let Some(q2n) = tok.step_byte(q2, b) {
@@ -198,7 +207,10 @@ pub fn build(
                 }
             }
         }
-        for &(q1, b) in &byte_preds[q1t as usize] {
+        // Byte-fallback tokens lead only into a character (a non-class state) or, completing
+        // one, to class 0: other targets have no byte predecessors.
+        let byte_target = !tok.is_class(q2t) || q2t == tok.initial();
+        for &(q1, b) in byte_preds[q1t as usize].iter().filter(|_| byte_target) {
             let candidates = std::mem::take(&mut not_live[q1 as usize]);
             let mut keep = Vec::with_capacity(candidates.len());
             for p in candidates {

@@ -40,7 +40,8 @@ pub const DEFAULT_MAX_PRODUCT_STATES: usize = 2_000_000;
 struct Group {
     to_q1: u32,
     class: u32,
-    tokens: Vec<u32>,
+    /// Sorted token ids.
+    tokens: Box<[u32]>,
 }
 
 /// Whether some token of `tokens` is absent from the sorted `forbidden`.
@@ -88,19 +89,18 @@ pub fn build(
     let mut groups: Vec<Vec<Group>> = Vec::with_capacity(n1);
     let mut byte_moves: Vec<Vec<(u8, u32)>> = Vec::with_capacity(n1);
     for q1 in 0..n1 as u32 {
-        let mut by_target: FxHashMap<(u32, u32), usize> = FxHashMap::default();
-        let mut gs: Vec<Group> = Vec::new();
+        // Sorting (target, class, token) triples makes every group a contiguous run, with its
+        // tokens already sorted: one allocation per group, no hashing per token.
+        let mut triples: Vec<(u32, u32, u32)> = Vec::new();
         trie.for_each_transition(&dfa, q1, |t, to| {
             let class = tok.class_of(t);
             debug_assert_ne!(class, NO_CLASS);
-            let k = *by_target.entry((to, class)).or_insert_with(|| {
-                gs.push(Group { to_q1: to, class, tokens: Vec::new() });
-                gs.len() - 1
-            });
-            gs[k].tokens.push(t);
+            triples.push((to, class, t));
         });
-        for g in &mut gs {
-            g.tokens.sort_unstable();
+        triples.sort_unstable();
+        let mut gs: Vec<Group> = Vec::new();
+        for run in triples.chunk_by(|a, b| a.0 == b.0 && a.1 == b.1) {
+            gs.push(Group { to_q1: run[0].0, class: run[0].1, tokens: run.iter().map(|x| x.2).collect() });
         }
         groups.push(gs);
         let moves = if tok.fallback_tokens().is_some() {

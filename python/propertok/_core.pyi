@@ -131,6 +131,9 @@ class Compiler:
     def compile_json_schema(self, schema: object, method: str = "cartesian", **options: object) -> "Guide":
         """Compile a JSON schema (a dict or JSON text): ``propertok.json_schema.schema_to_regex(schema,
         **options)`` then ``compile_regex``. Options such as ``whitespace`` go to the converter."""
+    def guide_from_bytes(self, data: bytes) -> "Guide":
+        """Load a guide saved by ``Guide.to_bytes()`` for the same tokenizer; ``ValueError`` for
+        truncated, corrupted, other-version or other-tokenizer data."""
     def tokenizer_dfa_stats(self) -> dict[str, float]:
         """Builds the tokenizer DFA if needed; returns ``num_classes``, ``num_emittable_tokens``,
         ``num_unreachable_tokens``, ``num_forbidden_pairs``, ``build_seconds`` (load time on a cache
@@ -181,6 +184,10 @@ class Guide:
         """``None`` when both guides accept the same token sequences (a walk of their product,
         comparing masks at every reachable pair of states), else a shortest token sequence after
         which their masks differ. Costs the product's transitions: for tests and diagnostics."""
+    def to_bytes(self) -> bytes:
+        """The guide in a versioned, checksummed binary format, keyed by the tokenizer's
+        fingerprint; load it with ``Compiler.guide_from_bytes``. (Pickling a Guide raises
+        ``TypeError`` saying so: it shares its tokenizer's data.)"""
     def matcher(self) -> "Matcher": ...
 
 class Matcher:

@@ -286,6 +286,42 @@ impl ByteDfa {
         s != DEAD && self.is_accepting(s)
     }
 
+    /// Serialises the DFA into `w` (part of a guide's serialisation).
+    pub(crate) fn write(&self, w: &mut crate::serialize::Writer) {
+        w.u32s(&self.classes.iter().map(|&c| c as u32).collect::<Vec<_>>());
+        w.u32(self.num_classes as u32);
+        w.u32s(&self.trans);
+        w.u32s(&self.accepting.iter().map(|&a| a as u32).collect::<Vec<_>>());
+        w.u32(self.start);
+        w.u32s(&self.distance_to_accept);
+    }
+
+    /// Reads a DFA written by [`ByteDfa::write`], checking every index.
+    pub(crate) fn read(r: &mut crate::serialize::Reader<'_>) -> Result<ByteDfa> {
+        let bad = |what: &str| Error::InvalidArgument(format!("invalid serialized byte DFA: {what}"));
+        let classes_v = r.u32s()?;
+        let num_classes = r.u32()? as usize;
+        if classes_v.len() != 256 || num_classes == 0 || num_classes > 256 || classes_v.iter().any(|&c| c as usize >= num_classes) {
+            return Err(bad("byte classes"));
+        }
+        let mut classes = [0u8; 256];
+        for (i, &c) in classes_v.iter().enumerate() {
+            classes[i] = c as u8;
+        }
+        let trans = r.u32s()?;
+        let accepting: Vec<bool> = r.u32s()?.into_iter().map(|a| a != 0).collect();
+        let start = r.u32()?;
+        let distance_to_accept = r.u32s()?;
+        let n = accepting.len();
+        if n == 0 || trans.len() != n * num_classes || distance_to_accept.len() != n || start as usize >= n {
+            return Err(bad("table sizes"));
+        }
+        if trans.iter().any(|&t| t != DEAD && t as usize >= n) {
+            return Err(bad("transition out of range"));
+        }
+        Ok(ByteDfa { classes, num_classes, trans, accepting, start, distance_to_accept })
+    }
+
     /// Number of byte equivalence classes (the width of the table).
     pub fn num_classes(&self) -> usize {
         self.num_classes

@@ -40,6 +40,7 @@ pub mod direct_merge;
 pub mod error;
 pub mod explicit;
 pub mod guide;
+pub mod guide_io;
 pub mod index;
 pub mod matcher;
 mod random;

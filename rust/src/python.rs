@@ -204,6 +204,14 @@ impl PyCompiler {
         let regex: String = module.getattr("schema_to_regex")?.call((schema,), options.as_ref())?.extract()?;
         self.compile_regex(py, regex, method)
     }
+    /// Loads a guide saved with `Guide.to_bytes()` for this compiler's tokenizer.
+    fn guide_from_bytes(&self, py: Python<'_>, data: Vec<u8>) -> PyResult<PyGuide> {
+        let compiler = self.inner.clone();
+        let guide = py
+            .detach(move || crate::guide_io::guide_from_bytes(&data, compiler.vocabulary(), || compiler.tokenizer_dfa().cloned()))
+            .map_err(to_py)?;
+        Ok(PyGuide { inner: Arc::new(guide) })
+    }
     fn tokenizer_dfa_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let compiler = self.inner.clone();
         let dfa = py.detach(move || compiler.tokenizer_dfa().cloned()).map_err(to_py)?;
@@ -321,6 +329,18 @@ impl PyGuide {
         }
         let (a, b) = (self.inner.clone(), other.inner.clone());
         Ok(py.detach(move || a.first_difference(&b)))
+    }
+    /// The guide as bytes (versioned, checksummed; load with `Compiler.guide_from_bytes`).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+        let g = self.inner.clone();
+        let bytes = py.detach(move || crate::guide_io::guide_to_bytes(&g));
+        PyBytes::new(py, &bytes)
+    }
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(pyo3::exceptions::PyTypeError::new_err(
+            "a Guide cannot be pickled on its own (it shares its tokenizer's data): send guide.to_bytes() \
+             and load it with Compiler(vocab).guide_from_bytes(data)",
+        ))
     }
     fn matcher(&self) -> PyMatcher {
         PyMatcher { inner: Matcher::new(self.inner.clone()) }

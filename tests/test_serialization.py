@@ -1,0 +1,63 @@
+"""Guides and the tokenizer DFA survive a round trip through bytes; bad bytes are refused."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+REGEX = r'\{"name": "[A-Za-z ]{1,12}", "age": [0-9]{1,3}\}'
+
+
+@pytest.mark.parametrize("method", ["agnostic", "cartesian", "direct"])
+def test_guide_round_trip(pt, mistral, method):
+    regex = REGEX if method != "direct" else r"(yes|no|maybe)[.!?]"
+    guide = mistral.compiler.compile_regex(regex, method=method)
+    data = guide.to_bytes()
+    back = mistral.compiler.guide_from_bytes(data)
+    assert back.method == guide.method and back.num_states == guide.num_states
+    assert guide.first_difference(back) is None
+    # A fresh compiler for the same tokenizer loads it too (the tokenizer DFA is rebuilt/shared).
+    assert pt.Compiler(mistral.vocab).guide_from_bytes(data).first_difference(guide) is None
+
+
+def test_bad_guide_bytes_are_refused(mistral, llama2):
+    data = mistral.compiler.compile_regex(REGEX).to_bytes()
+    for cut in (0, 20, len(data) // 2, len(data) - 1):
+        with pytest.raises(ValueError, match="(?i)invalid|truncated"):
+            mistral.compiler.guide_from_bytes(data[:cut])
+    flipped = bytearray(data)
+    flipped[len(data) // 3] ^= 0xFF
+    with pytest.raises(ValueError, match="(?i)checksum"):
+        mistral.compiler.guide_from_bytes(bytes(flipped))
+    with pytest.raises(ValueError, match="(?i)different tokenizer"):
+        llama2.compiler.guide_from_bytes(data)
+
+
+def test_guide_pickle_says_what_to_do(mistral):
+    guide = mistral.compiler.compile_regex(REGEX)
+    with pytest.raises(TypeError, match="to_bytes"):
+        pickle.dumps(guide)
+
+
+def test_tokenizer_dfa_cache(pt, mistral, tmp_path):
+    first = pt.Compiler(mistral.vocab, cache_dir=str(tmp_path))
+    stats = first.tokenizer_dfa_stats()
+    assert stats["cache"] == "miss"
+    files = list(tmp_path.glob("tokenizer-dfa-*.bin"))
+    assert len(files) == 1
+    second = pt.Compiler(mistral.vocab, cache_dir=str(tmp_path))
+    loaded = second.tokenizer_dfa_stats()
+    assert loaded["cache"] == "hit"
+    for key in ("num_classes", "num_emittable_tokens", "num_forbidden_pairs"):
+        assert loaded[key] == stats[key]
+    a = first.compile_regex(REGEX)
+    b = second.compile_regex(REGEX)
+    assert a.first_difference(b) is None
+    # A corrupted cache file is rebuilt, not trusted.
+    raw = bytearray(files[0].read_bytes())
+    raw[len(raw) // 2] ^= 0x01
+    files[0].write_bytes(bytes(raw))
+    third = pt.Compiler(mistral.vocab, cache_dir=str(tmp_path))
+    assert third.tokenizer_dfa_stats()["cache"] == "miss"
+    assert third.compile_regex(REGEX).first_difference(a) is None

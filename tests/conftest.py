@@ -9,7 +9,6 @@ The shared folder is ``$PROPERTOK_SHARED`` (default ``<repo root>/../shared``).
 
 from __future__ import annotations
 
-import os
 import sys
 from pathlib import Path
 
@@ -17,12 +16,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from oracle import Oracle, oracle_for, shared_dir, tokenizer_path  # noqa: E402
-
-
-def oracle_scale() -> float:
-    """``$PROPERTOK_ORACLE_SCALE`` (default 1.0) scales the number of regexes of the oracle tests."""
-    return float(os.environ.get("PROPERTOK_ORACLE_SCALE", "1.0"))
+from workloads import oracle_scale  # noqa: E402
+from helpers import TokenizerUnderTest  # noqa: E402
+from oracle import shared_dir  # noqa: E402
 
 
 def pytest_report_header(config):
@@ -44,41 +40,6 @@ def pt():
     import propertok
 
     return propertok
-
-
-class TokenizerUnderTest:
-    """A shared tokenizer: its oracle and, built lazily once, its Vocabulary, Compiler and guides."""
-
-    def __init__(self, pt, name: str):
-        self.pt = pt
-        self.name = name
-        self.path = tokenizer_path(name)
-        self.oracle: Oracle = oracle_for(name)
-        self._vocab = None
-        self._compiler = None
-        self._guides: dict = {}
-
-    @property
-    def vocab(self):
-        if self._vocab is None:
-            self._vocab = self.pt.Vocabulary.from_file(str(self.path))
-        return self._vocab
-
-    @property
-    def compiler(self):
-        if self._compiler is None:
-            self._compiler = self.pt.Compiler(self.vocab)
-        return self._compiler
-
-    def guide(self, regex: str, method: str = "cartesian"):
-        """A compiled guide, cached for the session (guides are immutable)."""
-        key = (regex, method)
-        if key not in self._guides:
-            self._guides[key] = self.compiler.compile_regex(regex, method=method)
-        return self._guides[key]
-
-    def __repr__(self) -> str:
-        return f"TokenizerUnderTest({self.name!r})"
 
 
 @pytest.fixture(scope="session")

@@ -8,6 +8,8 @@ from typing import Iterator, Optional, Sequence
 
 import numpy as np
 
+from oracle import Oracle, oracle_for, tokenizer_path
+
 
 def mask_bits(mask: np.ndarray, width: Optional[int] = None) -> np.ndarray:
     """A ``uint32`` mask (bit i of word i//32 = token i) as a bool array, one entry per token id."""
@@ -68,6 +70,8 @@ def enumerate_sequences(guide, limit: int = 100_000, max_depth: int = 64) -> lis
 # legitimately disagree on some characters (Python's \s has \x1c-\x1f, Rust's \w has combining
 # marks, the two use different Unicode versions, case folding differs beyond ASCII).
 _UNICODE_SENSITIVE = re.compile(r"\\[wWsSdDbBpP]|\(\?[a-z]*i")
+# Escapes Rust reads as assertions (word boundaries) and Python as literals.
+_RUST_ONLY_SYNTAX = re.compile(r"\\[<>]|\\b\{")
 # Characters outside of which the two engines agree on those classes.
 _SAFE_TEXT = re.compile(r"[\x00-\x1b\x20-\x7f]*")
 
@@ -75,6 +79,8 @@ _SAFE_TEXT = re.compile(r"[\x00-\x1b\x20-\x7f]*")
 def python_regex(pattern: str) -> Optional[re.Pattern]:
     """``re.compile(pattern)``, or None when Python cannot compile it the same way (error, or a
     FutureWarning about nested sets / set operations, which Python and Rust read differently)."""
+    if _RUST_ONLY_SYNTAX.search(pattern):
+        return None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         try:
@@ -97,3 +103,60 @@ def python_re_verdict(compiled: Optional[re.Pattern], pattern: str, text: str) -
 def iter_chunks(items: Sequence, size: int) -> Iterator[Sequence]:
     for i in range(0, len(items), size):
         yield items[i : i + size]
+
+
+# ---------------------------------------------------------------------------------------------
+# a shared tokenizer under test
+# ---------------------------------------------------------------------------------------------
+
+
+class TokenizerUnderTest:
+    """A shared tokenizer: its oracle and, built lazily once, its Vocabulary, Compiler and guides."""
+
+    def __init__(self, pt, name: str):
+        self.pt = pt
+        self.name = name
+        self.path = tokenizer_path(name)
+        self.oracle: Oracle = oracle_for(name)
+        self._vocab = None
+        self._vocab_any_eos = None
+        self._compiler = None
+        self._guides: dict = {}
+
+    @property
+    def vocab(self):
+        if self._vocab is None:
+            self._vocab = self.pt.Vocabulary.from_file(str(self.path))
+        return self._vocab
+
+    @property
+    def vocab_any_eos(self):
+        """``vocab``, or, for a tokenizer whose EOS propertok does not find by name (e.g.
+        deepseek's ``<｜end▁of▁sentence｜>``), the Vocabulary with its first special token as EOS.
+        A ValueError about anything else propagates."""
+        if self._vocab_any_eos is None:
+            try:
+                self._vocab_any_eos = self.vocab
+            except ValueError as e:
+                if "eos" not in str(e).lower() or not self.oracle.special_ids:
+                    raise
+                self._vocab_any_eos = self.pt.Vocabulary.from_file(
+                    str(self.path), eos_token_ids=[self.oracle.special_ids[0]]
+                )
+        return self._vocab_any_eos
+
+    @property
+    def compiler(self):
+        if self._compiler is None:
+            self._compiler = self.pt.Compiler(self.vocab)
+        return self._compiler
+
+    def guide(self, regex: str, method: str = "cartesian"):
+        """A compiled guide, cached for the session (guides are immutable)."""
+        key = (regex, method)
+        if key not in self._guides:
+            self._guides[key] = self.compiler.compile_regex(regex, method=method)
+        return self._guides[key]
+
+    def __repr__(self) -> str:
+        return f"TokenizerUnderTest({self.name!r})"

@@ -7,10 +7,9 @@ import json
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 from tokenizers import Tokenizer
 
-from datasets import expected_rejection, jsonschemabench_sample, regex_suite
+from workloads import expected_rejection, jsonschemabench_sample, regex_suite
 from oracle import Oracle, gpt2_bytes_to_unicode, manifest, oracle_for, tokenizer_path
 from synthetic import MergeTableBPE, SyntheticOracle, all_strings
 from strategies import merge_tables
@@ -254,3 +253,38 @@ def test_jsonschemabench_sample_is_fixed():
     assert all(r["regex"] and r["regex_len"] <= 3000 for r in a)
     assert {r["subset"] for r in a} >= {"Glaiveai2K", "Github_easy"}
     assert len(jsonschemabench_sample(scale=2.0)) == 400
+
+
+# --------------------------------------------------------------------------------------------
+# guide helpers
+# --------------------------------------------------------------------------------------------
+
+
+def test_mask_bits_layout():
+    import numpy as np
+
+    from helpers import bit_is_set, mask_bits
+
+    words = np.zeros(3, dtype=np.uint32)
+    for t in (0, 31, 33, 95):  # bit t % 32 of word t // 32
+        words[t // 32] |= np.uint32(1 << (t % 32))
+    assert np.flatnonzero(mask_bits(words)).tolist() == [0, 31, 33, 95]
+    assert mask_bits(words, 40).shape == (40,)
+    assert bit_is_set(words, 33) and not bit_is_set(words, 32)
+    assert np.flatnonzero(mask_bits(words.view(np.int32))).tolist() == [0, 31, 33, 95]
+
+
+def test_python_re_policy():
+    from helpers import python_re_verdict, python_regex
+
+    assert python_regex(r"\p{L}+") is None  # Python has no \p
+    assert python_regex(r"[[:alpha:]]+") is None  # a nested set to Rust, a FutureWarning to Python
+    assert python_regex(r"[a-z--b]") is None
+    assert python_regex(r"\<ab") is None  # a word boundary to Rust, a literal "<" to Python
+    p = python_regex(r"\w+")
+    assert python_re_verdict(p, r"\w+", "abc_1") is True
+    assert python_re_verdict(p, r"\w+", "a-b") is False
+    assert python_re_verdict(p, r"\w+", "é") is None  # Unicode tables differ: no verdict
+    assert python_re_verdict(p, r"\w+", "a\x1c") is None  # \x1c is \s to Python only
+    q = python_regex(r"[^a]+")
+    assert python_re_verdict(q, r"[^a]+", "é\x1c") is True  # no Unicode-sensitive construct

@@ -59,8 +59,18 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--regex", metavar="R", default=DEMO_REGEX, help=f"default: {DEMO_REGEX!r}")
     demo.set_defaults(run=_demo)
 
-    comp = commands.add_parser("compile", help="compile a regex; print sizes, timing and samples")
-    comp.add_argument("regex", metavar="REGEX")
+    comp = commands.add_parser(
+        "compile", help="compile a regex or a JSON schema; print sizes, timing and samples",
+        description="Compile REGEX, or the JSON schema of --schema FILE (converted to a regex by "
+        "propertok.json_schema), into a guide; print its size, the timings and sample outputs.")
+    comp.add_argument("regex", metavar="REGEX", nargs="?", help="the regex (full match); or --schema")
+    comp.add_argument("--schema", metavar="FILE", help="a JSON Schema file ('-' reads stdin) instead of REGEX")
+    comp.add_argument("--whitespace", metavar="R", default=r"[ ]?",
+                      help="with --schema: regex allowed between JSON tokens (default '[ ]?')")
+    comp.add_argument("--max-recursion-depth", metavar="N", type=int, default=3,
+                      help="with --schema: expansions of one $ref per path, nesting of free values (default 3)")
+    comp.add_argument("--lax", action="store_true",
+                      help="with --schema: ignore unknown keywords and formats instead of failing")
     comp.add_argument("--tokenizer", metavar="PATH", help=tokenizer_help)
     comp.add_argument("--method", choices=["cartesian", "agnostic"], default="cartesian")
     comp.add_argument("--json", action="store_true", help="print one JSON object")
@@ -131,12 +141,14 @@ def _print_guide(vocab: Any, guide: Any, compile_s: float) -> Optional[int]:
 
 
 def _compile(args: argparse.Namespace) -> int:
+    schema_report = _schema_regex(args)
     vocab, path, load_s = _load_vocabulary(args.tokenizer)
     guide, compile_s = _timed_compile(pt.Compiler(vocab), args.regex, args.method)
     count = guide.count_sequences()
     samples = [guide.random_walk(seed) for seed in range(3)]
     if args.json:
         report = {
+            **schema_report,
             "regex": args.regex,
             "method": args.method,
             "tokenizer": path,
@@ -151,7 +163,12 @@ def _compile(args: argparse.Namespace) -> int:
         print(json.dumps(report, indent=2))
         return 0
     _print_tokenizer(vocab, path, load_s)
-    print(f"regex       {args.regex!r}")
+    if schema_report:
+        print(f"schema      {schema_report['schema']}")
+        print(f"regex       {len(args.regex)} characters, converted in {_ms(schema_report['convert_seconds'])}"
+              + (f": {args.regex!r}" if len(args.regex) <= 200 else ""))
+    else:
+        print(f"regex       {args.regex!r}")
     print(f"method      {args.method}")
     print(f"compile     {_ms(compile_s)}")
     print(f"states      {guide.num_states}")
@@ -161,6 +178,28 @@ def _compile(args: argparse.Namespace) -> int:
     for s in samples:
         print(f"  {_decode(vocab, s)!r}  {s}")
     return 0
+
+
+def _schema_regex(args: argparse.Namespace) -> dict:
+    """With --schema: convert it, store the regex in ``args.regex``, return what to report."""
+    if (args.regex is None) == (args.schema is None):
+        raise ValueError("give either a REGEX or --schema FILE")
+    if args.schema is None:
+        return {}
+    from .json_schema import schema_to_regex
+
+    if args.schema == "-":
+        text = sys.stdin.read()
+    else:
+        with open(args.schema, encoding="utf-8") as f:
+            text = f.read()
+    start = time.perf_counter()
+    try:
+        args.regex = schema_to_regex(text, whitespace=args.whitespace,
+                                     max_recursion_depth=args.max_recursion_depth, strict=not args.lax)
+    except ValueError as e:
+        raise ValueError(str(e).replace("pass strict=False", "use --lax")) from None
+    return {"schema": args.schema, "convert_seconds": time.perf_counter() - start}
 
 
 def _check(args: argparse.Namespace) -> int:

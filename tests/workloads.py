@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import math
+import os
 import random
 
 from oracle import data_dir
@@ -14,6 +15,11 @@ JSB_SUBSETS = ("Glaiveai2K", "Github_trivial", "Github_easy", "Github_medium", "
 JSB_MAX_LEN = 3000  # keeps CI time sane: Glaive's longest is 3311, Github's reach millions
 JSB_BASE_COUNT = 200
 JSB_SEED = 20240607
+
+
+def oracle_scale() -> float:
+    """``$PROPERTOK_ORACLE_SCALE`` (default 1.0) scales the number of regexes of the oracle tests."""
+    return float(os.environ.get("PROPERTOK_ORACLE_SCALE", "1.0"))
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,0 +1,196 @@
+"""Reading keyword values for :mod:`propertok.json_schema`: the error types, numeric bounds,
+counts, ``multipleOf``, ``dependencies``, and whether an ``enum``/``const`` value satisfies its
+sibling keywords. Kept apart from the schema walker so that each stays short; nothing here
+builds regexes except through :mod:`propertok._json_regex`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from decimal import Decimal
+from typing import Any, Optional, Tuple
+
+from . import _json_regex as J
+
+_TYPE_KEYWORDS = {
+    "object": ("properties", "required", "additionalProperties", "patternProperties",
+               "propertyNames", "minProperties", "maxProperties"),
+    "array": ("items", "prefixItems", "additionalItems", "minItems", "maxItems"),
+    "string": ("minLength", "maxLength", "pattern", "format"),
+    "number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+}
+
+
+class UnsupportedSchemaError(ValueError):
+    """The schema uses a keyword (or a value of it) that cannot be turned into a regex.
+
+    ``keyword`` is the keyword, ``pointer`` the JSON pointer (``#/properties/a``) of the
+    schema that holds it.
+    """
+
+    __module__ = "propertok.json_schema"  # where users import it from
+
+    def __init__(self, keyword: Optional[str], pointer: str, reason: str):
+        self.keyword, self.pointer, self.reason = keyword, pointer, reason
+        where = f"'{keyword}' at {pointer}" if keyword else pointer
+        super().__init__(f"{where}: {reason}")
+
+
+class InvalidSchemaError(UnsupportedSchemaError):
+    """The schema is malformed (not JSON, a keyword with a value of the wrong type, a dangling
+    ``$ref``) or no JSON value satisfies it."""
+
+    __module__ = "propertok.json_schema"
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
+        return "integer"
+    if isinstance(value, float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    return "array" if isinstance(value, list) else "object"
+
+
+def _same_json(a: Any, b: Any) -> bool:
+    return json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) and _json_type(a) == _json_type(b)
+
+
+# ---------------------------------------------------------------------------------------------
+# Keyword values
+# ---------------------------------------------------------------------------------------------
+
+
+def _dependencies_as_any_of(deps: Any, key: str, ptr: str) -> dict:
+    """``{"a": ["b"]}`` (or ``{"a": schema}``) as "a absent, or a and b present (or a present
+    and the schema)": an ``anyOf`` per entry, which ``merge`` multiplies out."""
+    if not isinstance(deps, dict):
+        raise InvalidSchemaError(key, ptr, "must be an object")
+    out: dict = {}
+    for name, dep in deps.items():
+        if isinstance(dep, list):
+            present: Any = {"required": [name] + [d for d in dep if d != name]}
+        else:
+            present = {"allOf": [{"required": [name]}, dep]}
+        absent = {"properties": {name: False}}
+        out = {"anyOf": [{"allOf": [x, y]} for x in out.get("anyOf", [{}]) for y in (absent, present)]}
+    return out
+
+
+def _literal_values(flat: dict) -> Optional[list]:
+    """The values an ``enum``/``const`` schema allows, None when it has neither."""
+    if "const" in flat:
+        return [flat["const"]]
+    enum = flat.get("enum")
+    return enum if isinstance(enum, list) else None
+
+
+def _decimal(value: Any) -> Optional[Decimal]:
+    """A bound as the decimal its JSON text shows (``0.1`` is 0.1, not the binary float)."""
+    return None if value is None else Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+
+
+def _numbers(*values: Any) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+def _count(s: dict, key: str, ptr: str, default: Optional[int]) -> Optional[int]:
+    v = s.get(key, default)
+    if v is None:
+        return None
+    if not _numbers(v) or v < 0 or not float(v).is_integer():
+        raise InvalidSchemaError(key, ptr, f"must be a non-negative integer, got {v!r}")
+    return int(v)
+
+
+def _python_search(pattern: Any, text: str, ptr: str):
+    try:
+        return re.search(pattern, text)
+    except (re.error, TypeError) as e:
+        raise UnsupportedSchemaError("pattern", ptr, f"cannot check enum values against {pattern!r}: {e}") from None
+
+
+def _fraction_digits(m: Any, kind: str, ptr: str, frac: Optional[int]) -> Optional[int]:
+    """Digits allowed after the point under ``multipleOf: m``: 0 for m == 1; k for a number
+    and m == 10^-k; unchanged for an integer and m == 1/n (every integer is a multiple)."""
+    if not _numbers(m) or m <= 0:
+        raise InvalidSchemaError("multipleOf", ptr, f"must be a number > 0, got {m!r}")
+    if m == 1:
+        return 0
+    if kind == "integer" and float(1 / m).is_integer():
+        return frac
+    k = round(-math.log10(m))
+    if kind == "number" and k > 0 and math.isclose(m, 10.0**-k, rel_tol=1e-12):
+        return k
+    raise UnsupportedSchemaError("multipleOf", ptr, f"only 1 and 10^-k are supported for {kind}, got {m!r}")
+
+
+def _bound(s: dict, key: str, exclusive_key: str, ptr: str) -> Tuple[Optional[float], bool]:
+    """The tightest bound of ``key``/``exclusive_key`` (draft 4: a boolean exclusive flag)."""
+    value, excl = s.get(key), s.get(exclusive_key)
+    if value is not None and not _numbers(value):
+        raise InvalidSchemaError(key, ptr, f"must be a number, got {value!r}")
+    if isinstance(excl, bool):
+        return value, excl and value is not None
+    if excl is not None and not _numbers(excl):
+        raise InvalidSchemaError(exclusive_key, ptr, f"must be a number, got {excl!r}")
+    if excl is None:
+        return value, False
+    if value is None:
+        return excl, True
+    lower = key == "minimum"
+    if (excl >= value) if lower else (excl <= value):
+        return excl, True
+    return value, False
+
+
+def _literal_ok(value: Any, s: dict, ptr: str, strict: bool) -> bool:
+    """Whether an ``enum``/``const`` value satisfies the sibling keywords of its schema."""
+    t = _json_type(value)
+    types = s.get("type")
+    if types is not None:
+        names = types if isinstance(types, list) else [types]
+        if t not in names and not (t == "integer" and "number" in names):
+            return False
+    checked = {"type", "enum", "const"}
+    if t == "string":
+        checked |= {"minLength", "maxLength", "pattern"}
+        if not (s.get("minLength", 0) <= len(value) <= s.get("maxLength", math.inf)):
+            return False
+        if "pattern" in s and _python_search(s["pattern"], value, ptr) is None:
+            return False
+        fmt = s.get("format")
+        if fmt in J.FORMATS:
+            checked.add("format")
+            if re.fullmatch(J.FORMATS[fmt], value) is None:
+                return False
+    if t in ("integer", "number"):
+        checked |= set(_TYPE_KEYWORDS["number"]) - {"multipleOf"}
+        lo, lo_x = _bound(s, "minimum", "exclusiveMinimum", ptr)
+        hi, hi_x = _bound(s, "maximum", "exclusiveMaximum", ptr)
+        if lo is not None and (value <= lo if lo_x else value < lo):
+            return False
+        if hi is not None and (value >= hi if hi_x else value > hi):
+            return False
+    if t == "array":
+        checked |= {"minItems", "maxItems"}
+        if not (s.get("minItems", 0) <= len(value) <= s.get("maxItems", math.inf)):
+            return False
+    if t == "object":
+        checked |= {"required"}
+        if any(r not in value for r in s.get("required", [])):
+            return False
+    family = "number" if t == "integer" else t
+    for k in s:
+        if k not in checked and k in _TYPE_KEYWORDS.get(family, ()):
+            if k == "format" and not strict:
+                continue
+            raise UnsupportedSchemaError(k, ptr, "this keyword alongside enum/const is not supported")
+    return True

@@ -1,0 +1,65 @@
+"""``propertok compile --schema FILE``: output, options, errors (exit status 2, one line)."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+
+SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}, "n": {"type": "integer", "minimum": 1}},
+          "required": ["ok"]}
+
+
+def run(argv, capsys, stdin=None, monkeypatch=None):
+    from propertok.cli import main
+
+    if stdin is not None:
+        monkeypatch.setattr("sys.stdin", io.StringIO(stdin))
+    status = main(argv)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def test_compile_schema_json_report(tmp_path, capsys, pt, mistral):
+    from propertok.json_schema import schema_to_regex
+
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps(SCHEMA))
+    status, out, _ = run(["compile", "--schema", str(path), "--whitespace", "", "--json",
+                          "--tokenizer", str(mistral.path)], capsys)
+    assert status == 0
+    report = json.loads(out)
+    assert report["schema"] == str(path)
+    assert report["regex"] == schema_to_regex(SCHEMA, whitespace="")
+    v = pt.ByteDfa(report["regex"])
+    for sample in report["samples"]:
+        assert v.matches(sample["text"].encode())
+        assert mistral.oracle.is_canonical(sample["token_ids"])
+        assert json.loads(sample["text"])["ok"] in (True, False)
+
+
+def test_compile_schema_from_stdin_text_report(capsys, monkeypatch, mistral):
+    status, out, _ = run(["compile", "--schema", "-", "--tokenizer", str(mistral.path)], capsys,
+                         stdin=json.dumps({"enum": ["a", "b"]}), monkeypatch=monkeypatch)
+    assert status == 0
+    assert "schema      -" in out and "converted in" in out and "sequences   2" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["compile"], "either a REGEX or --schema"),
+    (["compile", "a", "--schema", "x.json"], "either a REGEX or --schema"),
+    (["compile", "--schema", "/nonexistent/schema.json"], "No such file"),
+])
+def test_compile_argument_errors(argv, message, capsys):
+    status, _, err = run(argv, capsys)
+    assert status == 2 and message in err and err.count("\n") == 1
+
+
+def test_compile_unsupported_schema_and_lax(tmp_path, capsys, mistral):
+    path = tmp_path / "s.json"
+    path.write_text(json.dumps({"type": "string", "x-note": "custom"}))
+    status, _, err = run(["compile", "--schema", str(path), "--tokenizer", str(mistral.path)], capsys)
+    assert status == 2 and "'x-note' at #" in err and "use --lax" in err
+    status, out, _ = run(["compile", "--schema", str(path), "--lax", "--json", "--tokenizer", str(mistral.path)], capsys)
+    assert status == 0 and json.loads(out)["count_sequences"] is None

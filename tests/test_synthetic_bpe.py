@@ -15,7 +15,6 @@ is in the language and every state after a token is final, so the exact guide
 
 from __future__ import annotations
 
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 

@@ -72,9 +72,13 @@ impl ByteDfa {
             .configure(thompson::Config::new().utf8(true).shrink(true))
             .build_from_hir(hir)
             .map_err(|e| Error::UnsupportedRegex(e.to_string()))?;
-        // regex-automata's own memory while determinising: generous for `max_states` states of
-        // up to 257 columns, so that our state limit is the one that trips first in practice.
-        let byte_budget = max_states.saturating_mul(257 * 4 * 4).max(1 << 20);
+        // regex-automata's own memory while determinising, sized from the NFA's byte classes:
+        // a dense state takes one 4-byte id per class (plus end of input), so `max_states`
+        // states fit in `max_states * (classes + 1) * 4` bytes; the budget allows about twice
+        // that, so an exponential DFA stops near our state limit instead of building millions
+        // of states first.
+        let columns = nfa.byte_classes().alphabet_len() + 1;
+        let byte_budget = max_states.saturating_mul(columns * 4 * 2).max(1 << 16);
         let ra = dense::Builder::new()
             .configure(
                 dense::Config::new()
@@ -82,7 +86,8 @@ impl ByteDfa {
                     .start_kind(StartKind::Anchored)
                     .minimize(true)
                     .byte_classes(true)
-                    .determinize_size_limit(Some(byte_budget))
+                    // The determiniser also keeps each state's set of NFA states: more room.
+                    .determinize_size_limit(Some(byte_budget.saturating_mul(4).max(64 << 20)))
                     .dfa_size_limit(Some(byte_budget)),
             )
             .build_from_nfa(&nfa)

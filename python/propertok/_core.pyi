@@ -107,7 +107,7 @@ class Compiler:
         vocabulary: Vocabulary,
         *,
         max_byte_dfa_states: int = 100_000,
-        max_product_states: int = 2_000_000,
+        max_product_states: int = 250_000,
         max_direct_states: int = 100_000,
         max_direct_transitions: int = 2_000_000,
         cache_dir: Optional[str] = None,

@@ -34,7 +34,7 @@ use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::vocab::Vocabulary;
 
 /// Default cap on product states.
-pub const DEFAULT_MAX_PRODUCT_STATES: usize = 2_000_000;
+pub const DEFAULT_MAX_PRODUCT_STATES: usize = 250_000;
 
 /// Token transitions from one byte state with the same product target.
 struct Group {
@@ -85,10 +85,10 @@ pub fn build(
 ) -> Result<Guide> {
     let tok = tokenizer_dfa.as_ref();
     let n1 = dfa.num_states();
-    // Groups and byte edges of every byte state.
-    let mut groups: Vec<Vec<Group>> = Vec::with_capacity(n1);
-    let mut byte_moves: Vec<Vec<(u8, u32)>> = Vec::with_capacity(n1);
-    for q1 in 0..n1 as u32 {
+    // Token groups are computed lazily, for the byte states the forward search reaches: a
+    // regex whose product is too large then stops at `max_product_states` after walking the
+    // token trie from a few hundred byte states, not from all of them first.
+    let groups_of = |q1: u32| -> Vec<Group> {
         // Sorting (target, class, token) triples makes every group a contiguous run, with its
         // tokens already sorted: one allocation per group, no hashing per token.
         let mut triples: Vec<(u32, u32, u32)> = Vec::new();
@@ -98,31 +98,41 @@ pub fn build(
             triples.push((to, class, t));
         });
         triples.sort_unstable();
-        let mut gs: Vec<Group> = Vec::new();
-        for run in triples.chunk_by(|a, b| a.0 == b.0 && a.1 == b.1) {
-            gs.push(Group { to_q1: run[0].0, class: run[0].1, tokens: run.iter().map(|x| x.2).collect() });
-        }
-        groups.push(gs);
-        let moves = if tok.fallback_tokens().is_some() {
-            (0..=255u8).filter_map(|b| {
-                let to = dfa.next(q1, b);
-                (to != DEAD).then_some((b, to))
-            }).collect()
-        } else {
-            Vec::new()
-        };
-        byte_moves.push(moves);
-    }
+        triples
+            .chunk_by(|a, b| a.0 == b.0 && a.1 == b.1)
+            .map(|run| Group { to_q1: run[0].0, class: run[0].1, tokens: run.iter().map(|x| x.2).collect() })
+            .collect()
+    };
+    let mut groups: Vec<Vec<Group>> = (0..n1).map(|_| Vec::new()).collect();
+    let mut computed = vec![false; n1];
+    let byte_moves: Vec<Vec<(u8, u32)>> = (0..n1 as u32)
+        .map(|q1| {
+            if tok.fallback_tokens().is_none() {
+                return Vec::new();
+            }
+            (0..=255u8)
+                .filter_map(|b| {
+                    let to = dfa.next(q1, b);
+                    (to != DEAD).then_some((b, to))
+                })
+                .collect()
+        })
+        .collect();
 
     // Forward search.
     let mut index: FxHashMap<(u32, u32), u32> = FxHashMap::default();
     let mut states: Vec<(u32, u32)> = Vec::new();
-    let mut pending: Vec<Vec<u32>> = groups.iter().map(|g| (0..g.len() as u32).collect()).collect();
+    let mut pending: Vec<Vec<u32>> = vec![Vec::new(); n1];
     let mut queue = VecDeque::new();
     let mut class_bytes_done = vec![false; n1];
     add((dfa.start(), tok.initial()), &mut index, &mut states, &mut queue, max_product_states)?;
     while let Some(id) = queue.pop_front() {
         let (q1, q2) = states[id as usize];
+        if !computed[q1 as usize] {
+            computed[q1 as usize] = true;
+            groups[q1 as usize] = groups_of(q1);
+            pending[q1 as usize] = (0..groups[q1 as usize].len() as u32).collect();
+        }
         if tok.is_class(q2) {
             let forbidden = tok.forbidden(q2);
             let mut keep = Vec::new();

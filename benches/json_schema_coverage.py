@@ -266,7 +266,9 @@ def markdown(args: argparse.Namespace, res: Dict[str, Any], summary: Dict[str, d
         f"{res['rows']} schemas (seeded, stratified over the 10 JSONSchemaBench subsets of "
         f"`shared/data`), {res['seconds'] / 60:.0f} min. `propertok` is `schema_to_regex(schema)` "
         "(strict: unknown keywords raise), `propertok-lax` is `strict=False` (unknown keywords and "
-        "formats ignored, as outlines-core does).",
+        "formats ignored, as outlines-core does). A timeout (per schema and converter, conversion "
+        "and ByteDfa together) counts as not converted for both converters; timeouts depend on "
+        f"the machine's load (1-minute load average at the end: {os.getloadavg()[0]:.1f}).",
         "",
         "| converter | converted | valid samples | schemas with all samples valid | valid samples, schemas both converted | valid instances accepted |",
         "| --- | --- | --- | --- | --- | --- |",

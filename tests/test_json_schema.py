@@ -367,6 +367,10 @@ def test_any_of_with_sibling_keywords_is_distributed():
     ({"oneOf": [{"properties": {"k": {"const": "a"}, "x": {"type": "integer"}}, "required": ["k"]},
                 {"properties": {"k": {"const": "b"}}, "required": ["k"]}]}, ['{"k":"a","x":1}', '{"k":"b"}'], []),
     ({"type": "number", "oneOf": [{"maximum": 2}, {"maximum": 5}]}, ["2.5", "5"], ["1"]),
+    # the branches constrain objects only: null satisfies both, so it must go (GeoJSON's crs)
+    ({"type": ["object", "null"], "properties": {"k": {"type": "string"}}, "required": ["k"],
+      "oneOf": [{"properties": {"k": {"const": "a"}}}, {"properties": {"k": {"const": "b"}}}]},
+     ['{"k":"a"}', '{"k":"b"}'], ["null"]),
 ])
 def test_one_of_is_exclusive_where_provable(schema, exclusive, shared):
     check(schema, exclusive, shared, samples=80)

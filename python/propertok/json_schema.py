@@ -354,8 +354,10 @@ class _Converter:
     def exclude(self, a: dict, b: Optional[dict], stack: tuple, ptr: str, exact: bool) -> Optional[dict]:
         """``a`` without the instances of ``b`` (flattened), for ``not`` and ``oneOf``, where
         a regex can say it: disjoint types or constants, removing types or constants, a single
-        numeric bound, and a ``b`` that only requires properties (then one of them is absent). None when
-        nothing is left. Otherwise raise (``exact``, for ``not``) or return ``a`` unchanged and
+        numeric bound, a ``b`` about objects only (non-objects all satisfy it: a keeps its
+        objects, which may then be disjoint from b), and a ``b`` that only requires properties
+        (then one of them is absent). None when nothing is left. Otherwise raise (``exact``,
+        for ``not``) or return ``a`` unchanged and
         set ``self.inexact_one_of`` (``oneOf`` approximated by ``anyOf``)."""
         if b is None:  # false: excludes nothing
             return a
@@ -379,13 +381,18 @@ class _Converter:
             if not ("number" in mine and "integer" in drop and "number" not in drop):
                 kept = [t for t in mine if t not in drop]
                 return {**a, "type": kept} if kept else None
-        if set(b) == {"required"} and isinstance(b["required"], list) and va is None \
-                and "object" in (self.types(a, ptr) or TYPES) and a.get("properties"):
+        if va is None and set(b) <= set(_TYPE_KEYWORDS["object"]):
+            # b constrains objects only, so every non-object satisfies it: keep a's objects
+            if "object" not in (self.types(a, ptr) or TYPES):
+                return None
+            a = {**a, "type": ["object"]}
+            if self.disjoint(a, b, stack):
+                return a
+        if set(b) == {"required"} and isinstance(b["required"], list) and va is None and a.get("properties"):
             # not all of them present: one of the missing ones absent (never generated)
             missing = [p for p in b["required"] if p not in a.get("required", [])]
             if not missing:
                 return None
-            a = {**a, "type": ["object"]}  # non-objects satisfy any "required"
             if any(p not in a["properties"] for p in missing):
                 return a  # that one is never generated anyway: no undeclared properties are
             return self.merge(a, {"anyOf": [{"properties": {p: False}} for p in missing]}, ptr)
@@ -402,14 +409,17 @@ class _Converter:
         return a
 
     def disjoint(self, a: dict, b: dict, stack: tuple) -> bool:
-        """True when no instance satisfies both (checked: types, enum/const values, and a
-        property required by one whose enum/const values differ between the two)."""
+        """True when no instance generated from ``a`` satisfies ``b`` (checked: types,
+        enum/const values, and, when one side admits only objects, a property required by one
+        side whose enum/const values differ between the two)."""
         va, vb = _literal_values(a), _literal_values(b)
         if va is not None and vb is not None:
             return not any(_same_json(x, y) for x in va for y in vb)
-        ta, tb = self.type_set(a, va), self.type_set(b, vb)
+        ta, tb = self.type_set(a, va, generated=True), self.type_set(b, vb)
         if not ta & tb:
             return True
+        if not (ta <= {"object"} or tb <= {"object"}):
+            return False  # the property test below says nothing about non-objects
         pa, pb = a.get("properties", {}), b.get("properties", {})
         for name in set(a.get("required", [])) | set(b.get("required", [])):
             if isinstance(pa, dict) and isinstance(pb, dict) and name in pa and name in pb:
@@ -421,11 +431,18 @@ class _Converter:
                     return True
         return False
 
-    def type_set(self, flat: dict, values: Optional[list]) -> set:
+    def type_set(self, flat: dict, values: Optional[list], generated: bool = False) -> set:
+        """The JSON types of the instances of ``flat``: with ``generated``, of those this
+        converter generates (types implied by keywords when ``type`` is absent); otherwise of
+        all that satisfy it (every type when ``type`` is absent: ``properties`` alone says
+        nothing about a string)."""
         if values is not None:
-            return {_json_type(v) for v in values} | ({"number"} if any(_json_type(v) == "integer" for v in values) else set())
-        names = self.types(flat, "#") or list(TYPES)
-        return set(names) | ({"integer"} if "number" in names else set()) | ({"number"} if "integer" in names else set())
+            kinds = {_json_type(v) for v in values}
+            return kinds | ({"number"} if "integer" in kinds else set())
+        t = flat.get("type")
+        names = (self.types(flat, "#") if generated or t is not None else None) or list(TYPES)
+        kinds = set(names)
+        return kinds | ({"integer"} if "number" in kinds else set()) | ({"number"} if "integer" in kinds else set())
 
     def types(self, flat: dict, ptr: str) -> Optional[List[str]]:
         """The types to generate, in a fixed order; None for any value."""
@@ -561,7 +578,8 @@ class _Converter:
         if not isinstance(props, dict):
             raise InvalidSchemaError("properties", ptr, "must be an object")
         if not isinstance(required, list) or not all(isinstance(r, str) for r in required):
-            raise UnsupportedSchemaError("required", ptr, "must be an array of names (draft-3 booleans are not supported)")
+            raise UnsupportedSchemaError(
+                "required", ptr, "must be an array of names (draft-3 booleans are not supported)")
         # unevaluatedProperties acts as additionalProperties here (no other applicator adds any)
         extra = s.get("additionalProperties", s.get("unevaluatedProperties", True))
         patterns = s.get("patternProperties", {})
@@ -576,7 +594,10 @@ class _Converter:
         names = list(props) + [r for r in required if r not in props]
         entries = []
         for name in names:
-            sub, sub_ptr = (props[name], f"{ptr}/properties/{_escape_token(name)}") if name in props else (extra, f"{ptr}/additionalProperties")
+            if name in props:
+                sub, sub_ptr = props[name], f"{ptr}/properties/{_escape_token(name)}"
+            else:
+                sub, sub_ptr = extra, f"{ptr}/additionalProperties"
             for pat, pat_schema in patterns.items():
                 try:
                     hit = re.search(pat, name) is not None
@@ -687,7 +708,8 @@ class _Converter:
         if patterns:
             if len(patterns) > 1 or extra not in (True, False):
                 raise UnsupportedSchemaError(
-                    "patternProperties", ptr, "only one pattern, with additionalProperties absent or false, is supported")
+                    "patternProperties", ptr,
+                    "only one pattern, with additionalProperties absent or false, is supported")
             (pat, sub), = patterns.items()
             try:
                 key_regex = '"' + pattern_to_regex(pat) + '"'
@@ -700,7 +722,9 @@ class _Converter:
         if "propertyNames" in s:
             names = self.value(s["propertyNames"], f"{ptr}/propertyNames", stack)
             if patterns or names is None:
-                raise UnsupportedSchemaError("propertyNames", ptr, "propertyNames must be a satisfiable string schema, without patternProperties")
+                raise UnsupportedSchemaError(
+                    "propertyNames", ptr,
+                    "propertyNames must be a satisfiable string schema, without patternProperties")
             key_regex = names
         if value_regex is None:
             return None if min_p > 0 else rf"\{{{self.ws}\}}"

@@ -115,7 +115,8 @@ class PropertokLogitsProcessor(_Base):
             raise ValueError(f"input_ids must be 2-D (batch, length), got shape {shape}")
         batch, length = shape
         tail = None
-        if self._fed is not None and batch == len(self._matchers) and length == self._prompt_len + self._fed.shape[1] + 1:
+        continues = self._fed is not None and batch == len(self._matchers)
+        if continues and length == self._prompt_len + self._fed.shape[1] + 1:
             # only the last prompt column and the generated part cross to the CPU
             tail = _rows_as_numpy(input_ids[:, self._prompt_len - 1 :])
             if not np.array_equal(tail[:, 0], self._prompt_last):

@@ -70,12 +70,14 @@ def check_regex(pt, tut, row: dict, seed: int, counts: collections.Counter, fail
                 samples = pt.ByteDfa(pattern).sample(SAMPLES_PER_REGEX, seed, max_len=max_len)
             except ValueError:
                 counts["skipped_empty"] += 1
+                print(f"  empty language [{tut.name}] {label}: {e}")
                 return
             strings = [b.decode("utf-8") for b in samples]
             if any(o.representable_batch(strings)):
                 fail("'empty language' but some samples are representable", str(e))
             else:
                 counts["skipped_unrepresentable"] += 1
+                print(f"  no representable string [{tut.name}] {label}: {e}")
             return
         if rejection is None:
             fail("unexpected ValueError", str(e))

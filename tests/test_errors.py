@@ -252,3 +252,65 @@ def test_limit_on_exponential_dfa():
         pytest.fail(f"ByteDfa('(a|b)*a(a|b){{20}}') neither built nor raised LimitExceeded within {guard:.0f} s")
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert re.search(r"LimitExceeded: .*max_byte_dfa_states|LimitExceeded: .*max_states", proc.stdout), proc.stdout
+
+
+def test_compile_time_limit(pt, mistral):
+    """A compile past max_compile_seconds stops with LimitExceeded naming the limit and the
+    stage it was in; the same regex compiles without the limit."""
+    vocab = mistral.vocab
+    pattern = '"[^"]{0,30}"'  # ~280k product states: far more than 1 ms of search
+    compiler = pt.Compiler(vocab, max_compile_seconds=0.001)
+    compiler.tokenizer_dfa_stats()  # builds the tokenizer DFA, which is never charged to a compile
+    with pytest.raises(pt.LimitExceeded, match=r"max_compile_seconds = 0\.001 .*(byte DFA|CartesianMerge)") as exc:
+        compiler.compile_regex(pattern)
+    assert isinstance(exc.value, pt.PropertokError)
+    with pytest.raises(pt.LimitExceeded, match=r"max_compile_seconds"):
+        pt.Compiler(vocab, max_compile_seconds=0.0).compile_regex(pattern, method="agnostic")
+    unlimited = mistral.compiler.compile_regex('"[^"]{0,3}"')
+    assert pt.Compiler(vocab, max_compile_seconds=None).compile_regex('"[^"]{0,3}"').first_difference(unlimited) is None
+
+
+@pytest.mark.parametrize("bad", [-1.0, float("nan")])
+def test_compile_time_limit_must_be_a_duration(pt, small, bad):
+    _, vocab, _ = small
+    with pytest.raises(ValueError, match="max_compile_seconds"):
+        pt.Compiler(vocab, max_compile_seconds=bad)
+
+
+def test_guide_memory_limit(pt, mistral):
+    """max_guide_bytes bounds the estimated size of a guide's tables: one mask of vocab/8 bytes
+    per byte state reached plus ~48 bytes per product state."""
+    vocab = mistral.vocab
+    # A 40-character literal has ~40 byte states, each a 4,000-byte mask for 32,000 tokens.
+    pattern = "x" * 40
+    with pytest.raises(pt.LimitExceeded, match=r"max_guide_bytes = 50000 .*byte-state masks") as exc:
+        pt.Compiler(vocab, max_guide_bytes=50_000).compile_regex(pattern)
+    assert isinstance(exc.value, pt.PropertokError)
+    with pytest.raises(pt.LimitExceeded, match=r"max_guide_bytes"):
+        pt.Compiler(vocab, max_guide_bytes=50_000).compile_regex(pattern, method="agnostic")
+    assert pt.Compiler(vocab, max_guide_bytes=1_000_000).compile_regex(pattern).num_states > 0
+
+
+def test_mask_cache_budget_changes_cost_not_results(pt, mistral):
+    """With max_mask_cache_bytes=0 nothing is cached, and every mask, bitmask and step is the
+    same as with the default cache."""
+    pattern = r'\{"name": "[A-Za-z ]{1,12}", "age": [0-9]{1,3}\}'
+    cached = mistral.compiler.compile_regex(pattern)
+    uncached = pt.Compiler(mistral.vocab, max_mask_cache_bytes=0).compile_regex(pattern)
+    assert uncached.stats()["max_mask_cache_bytes"] == 0
+    words = (mistral.vocab.vocab_size + 31) // 32
+    for seed in range(5):
+        walk = cached.random_walk(seed)
+        a, b = cached.matcher(), uncached.matcher()
+        for token in walk:
+            assert np.array_equal(a.allowed_tokens(), b.allowed_tokens())
+            bits_a, bits_b = np.zeros((1, words), np.int32), np.zeros((1, words), np.int32)
+            a.fill_next_token_bitmask(bits_a)
+            b.fill_next_token_bitmask(bits_b)
+            assert np.array_equal(bits_a, bits_b)
+            assert a.accept_token(token) and b.accept_token(token)
+        for state in range(min(cached.num_states, 50)):
+            assert np.array_equal(cached.mask(state), uncached.mask(state))
+    assert uncached.stats()["mask_cache_bytes"] == 0
+    assert cached.stats()["mask_cache_bytes"] > 0
+    assert cached.stats()["mask_cache_bytes"] <= cached.stats()["max_mask_cache_bytes"]

@@ -107,12 +107,23 @@ class Compiler:
         vocabulary: Vocabulary,
         *,
         max_byte_dfa_states: int = 100_000,
-        max_product_states: int = 250_000,
+        max_product_states: int = 2_000_000,
         max_direct_states: int = 100_000,
         max_direct_transitions: int = 2_000_000,
+        max_compile_seconds: Optional[float] = 30.0,
+        max_guide_bytes: int = 1 << 30,
+        max_mask_cache_bytes: int = 256 << 20,
         cache_dir: Optional[str] = None,
     ) -> None:
-        """``cache_dir`` (default: env ``PROPERTOK_CACHE_DIR``, else no cache): where the tokenizer
+        """Limits (``LimitExceeded`` naming the limit past each, checked as the work goes):
+        ``max_byte_dfa_states`` (the regex's DFA), ``max_product_states`` (CartesianMerge's
+        product search), ``max_direct_states`` / ``max_direct_transitions`` (explicit DFAs of
+        ``direct``; ``auto`` falls back to cartesian past them), ``max_compile_seconds`` (wall
+        time of one compile, tokenizer DFA excluded; ``None`` = unlimited), ``max_guide_bytes``
+        (estimated size of a guide's tables). ``max_mask_cache_bytes`` bounds the masks each guide
+        caches while in use: past it masks are computed per request (same results, slower).
+
+        ``cache_dir`` (default: env ``PROPERTOK_CACHE_DIR``, else no cache): where the tokenizer
         DFA is kept between processes, keyed by the tokenizer's content fingerprint; a corrupt or
         stale file is rebuilt, never trusted."""
     @property
@@ -163,12 +174,14 @@ class Guide:
         """Total number of (state, non-EOS token) transitions (costs a pass over all masks)."""
     def stats(self) -> dict[str, object]:
         """``method``, ``num_states``, ``num_transitions`` (non-EOS), ``mean_allowed_tokens``,
-        ``single_choice_share`` (states with exactly one choice: one token, or EOS alone)."""
+        ``single_choice_share`` (states with exactly one choice: one token, or EOS alone),
+        ``mask_cache_bytes`` / ``max_mask_cache_bytes`` (masks cached so far, and the budget)."""
     def allowed_tokens(self, state: int) -> npt.NDArray[np.int32]:
         """Sorted allowed token ids, EOS ids included when ``state`` is final."""
     def mask(self, state: int) -> npt.NDArray[np.uint32]:
         """Read-only ``uint32`` view of ``ceil(vocab_size/32)`` words (bit i of word i//32 = token i),
-        zero-copy over the guide's memory; the array keeps the guide alive."""
+        zero-copy over the guide's mask cache (the array keeps the guide alive); a fresh copy once
+        the cache has reached ``max_mask_cache_bytes``."""
     def next_state(self, state: int, token_id: int) -> int:
         """The state after ``token_id``; ``ValueError`` naming the token when it is not allowed or
         out of range. EOS from a final state returns ``state`` itself."""

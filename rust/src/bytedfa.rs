@@ -95,7 +95,7 @@ impl ByteDfa {
                 if e.is_size_limit_exceeded() {
                     Error::LimitExceeded {
                         limit: "max_byte_dfa_states",
-                        value: max_states,
+                        value: max_states.to_string(),
                         what: "the regex's DFA is too large to determinise".into(),
                     }
                 } else {
@@ -144,7 +144,7 @@ impl ByteDfa {
                     if order.len() >= max_states {
                         return Err(Error::LimitExceeded {
                             limit: "max_byte_dfa_states",
-                            value: max_states,
+                            value: max_states.to_string(),
                             what: "states of the regex's byte DFA".into(),
                         });
                     }

@@ -17,24 +17,62 @@
 //! `A1 ∩ A2` with the relevance test precomputed).
 //!
 //! # Limits
-//! The number of product states is capped by `max_product_states`
-//! ([`Error::LimitExceeded`] past it), checked as states are discovered.
+//! Checked as the search goes, each giving [`Error::LimitExceeded`] past it:
+//! * `max_product_states`, as states are discovered;
+//! * `max_guide_bytes`, an estimate of the finished guide's tables: [`BYTES_PER_PRODUCT_STATE`]
+//!   per state plus one `vocab_size / 8`-byte mask per byte state the search has reached;
+//! * the compile's [`Deadline`], once per product state and per byte state expanded.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+
+use crate::mask_cache::{MaskCache, DEFAULT_MAX_MASK_CACHE_BYTES};
 
 use rustc_hash::FxHashMap;
 
 use crate::bitset;
 use crate::bytedfa::{ByteDfa, DEAD};
+use crate::deadline::Deadline;
 use crate::error::{Error, Result};
 use crate::guide::{Automaton, ByteEdges, Guide, Method, ProductAutomaton};
 use crate::index::TokenTrie;
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::vocab::Vocabulary;
 
-/// Default cap on product states.
-pub const DEFAULT_MAX_PRODUCT_STATES: usize = 250_000;
+/// Default cap on product states: about 100 MB of search tables, and a few seconds of search
+/// for a simple regex (the deadline stops slower ones earlier).
+pub const DEFAULT_MAX_PRODUCT_STATES: usize = 2_000_000;
+
+/// Default cap on the estimated bytes of a product guide: 1 GiB.
+pub const DEFAULT_MAX_GUIDE_BYTES: usize = 1 << 30;
+
+/// Bytes a product state costs in a finished guide: the state pair (8), its index entry (~16
+/// plus hash-table slack), its byte-edge slot (8) and mask-cache slot (8).
+pub const BYTES_PER_PRODUCT_STATE: usize = 48;
+
+/// The limits of one product construction.
+#[derive(Clone, Copy, Debug)]
+pub struct ProductLimits {
+    pub max_product_states: usize,
+    pub max_guide_bytes: usize,
+    pub deadline: Deadline,
+}
+
+impl ProductLimits {
+    /// `Err(LimitExceeded)` when `states` product states and `masks` byte-state masks of
+    /// `mask_bytes` each would exceed `max_guide_bytes`.
+    fn check_bytes(&self, states: usize, masks: usize, mask_bytes: usize) -> Result<()> {
+        let estimate = states.saturating_mul(BYTES_PER_PRODUCT_STATE).saturating_add(masks.saturating_mul(mask_bytes));
+        if estimate > self.max_guide_bytes {
+            return Err(Error::LimitExceeded {
+                limit: "max_guide_bytes",
+                value: self.max_guide_bytes.to_string(),
+                what: format!("estimated guide size: {states} product states and {masks} byte-state masks of {mask_bytes} bytes"),
+            });
+        }
+        Ok(())
+    }
+}
 
 /// Token transitions from one byte state with the same product target.
 struct Group {
@@ -64,7 +102,7 @@ fn add(
     if states.len() >= max_product_states {
         return Err(Error::LimitExceeded {
             limit: "max_product_states",
-            value: max_product_states,
+            value: max_product_states.to_string(),
             what: "relevant (byte state, tokenizer state) pairs of CartesianMerge".into(),
         });
     }
@@ -81,8 +119,11 @@ pub fn build(
     tokenizer_dfa: &Arc<TokenizerDfa>,
     trie: &TokenTrie,
     dfa: ByteDfa,
-    max_product_states: usize,
+    limits: &ProductLimits,
 ) -> Result<Guide> {
+    let max_product_states = limits.max_product_states;
+    let mask_bytes = bitset::words_for(vocab.vocab_size()) * 4;
+    let mut byte_states_reached = 0usize;
     let tok = tokenizer_dfa.as_ref();
     let n1 = dfa.num_states();
     // Token groups are computed lazily, for the byte states the forward search reaches: a
@@ -127,8 +168,11 @@ pub fn build(
     let mut class_bytes_done = vec![false; n1];
     add((dfa.start(), tok.initial()), &mut index, &mut states, &mut queue, max_product_states)?;
     while let Some(id) = queue.pop_front() {
+        limits.deadline.check("CartesianMerge's forward search")?;
         let (q1, q2) = states[id as usize];
         if !computed[q1 as usize] {
+            byte_states_reached += 1;
+            limits.check_bytes(states.len(), byte_states_reached, mask_bytes)?;
             computed[q1 as usize] = true;
             groups[q1 as usize] = groups_of(q1);
             pending[q1 as usize] = (0..groups[q1 as usize].len() as u32).collect();
@@ -193,7 +237,9 @@ pub fn build(
             work.push_back(id as u32);
         }
     }
+    limits.check_bytes(states.len(), byte_states_reached, mask_bytes)?;
     while let Some(id) = work.pop_front() {
+        limits.deadline.check("CartesianMerge's backward search")?;
         let (q1t, q2t) = states[id as usize];
         if tok.is_class(q2t) {
             if let Some(preds) = group_preds.get(&(q1t, q2t)) {
@@ -299,7 +345,7 @@ pub fn build(
         }
     }
     let initial = new_id[0];
-    let masks = (0..kept.len()).map(|_| OnceLock::new()).collect();
+    let masks = MaskCache::new(kept.len(), DEFAULT_MAX_MASK_CACHE_BYTES);
     let automaton = ProductAutomaton {
         tokenizer_dfa: Some(tokenizer_dfa.clone()),
         dfa,
@@ -311,26 +357,29 @@ pub fn build(
     Ok(Guide { method: Method::Cartesian, vocab: vocab.clone(), automaton: Automaton::Product(automaton), initial, masks })
 }
 
-/// Builds the agnostic guide (Outlines' index): states are the byte DFA's states.
-pub fn build_agnostic(vocab: &Arc<Vocabulary>, trie: &TokenTrie, dfa: ByteDfa) -> Guide {
+/// Builds the agnostic guide (Outlines' index): states are the byte DFA's states. Only the
+/// guide-size and time limits apply (there is no product).
+pub fn build_agnostic(vocab: &Arc<Vocabulary>, trie: &TokenTrie, dfa: ByteDfa, limits: &ProductLimits) -> Result<Guide> {
     let words = bitset::words_for(vocab.vocab_size());
     let n1 = dfa.num_states();
+    limits.check_bytes(n1, n1, words * 4)?;
     let base_masks: Vec<Box<[u32]>> = (0..n1 as u32)
         .map(|q1| {
+            limits.deadline.check("the agnostic token index")?;
             let mut m = vec![0u32; words].into_boxed_slice();
             trie.for_each_transition(&dfa, q1, |t, _| bitset::set(&mut m, t as usize));
-            m
+            Ok(m)
         })
-        .collect();
+        .collect::<Result<_>>()?;
     let states: Vec<(u32, u32)> = (0..n1 as u32).map(|q| (q, 0)).collect();
     let index = states.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
     let initial = dfa.start();
     let automaton = ProductAutomaton { tokenizer_dfa: None, dfa, states, index, base_masks, byte_edges: vec![None; n1] };
-    Guide {
+    Ok(Guide {
         method: Method::Agnostic,
         vocab: vocab.clone(),
         automaton: Automaton::Product(automaton),
         initial,
-        masks: (0..n1).map(|_| OnceLock::new()).collect(),
-    }
+        masks: MaskCache::new(n1, DEFAULT_MAX_MASK_CACHE_BYTES),
+    })
 }

@@ -9,7 +9,9 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use crate::bytedfa::{ByteDfa, DEFAULT_MAX_STATES};
-use crate::cartesian::{self, DEFAULT_MAX_PRODUCT_STATES};
+use crate::cartesian::{self, ProductLimits, DEFAULT_MAX_GUIDE_BYTES, DEFAULT_MAX_PRODUCT_STATES};
+use crate::deadline::Deadline;
+use crate::mask_cache::DEFAULT_MAX_MASK_CACHE_BYTES;
 use crate::error::{Error, Result};
 use crate::direct_merge::{direct_merge, DirectMergeLimits};
 use crate::explicit::{self, DirectLimits};
@@ -20,7 +22,9 @@ use crate::index::TokenTrie;
 use crate::tokenizer_dfa::TokenizerDfa;
 use crate::vocab::Vocabulary;
 
-/// Size limits checked while compiling.
+/// Limits checked while compiling (and, for the mask cache, while decoding). Each is checked as
+/// the construction goes, so a compile that would exceed one stops early with
+/// [`Error::LimitExceeded`] naming it.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
     pub max_byte_dfa_states: usize,
@@ -29,7 +33,17 @@ pub struct Limits {
     pub max_direct_states: usize,
     /// Transitions of an explicit (`direct`) token DFA; `auto` falls back to `cartesian` past it.
     pub max_direct_transitions: usize,
+    /// Wall-clock seconds of one compile, tokenizer DFA excluded (`None`: unlimited).
+    pub max_compile_seconds: Option<f64>,
+    /// Estimated bytes of a compiled product guide's tables (states, index, per-byte-state
+    /// masks), checked during the product search.
+    pub max_guide_bytes: usize,
+    /// Bytes of masks a guide caches while it is used (see `mask_cache`).
+    pub max_mask_cache_bytes: usize,
 }
+
+/// Default for [`Limits::max_compile_seconds`].
+pub const DEFAULT_MAX_COMPILE_SECONDS: f64 = 30.0;
 
 /// Default for [`Limits::max_direct_states`].
 pub const DEFAULT_MAX_DIRECT_STATES: usize = 100_000;
@@ -43,6 +57,9 @@ impl Default for Limits {
             max_product_states: DEFAULT_MAX_PRODUCT_STATES,
             max_direct_states: DEFAULT_MAX_DIRECT_STATES,
             max_direct_transitions: DEFAULT_MAX_DIRECT_TRANSITIONS,
+            max_compile_seconds: Some(DEFAULT_MAX_COMPILE_SECONDS),
+            max_guide_bytes: DEFAULT_MAX_GUIDE_BYTES,
+            max_mask_cache_bytes: DEFAULT_MAX_MASK_CACHE_BYTES,
         }
     }
 }
@@ -140,26 +157,51 @@ impl Compiler {
         })
     }
 
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
     /// Compiles a regex (full match) with the given method.
     pub fn compile_regex(&self, pattern: &str, method: Method) -> Result<Guide> {
-        match method {
+        let guide = match method {
             Method::Agnostic => {
+                let trie = self.all_tokens();
+                let deadline = self.deadline();
                 let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
-                Ok(cartesian::build_agnostic(&self.vocab, self.all_tokens(), dfa))
+                cartesian::build_agnostic(&self.vocab, trie, dfa, &self.product_limits(deadline))?
             }
-            Method::Cartesian => self.compile_cartesian(pattern),
-            Method::Direct => self.direct_from(&self.compile_cartesian(pattern)?),
-        }
+            Method::Cartesian => self.compile_cartesian(pattern)?,
+            Method::Direct => {
+                let product = self.compile_cartesian(pattern)?;
+                self.direct_from(&product)?
+            }
+        };
+        Ok(guide.with_mask_cache_limit(self.limits.max_mask_cache_bytes))
     }
 
     /// `method="auto"`: the explicit DFA when it fits the `max_direct_*` limits, else the
     /// CartesianMerge guide (its `method()` says which).
     pub fn compile_regex_auto(&self, pattern: &str) -> Result<Guide> {
         let product = self.compile_cartesian(pattern)?;
-        match self.direct_from(&product) {
-            Ok(direct) => Ok(direct),
-            Err(Error::LimitExceeded { .. }) => Ok(product),
-            Err(e) => Err(e),
+        let guide = match self.direct_from(&product) {
+            Ok(direct) => direct,
+            Err(Error::LimitExceeded { limit: "max_direct_states" | "max_direct_transitions", .. }) => product,
+            Err(e) => return Err(e),
+        };
+        Ok(guide.with_mask_cache_limit(self.limits.max_mask_cache_bytes))
+    }
+
+    /// Starts the clock of one compile. The tokenizer DFA is built (or loaded) before this, so
+    /// its one-time cost is never charged to a compile.
+    fn deadline(&self) -> Deadline {
+        Deadline::after_seconds(self.limits.max_compile_seconds)
+    }
+
+    fn product_limits(&self, deadline: Deadline) -> ProductLimits {
+        ProductLimits {
+            max_product_states: self.limits.max_product_states,
+            max_guide_bytes: self.limits.max_guide_bytes,
+            deadline,
         }
     }
 
@@ -191,9 +233,11 @@ impl Compiler {
     fn compile_cartesian(&self, pattern: &str) -> Result<Guide> {
         // Check the tokenizer first: an unsupported one fails before any regex work.
         let tok = self.tokenizer_dfa()?.clone();
-        let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
         let trie = self.emittable_tokens(&tok);
-        cartesian::build(&self.vocab, &tok, trie, dfa, self.limits.max_product_states)
+        let deadline = self.deadline();
+        let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
+        deadline.check("the regex's byte DFA")?;
+        cartesian::build(&self.vocab, &tok, trie, dfa, &self.product_limits(deadline))
     }
 }
 

@@ -330,7 +330,7 @@ impl Work {
         if self.num_live > self.cap(self.limits.max_states) || self.out.len() >= NONE as usize {
             return Err(Error::LimitExceeded {
                 limit: "max_direct_states",
-                value: self.limits.max_states,
+                value: self.limits.max_states.to_string(),
                 what: self.context(what),
             });
         }
@@ -341,7 +341,7 @@ impl Work {
         if self.num_edges > self.cap(self.limits.max_transitions) {
             return Err(Error::LimitExceeded {
                 limit: "max_direct_transitions",
-                value: self.limits.max_transitions,
+                value: self.limits.max_transitions.to_string(),
                 what: self.context(what),
             });
         }
@@ -1586,7 +1586,7 @@ mod tests {
         match direct_merge(&d, &t.merges, &tight) {
             Err(Error::LimitExceeded { limit, value, what }) => {
                 assert_eq!(limit, "max_direct_states");
-                assert_eq!(value, tight.max_states);
+                assert_eq!(value, tight.max_states.to_string());
                 assert!(what.contains("merge rank"), "{what}");
             }
             other => panic!("expected a state limit error, got {other:?}"),

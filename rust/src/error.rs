@@ -29,7 +29,7 @@ pub enum Error {
     Unsupported(String),
     /// A documented size limit was reached during construction.
     #[error("limit exceeded: {limit} = {value} reached ({what}); raise it with the `{limit}` argument if the machine can afford it")]
-    LimitExceeded { limit: &'static str, value: usize, what: String },
+    LimitExceeded { limit: &'static str, value: String, what: String },
     /// A caller-supplied argument is invalid (token id out of range, unknown method, ...).
     #[error("{0}")]
     InvalidArgument(String),

@@ -15,7 +15,9 @@
 //! allows ~30k tokens from each of thousands of product states); the sizes are checked against
 //! `max_direct_states` / `max_direct_transitions` *before* anything is materialised.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+
+use crate::mask_cache::{MaskCache, DEFAULT_MAX_MASK_CACHE_BYTES};
 
 use rustc_hash::FxHashMap;
 
@@ -35,7 +37,7 @@ pub struct DirectLimits {
 }
 
 fn limit(limit: &'static str, value: usize, what: &str) -> Error {
-    Error::LimitExceeded { limit, value, what: what.to_string() }
+    Error::LimitExceeded { limit, value: value.to_string(), what: what.to_string() }
 }
 
 /// The explicit DFA of a (product) guide's relevant states, without EOS transitions.
@@ -199,6 +201,6 @@ pub fn explicit_guide(vocab: &Arc<Vocabulary>, dfa: TokenDfa) -> Result<Guide> {
         vocab: vocab.clone(),
         initial: dfa.start,
         automaton: Automaton::Explicit { dfa, distance },
-        masks: (0..n).map(|_| OnceLock::new()).collect(),
+        masks: MaskCache::new(n, DEFAULT_MAX_MASK_CACHE_BYTES),
     })
 }

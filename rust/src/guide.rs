@@ -9,8 +9,9 @@
 //!   relevant targets);
 //! * the tokenizer DFA's forbidden set of `q2`, which is subtracted;
 //! plus byte-fallback tokens, whose target depends on `q2` and which are kept as explicit edges,
-//! and EOS ids on final states. A state's full mask is computed on first request and cached, so
-//! `mask()` can hand out a zero-copy view; `write_mask` computes straight into a caller's buffer.
+//! and EOS ids on final states. A state's full mask is computed on first request and cached
+//! (within the guide's `max_mask_cache_bytes`, see `mask_cache`), so `mask()` can usually hand
+//! out a zero-copy view; `write_mask` computes straight into a caller's buffer.
 //!
 //! # Invariants
 //! * Every state is reachable from `initial` and can reach a final state, so a decoder that
@@ -18,13 +19,15 @@
 //! * EOS is allowed exactly in final states (`q1` accepting and `q2` not inside a
 //!   byte-fallback character).
 
-use std::sync::{Arc, OnceLock};
+use std::borrow::Cow;
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
 use crate::bitset;
 use crate::bytedfa::{ByteDfa, DEAD};
 use crate::error::{Error, Result};
+use crate::mask_cache::MaskCache;
 use crate::random::SplitMix64;
 use crate::token_dfa::TokenDfa;
 use crate::tokenizer_dfa::TokenizerDfa;
@@ -107,7 +110,7 @@ pub struct Guide {
     pub(crate) vocab: Arc<Vocabulary>,
     pub(crate) automaton: Automaton,
     pub(crate) initial: u32,
-    pub(crate) masks: Vec<OnceLock<Box<[u32]>>>,
+    pub(crate) masks: MaskCache,
 }
 
 impl Guide {
@@ -118,7 +121,16 @@ impl Guide {
         self.initial
     }
     pub fn num_states(&self) -> usize {
-        self.masks.len()
+        self.masks.num_states()
+    }
+    /// Bytes of masks cached so far, and the cache's budget (see `mask_cache`).
+    pub fn mask_cache_bytes(&self) -> (usize, usize) {
+        (self.masks.cached_bytes(), self.masks.max_bytes())
+    }
+    /// The same guide with an empty mask cache of `max_bytes`.
+    pub fn with_mask_cache_limit(mut self, max_bytes: usize) -> Guide {
+        self.masks = MaskCache::new(self.num_states(), max_bytes);
+        self
     }
     pub fn vocab_size(&self) -> usize {
         self.vocab.vocab_size()
@@ -200,22 +212,39 @@ impl Guide {
         }
     }
 
-    /// The cached mask of `state`.
-    pub fn mask(&self, state: u32) -> &[u32] {
-        self.masks[state as usize].get_or_init(|| {
-            let mut m = vec![0u32; self.mask_words()].into_boxed_slice();
-            self.write_mask(state, &mut m);
-            m
-        })
+    /// The mask of `state`: borrowed from the cache, or computed afresh once the cache's budget
+    /// is spent.
+    pub fn mask(&self, state: u32) -> Cow<'_, [u32]> {
+        match self.cached_mask(state) {
+            Some(m) => Cow::Borrowed(m),
+            None => {
+                let mut m = vec![0u32; self.mask_words()];
+                self.write_mask(state, &mut m);
+                Cow::Owned(m)
+            }
+        }
+    }
+
+    /// The cached mask of `state` (cached now if the budget allows), `None` past the budget.
+    pub fn cached_mask(&self, state: u32) -> Option<&[u32]> {
+        self.masks.get_or_compute(state as usize, self.mask_words(), |m| self.write_mask(state, m))
+    }
+
+    /// Copies (or computes) the mask of `state` into `out` (`mask_words()` words).
+    pub fn copy_mask(&self, state: u32, out: &mut [u32]) {
+        match self.cached_mask(state) {
+            Some(m) => out.copy_from_slice(m),
+            None => self.write_mask(state, out),
+        }
     }
 
     /// Sorted allowed token ids (EOS included on final states).
     pub fn allowed_tokens(&self, state: u32) -> Vec<u32> {
-        bitset::iter_ones(self.mask(state)).map(|t| t as u32).collect()
+        bitset::iter_ones(&self.mask(state)).map(|t| t as u32).collect()
     }
 
     pub fn is_allowed(&self, state: u32, token: u32) -> bool {
-        bitset::contains(self.mask(state), token as usize)
+        bitset::contains(&self.mask(state), token as usize)
     }
 
     /// The state after `token`; EOS from a final state stays in `state`.
@@ -249,7 +278,7 @@ impl Guide {
         let text = String::from_utf8_lossy(bytes).into_owned();
         Error::InvalidArgument(format!(
             "token {token} ({text:?}) is not allowed in state {state} ({} tokens are)",
-            bitset::count(self.mask(state))
+            bitset::count(&self.mask(state))
         ))
     }
 
@@ -303,11 +332,15 @@ impl Guide {
             out.reverse();
             out
         };
+        // Scratch buffers, not the caches: a comparison visits every state once.
+        let (mut mask_a, mut mask_b) = (vec![0u32; self.mask_words()], vec![0u32; other.mask_words()]);
         while let Some((a, b)) = queue.pop_front() {
-            if self.mask(a) != other.mask(b) {
+            self.write_mask(a, &mut mask_a);
+            other.write_mask(b, &mut mask_b);
+            if mask_a != mask_b {
                 return Some(path_to(&seen, (a, b)));
             }
-            for t in bitset::iter_ones(self.mask(a)).map(|t| t as u32).filter(|t| !eos.contains(t)) {
+            for t in bitset::iter_ones(&mask_a).map(|t| t as u32).filter(|t| !eos.contains(t)) {
                 let next = (self.next_state(a, t).ok()?, other.next_state(b, t).ok()?);
                 if let std::collections::hash_map::Entry::Vacant(e) = seen.entry(next) {
                     e.insert((a, b, t));
@@ -404,7 +437,7 @@ impl Guide {
         for _ in 0..10_000 {
             let mask = self.mask(state);
             let is_final = self.is_final(state);
-            let others = bitset::iter_ones(mask).filter(|&t| !eos.contains(&(t as u32))).count();
+            let others = bitset::iter_ones(&mask).filter(|&t| !eos.contains(&(t as u32))).count();
             if is_final {
                 if others == 0 {
                     out.push(eos[0]); // EOS is the only choice: the run ends with it
@@ -414,7 +447,7 @@ impl Guide {
             if others != 1 {
                 break;
             }
-            let t = bitset::iter_ones(mask).next().expect("one") as u32;
+            let t = bitset::iter_ones(&mask).next().expect("one") as u32;
             out.push(t);
             state = self.next_state(state, t).expect("allowed");
         }

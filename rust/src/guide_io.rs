@@ -7,7 +7,9 @@
 //! checked (state and token ids in range, sizes consistent) before a guide is built from it, so
 //! a truncated, corrupted, stale or foreign file gives an error, never a wrong mask.
 
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
+
+use crate::mask_cache::{MaskCache, DEFAULT_MAX_MASK_CACHE_BYTES};
 
 use rustc_hash::FxHashMap;
 
@@ -157,7 +159,7 @@ pub fn guide_from_bytes(
     if initial as usize >= num_states {
         return Err(bad("initial state out of range"));
     }
-    Ok(Guide { method, vocab: vocab.clone(), automaton, initial, masks: (0..num_states).map(|_| OnceLock::new()).collect() })
+    Ok(Guide { method, vocab: vocab.clone(), automaton, initial, masks: MaskCache::new(num_states, DEFAULT_MAX_MASK_CACHE_BYTES) })
 }
 
 #[cfg(test)]

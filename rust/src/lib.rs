@@ -16,8 +16,9 @@
 //!   (`method="direct"`).
 //! * [`serialize`] — the versioned, checksummed container of the tokenizer DFA's disk cache.
 //! * [`guide`] / [`matcher`] — the compiled automaton, its masks, and a decoding cursor.
-//! * [`compiler`] — ties them together; `python` (feature `python`) is the PyO3 layer and the
-//!   only module that knows about Python.
+//! * [`compiler`] — ties them together, under the limits of [`deadline`] (wall time),
+//!   [`mask_cache`] (memory of cached masks) and each stage's size limits; `python` (feature
+//!   `python`) is the PyO3 layer and the only module that knows about Python.
 //!
 //! ## Example
 //! ```
@@ -36,12 +37,14 @@ pub mod bpe;
 pub mod bytedfa;
 pub mod cartesian;
 pub mod compiler;
+pub mod deadline;
 pub mod direct_merge;
 pub mod error;
 pub mod explicit;
 pub mod guide;
 pub mod guide_io;
 pub mod index;
+pub mod mask_cache;
 pub mod matcher;
 mod random;
 pub mod serialize;

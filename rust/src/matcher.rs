@@ -92,7 +92,7 @@ impl Matcher {
                 bitset::set(out, e as usize);
             }
         } else {
-            out.copy_from_slice(self.guide.mask(self.state()));
+            self.guide.copy_mask(self.state(), out);
         }
     }
 

@@ -160,20 +160,41 @@ impl PyCompiler {
         max_product_states=crate::cartesian::DEFAULT_MAX_PRODUCT_STATES,
         max_direct_states=crate::compiler::DEFAULT_MAX_DIRECT_STATES,
         max_direct_transitions=crate::compiler::DEFAULT_MAX_DIRECT_TRANSITIONS,
+        max_compile_seconds=Some(crate::compiler::DEFAULT_MAX_COMPILE_SECONDS),
+        max_guide_bytes=crate::cartesian::DEFAULT_MAX_GUIDE_BYTES,
+        max_mask_cache_bytes=crate::mask_cache::DEFAULT_MAX_MASK_CACHE_BYTES,
         cache_dir=None,
     ))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         vocabulary: Bound<'_, PyVocabulary>,
         max_byte_dfa_states: usize,
         max_product_states: usize,
         max_direct_states: usize,
         max_direct_transitions: usize,
+        max_compile_seconds: Option<f64>,
+        max_guide_bytes: usize,
+        max_mask_cache_bytes: usize,
         cache_dir: Option<std::path::PathBuf>,
-    ) -> Self {
-        let limits = Limits { max_byte_dfa_states, max_product_states, max_direct_states, max_direct_transitions };
+    ) -> PyResult<Self> {
+        if max_compile_seconds.is_some_and(|s| s.is_nan() || s < 0.0) {
+            return Err(PyValueError::new_err(format!(
+                "max_compile_seconds must be a non-negative number or None, got {}",
+                max_compile_seconds.unwrap_or_default()
+            )));
+        }
+        let limits = Limits {
+            max_byte_dfa_states,
+            max_product_states,
+            max_direct_states,
+            max_direct_transitions,
+            max_compile_seconds,
+            max_guide_bytes,
+            max_mask_cache_bytes,
+        };
         let cache_dir = cache_dir.or_else(|| std::env::var_os("PROPERTOK_CACHE_DIR").filter(|v| !v.is_empty()).map(Into::into));
         let inner = Arc::new(Compiler::new(vocabulary.get().inner.clone(), limits).with_cache_dir(cache_dir));
-        PyCompiler { inner, vocab: vocabulary.unbind() }
+        Ok(PyCompiler { inner, vocab: vocabulary.unbind() })
     }
     #[getter]
     fn vocabulary(&self, py: Python<'_>) -> Py<PyVocabulary> {
@@ -208,7 +229,10 @@ impl PyCompiler {
     fn guide_from_bytes(&self, py: Python<'_>, data: Vec<u8>) -> PyResult<PyGuide> {
         let compiler = self.inner.clone();
         let guide = py
-            .detach(move || crate::guide_io::guide_from_bytes(&data, compiler.vocabulary(), || compiler.tokenizer_dfa().cloned()))
+            .detach(move || {
+                crate::guide_io::guide_from_bytes(&data, compiler.vocabulary(), || compiler.tokenizer_dfa().cloned())
+                    .map(|g| g.with_mask_cache_limit(compiler.limits().max_mask_cache_bytes))
+            })
             .map_err(to_py)?;
         Ok(PyGuide { inner: Arc::new(guide) })
     }
@@ -285,6 +309,9 @@ impl PyGuide {
         d.set_item("num_transitions", st.num_transitions)?;
         d.set_item("mean_allowed_tokens", st.mean_allowed_tokens)?;
         d.set_item("single_choice_share", st.single_choice_share)?;
+        let (cached, max_cached) = self.inner.mask_cache_bytes();
+        d.set_item("mask_cache_bytes", cached)?;
+        d.set_item("max_mask_cache_bytes", max_cached)?;
         Ok(d)
     }
     fn allowed_tokens<'py>(&self, py: Python<'py>, state: i64) -> PyResult<Bound<'py, PyArray1<i32>>> {
@@ -295,7 +322,12 @@ impl PyGuide {
     fn mask<'py>(slf: Bound<'py, Self>, state: i64) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let this = slf.get();
         let s = this.state(state)?;
-        let words: &[u32] = this.inner.mask(s);
+        let Some(words) = this.inner.cached_mask(s) else {
+            // The guide's mask cache is full (max_mask_cache_bytes): a fresh, owned array.
+            let array = PyArray1::from_vec(slf.py(), this.inner.mask(s).into_owned());
+            array.call_method1("setflags", (false,))?;
+            return Ok(array);
+        };
         let view = ArrayView1::from(words);
         // SAFETY: the words live in the guide's cache (a boxed slice that is never moved or
         // freed while the guide lives), and `slf` — which owns the guide — becomes the array's

@@ -205,6 +205,11 @@ def test_matcher_walkthrough(mistral):
     bitmask = np.zeros((1, math.ceil(guide.vocab_size / 32)), dtype=np.int32)
     m.fill_next_token_bitmask(bitmask)
     assert np.flatnonzero(mask_bits(bitmask[0].view(np.uint32))).tolist() == [eos]  # terminated: EOS only
+    # ... and consistently with that mask, EOS is accepted again (padding of a finished batch
+    # row) without changing anything, while every other token is refused.
+    accepted = m.num_accepted_tokens
+    assert m.accept_token(eos) and m.is_terminated() and m.num_accepted_tokens == accepted
+    assert not m.accept_token(false_ids[0]) and m.num_accepted_tokens == accepted
     m.reset()
     assert m.state == guide.initial_state and m.num_accepted_tokens == 0 and not m.is_terminated()
     # rollback to the start is allowed, one more is not

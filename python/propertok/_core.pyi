@@ -212,7 +212,9 @@ class Matcher:
     def num_accepted_tokens(self) -> int: ...
     def accept_token(self, token_id: int) -> bool:
         """Advance on ``token_id``; ``False`` (state unchanged) when not allowed.
-        ``ValueError`` when the id is out of range. Accepting EOS terminates the matcher."""
+        ``ValueError`` when the id is out of range. Accepting EOS terminates the matcher; after
+        that only EOS is allowed (the mask of a finished batch row), and accepting it again
+        returns True and changes nothing (``num_accepted_tokens`` included)."""
     def accept_tokens(self, token_ids: Sequence[int]) -> bool:
         """Accept tokens in order; stops at the first refused one and returns False."""
     def rollback(self, num_tokens: int) -> None:

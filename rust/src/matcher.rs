@@ -49,7 +49,10 @@ impl Matcher {
             )));
         }
         if self.terminated {
-            return Ok(false);
+            // The mask of a terminated matcher is EOS only (a finished row of a batch keeps
+            // sampling EOS as padding), so EOS is accepted — and changes nothing, not even the
+            // count of accepted tokens; anything else is refused.
+            return Ok(self.guide.eos_token_ids().contains(&token));
         }
         let s = self.state();
         if !self.guide.is_allowed(s, token) {

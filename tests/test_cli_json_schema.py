@@ -63,3 +63,19 @@ def test_compile_unsupported_schema_and_lax(tmp_path, capsys, mistral):
     assert status == 2 and "'x-note' at #" in err and "use --lax" in err
     status, out, _ = run(["compile", "--schema", str(path), "--lax", "--json", "--tokenizer", str(mistral.path)], capsys)
     assert status == 0 and json.loads(out)["count_sequences"] is None
+
+
+@pytest.mark.parametrize("method, expected", [("direct", "direct"), ("auto", "direct"), ("agnostic", "agnostic")])
+def test_compile_methods(capsys, mistral, method, expected):
+    """--method accepts every method; the report names the method the guide actually used
+    (``auto`` picks ``direct`` for a small regex) and its samples are canonical (except for
+    ``agnostic``, whose samples only have to match)."""
+    status, out, _ = run(["compile", "(true|false)", "--method", method, "--json", "--tokenizer", str(mistral.path)], capsys)
+    assert status == 0
+    report = json.loads(out)
+    assert report["method"] == expected and report["requested_method"] == method
+    assert report["count_sequences"] == 2 if method != "agnostic" else report["count_sequences"] > 2
+    for sample in report["samples"]:
+        assert sample["text"] in ("true", "false")
+        if method != "agnostic":
+            assert mistral.oracle.is_canonical(sample["token_ids"])

@@ -28,6 +28,9 @@ METHOD_BLURB = {
 }
 
 
+METHODS = ["cartesian", "direct", "auto", "agnostic"]
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     args = _parser().parse_args(argv)
     try:
@@ -72,7 +75,8 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("--lax", action="store_true",
                       help="with --schema: ignore unknown keywords and formats instead of failing")
     comp.add_argument("--tokenizer", metavar="PATH", help=tokenizer_help)
-    comp.add_argument("--method", choices=["cartesian", "agnostic"], default="cartesian")
+    comp.add_argument("--method", choices=METHODS, default="cartesian",
+                      help="cartesian (default), direct (explicit token DFA), auto (direct when small enough), agnostic")
     comp.add_argument("--json", action="store_true", help="print one JSON object")
     comp.set_defaults(run=_compile)
 
@@ -86,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("text", metavar="TEXT")
     check.add_argument("--regex", metavar="R", required=True)
     check.add_argument("--tokenizer", metavar="PATH", help="a tokenizer.json or a folder with one")
-    check.add_argument("--method", choices=["cartesian", "agnostic"], default="cartesian")
+    check.add_argument("--method", choices=METHODS, default="cartesian")
     check.set_defaults(run=_check)
     return parser
 
@@ -150,7 +154,8 @@ def _compile(args: argparse.Namespace) -> int:
         report = {
             **schema_report,
             "regex": args.regex,
-            "method": args.method,
+            "method": guide.method,
+            "requested_method": args.method,
             "tokenizer": path,
             "vocab_size": guide.vocab_size,
             "num_states": guide.num_states,
@@ -169,7 +174,7 @@ def _compile(args: argparse.Namespace) -> int:
               + (f": {args.regex!r}" if len(args.regex) <= 200 else ""))
     else:
         print(f"regex       {args.regex!r}")
-    print(f"method      {args.method}")
+    print(f"method      {guide.method}" + (f" (requested {args.method})" if args.method != guide.method else ""))
     print(f"compile     {_ms(compile_s)}")
     print(f"states      {guide.num_states}")
     print(f"transitions {guide.num_transitions()}")
@@ -211,7 +216,7 @@ def _check(args: argparse.Namespace) -> int:
         vocab, _, _ = _load_vocabulary(args.tokenizer)
         guide, _ = _timed_compile(pt.Compiler(vocab), args.regex, args.method)
         ways, example = spellings(guide, vocab, data)
-        print(f"{args.method:<11} {ways} accepted token sequence(s) spell this text")
+        print(f"{guide.method:<11} {ways} accepted token sequence(s) spell this text")
         if example is not None:
             eos = set(guide.eos_token_ids)
             print(f"  {example}  {' '.join(_token_repr(vocab, t, eos) for t in example)}")

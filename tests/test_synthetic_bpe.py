@@ -160,6 +160,20 @@ def test_unreachable_token_never_allowed(pt):
     assert abc in agnostic.allowed_tokens(agnostic.initial_state).tolist()
 
 
+@pytest.mark.parametrize("method", ["agnostic", "cartesian"])
+def test_no_dead_end_when_the_vocabulary_cannot_spell_a_branch(pt, method):
+    """Regex ``ab|ca`` over a vocabulary without ``b``: ``ab`` cannot be spelled, so the token
+    ``a`` must not be allowed first (it would lead to a state no token sequence can finish);
+    found for ``agnostic`` by the regex_guide fuzzer (fuzz/regressions/regex_guide/)."""
+    bpe = MergeTableBPE("ac", [("c", "a")])
+    _, _, guide = compile_synthetic(pt, bpe, "ab|ca", method=method)
+    first = set(guide.allowed_tokens(guide.initial_state).tolist())
+    assert bpe.vocab["a"] not in first
+    assert first <= {bpe.vocab["c"], bpe.vocab["ca"]} and first
+    with pytest.raises(ValueError, match="empty language"):
+        compile_synthetic(pt, bpe, "ab", method=method)
+
+
 def test_tokenizer_dfa_construction_named(pt):
     """``tokenizer_dfa_construction`` is "algorithm3" for a well-ordered table (every merge's parts
     exist before it) and "priority-timeline" otherwise (documented in _core.pyi)."""

@@ -359,18 +359,64 @@ pub fn build(
 
 /// Builds the agnostic guide (Outlines' index): states are the byte DFA's states. Only the
 /// guide-size and time limits apply (there is no product).
+///
+/// The byte DFA is trimmed byte by byte, but a vocabulary need not spell every string: a
+/// token can lead to a byte state from which no *token* sequence reaches acceptance (regex
+/// `ab` with a token `a` and no `b`). Such tokens are removed from the masks, so the guide keeps
+/// the invariant that every reachable state can finish (found by the `regex_guide` fuzzer).
 pub fn build_agnostic(vocab: &Arc<Vocabulary>, trie: &TokenTrie, dfa: ByteDfa, limits: &ProductLimits) -> Result<Guide> {
     let words = bitset::words_for(vocab.vocab_size());
     let n1 = dfa.num_states();
     limits.check_bytes(n1, n1, words * 4)?;
-    let base_masks: Vec<Box<[u32]>> = (0..n1 as u32)
+    // Masks, and the byte states each state's tokens lead to.
+    let mut targets: Vec<Vec<u32>> = Vec::with_capacity(n1);
+    let mut base_masks: Vec<Box<[u32]>> = (0..n1 as u32)
         .map(|q1| {
             limits.deadline.check("the agnostic token index")?;
             let mut m = vec![0u32; words].into_boxed_slice();
-            trie.for_each_transition(&dfa, q1, |t, _| bitset::set(&mut m, t as usize));
+            let mut to_states = Vec::new();
+            trie.for_each_transition(&dfa, q1, |t, to| {
+                bitset::set(&mut m, t as usize);
+                to_states.push(to);
+            });
+            to_states.sort_unstable();
+            to_states.dedup();
+            targets.push(to_states);
             Ok(m)
         })
         .collect::<Result<_>>()?;
+    // States from which a token sequence reaches acceptance: a backward fixpoint.
+    let mut predecessors: Vec<Vec<u32>> = vec![Vec::new(); n1];
+    for (q1, to_states) in targets.iter().enumerate() {
+        for &to in to_states {
+            predecessors[to as usize].push(q1 as u32);
+        }
+    }
+    let mut live: Vec<bool> = (0..n1 as u32).map(|q| dfa.is_accepting(q)).collect();
+    let mut work: Vec<u32> = (0..n1 as u32).filter(|&q| live[q as usize]).collect();
+    while let Some(q) = work.pop() {
+        for &p in &predecessors[q as usize] {
+            if !live[p as usize] {
+                live[p as usize] = true;
+                work.push(p);
+            }
+        }
+    }
+    if !live[dfa.start() as usize] {
+        return Err(Error::EmptyLanguage(
+            "no token sequence spells a string of the regex (the vocabulary cannot spell its strings)".into(),
+        ));
+    }
+    for q1 in 0..n1 {
+        if targets[q1].iter().any(|&to| !live[to as usize]) {
+            let mask = &mut base_masks[q1];
+            trie.for_each_transition(&dfa, q1 as u32, |t, to| {
+                if !live[to as usize] {
+                    bitset::clear(mask, t as usize);
+                }
+            });
+        }
+    }
     let states: Vec<(u32, u32)> = (0..n1 as u32).map(|q| (q, 0)).collect();
     let index = states.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
     let initial = dfa.start();

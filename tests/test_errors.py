@@ -86,6 +86,24 @@ def test_json_without_model(pt):
         pt.Vocabulary.from_json(json.dumps({"version": "1.0", "added_tokens": []}))
 
 
+def test_token_id_used_twice(pt, small):
+    """Two vocab strings with one id: the tokenizer.json is ambiguous, so it is refused."""
+    bpe, _, _ = small
+    doc = json.loads(bpe.to_json())
+    vocab = doc["model"]["vocab"]
+    vocab["dup"] = vocab["a"]
+    with pytest.raises(ValueError, match=r"token id \d+ is used twice"):
+        pt.Vocabulary.from_json(json.dumps(doc))
+
+
+def test_merge_of_unknown_tokens(pt, small):
+    bpe, _, _ = small
+    doc = json.loads(bpe.to_json())
+    doc["model"]["merges"].append("zz qq")
+    with pytest.raises(ValueError, match=r"(?i)merge"):
+        pt.Vocabulary.from_json(json.dumps(doc))
+
+
 def test_missing_file(pt, tmp_path):
     with pytest.raises((ValueError, OSError), match=r"(?i)no such file|not found|does-not-exist"):
         pt.Vocabulary.from_file(str(tmp_path / "does-not-exist.json"))

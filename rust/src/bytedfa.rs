@@ -68,10 +68,22 @@ impl ByteDfa {
     /// Compiles an already translated regex. An empty language gives a DFA with no states
     /// (check [`ByteDfa::is_empty`]).
     pub fn from_hir(hir: &Hir, max_states: usize) -> Result<ByteDfa> {
+        // The NFA needs a memory budget too: regex-automata sets none, and a short nested repeat
+        // (`(?:[^a]{1000}){1000}`, 20 bytes) built an 8M-state, 270 MB NFA in seconds before the
+        // DFA limit could stop it (found from a `regex_guide` fuzzer slow unit). Real patterns
+        // take well under 100 bytes of NFA per DFA state; this allows 1 KiB per allowed state.
+        let nfa_budget = max_states.saturating_mul(1 << 10).max(16 << 20);
         let nfa = thompson::Compiler::new()
-            .configure(thompson::Config::new().utf8(true).shrink(true))
+            .configure(thompson::Config::new().utf8(true).shrink(true).nfa_size_limit(Some(nfa_budget)))
             .build_from_hir(hir)
-            .map_err(|e| Error::UnsupportedRegex(e.to_string()))?;
+            .map_err(|e| match e.size_limit() {
+                Some(_) => Error::LimitExceeded {
+                    limit: "max_byte_dfa_states",
+                    value: max_states.to_string(),
+                    what: format!("the regex's NFA exceeds {nfa_budget} bytes, too large to determinise"),
+                },
+                None => Error::UnsupportedRegex(e.to_string()),
+            })?;
         // regex-automata's own memory while determinising, sized from the NFA's byte classes:
         // a dense state takes one 4-byte id per class (plus end of input), so `max_states`
         // states fit in `max_states * (classes + 1) * 4` bytes; the budget allows about twice
@@ -431,6 +443,8 @@ mod tests {
         assert!(matches!(ByteDfa::from_regex("(a", 100), Err(Error::InvalidRegex(_))));
         assert!(matches!(ByteDfa::from_regex(r"[^\s\S]", 100), Err(Error::EmptyLanguage(_))));
         assert!(matches!(ByteDfa::from_regex("(a|b)*a(a|b){16}", 1000), Err(Error::LimitExceeded { .. })));
+        // Stopped while building the NFA, not seconds later while determinising.
+        assert!(matches!(ByteDfa::from_regex("(?:[^a]{1000}){1000}", 2000), Err(Error::LimitExceeded { what, .. }) if what.contains("NFA")));
     }
 
     #[test]

@@ -265,12 +265,74 @@ impl Guide {
     }
 
     /// A lower bound-ish hint of how far `state` is from acceptance (bytes for product guides,
-    /// tokens for explicit ones); used to finish random walks.
+    /// tokens for explicit ones); guides the fast way of finishing random walks.
     fn distance_hint(&self, state: u32) -> u32 {
         match &self.automaton {
             Automaton::Product(p) => p.dfa.distance_to_accept(p.states[state as usize].0),
             Automaton::Explicit { distance, .. } => distance[state as usize],
         }
+    }
+
+    /// Finishes a walk at `state`: greedily towards acceptance (the allowed token that leaves the
+    /// fewest bytes to go: fast, and usually enough), falling back to a shortest token path
+    /// when the greedy choice would revisit a state — in a product guide the token that
+    /// shortens the byte distance can be forbidden as not canonical, and greedy choices can
+    /// then cycle (fuzz/regressions/regex_guide/cartesian-walk-cycles).
+    fn finish_walk(&self, mut state: u32, rng: &mut SplitMix64) -> Option<Vec<u32>> {
+        let eos = self.vocab.eos_token_ids();
+        let mut out = Vec::new();
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut scratch = vec![0u32; self.mask_words()];
+        while !self.is_final(state) {
+            if !seen.insert(state) {
+                out.extend(self.shortest_path_to_final(state)?);
+                return Some(out);
+            }
+            self.write_mask(state, &mut scratch);
+            let moves: Vec<(u32, u32)> = bitset::iter_ones(&scratch)
+                .map(|t| t as u32)
+                .filter(|t| !eos.contains(t))
+                .map(|t| (t, self.next_state(state, t).expect("allowed token has a target")))
+                .collect();
+            let best = moves.iter().map(|&(_, to)| self.distance_hint(to)).min()?;
+            let best: Vec<(u32, u32)> = moves.into_iter().filter(|&(_, to)| self.distance_hint(to) == best).collect();
+            let (t, to) = best[rng.below(best.len())];
+            out.push(t);
+            state = to;
+        }
+        Some(out)
+    }
+
+    /// A shortest token sequence from `state` to a final state (breadth-first over the guide's
+    /// transitions, masks computed into a scratch buffer, not cached), `None` if there is none.
+    fn shortest_path_to_final(&self, state: u32) -> Option<Vec<u32>> {
+        let eos = self.vocab.eos_token_ids();
+        let mut scratch = vec![0u32; self.mask_words()];
+        let mut parent: Vec<(u32, u32)> = vec![(u32::MAX, u32::MAX); self.num_states()];
+        parent[state as usize] = (state, u32::MAX);
+        let mut queue = std::collections::VecDeque::from([state]);
+        while let Some(s) = queue.pop_front() {
+            if self.is_final(s) {
+                let mut path = Vec::new();
+                let mut at = s;
+                while at != state {
+                    let (from, token) = parent[at as usize];
+                    path.push(token);
+                    at = from;
+                }
+                path.reverse();
+                return Some(path);
+            }
+            self.write_mask(s, &mut scratch);
+            for t in bitset::iter_ones(&scratch).map(|t| t as u32).filter(|t| !eos.contains(t)) {
+                let next = self.next_state(s, t).expect("allowed token has a target");
+                if parent[next as usize].0 == u32::MAX {
+                    parent[next as usize] = (s, t);
+                    queue.push_back(next);
+                }
+            }
+        }
+        None
     }
 
     fn disallowed(&self, state: u32, token: u32) -> Error {
@@ -397,36 +459,32 @@ impl Guide {
     }
 
     /// A random accepted sequence: uniform among allowed tokens, stopping at a final state with
-    /// probability 1/4; past `max_tokens`, tokens are chosen to shorten the remaining byte
-    /// distance to acceptance.
+    /// probability 1/4; past `max_tokens`, it finishes towards acceptance (see `finish_walk`).
     pub fn random_walk(&self, seed: u64, max_tokens: usize) -> Result<Vec<u32>> {
         let mut rng = SplitMix64::new(seed);
         let eos = self.vocab.eos_token_ids();
         let mut s = self.initial;
         let mut out = Vec::new();
-        let hard_cap = max_tokens.saturating_add(100_000);
+        let stuck = || Error::InvalidArgument("random walk did not reach a final state".into());
         loop {
             if self.is_final(s) && (out.len() >= max_tokens || rng.one_in(4)) {
                 return Ok(out);
             }
+            if out.len() >= max_tokens {
+                // Not greedy on the byte distance to acceptance, as it was: in a product guide the
+                // token that shortens it may be forbidden (not canonical) and the greedy walk can
+                // cycle for ever (fuzz/regressions/regex_guide/cartesian-walk-cycles).
+                out.extend(self.finish_walk(s, &mut rng).ok_or_else(stuck)?);
+                return Ok(out);
+            }
             let allowed: Vec<u32> = self.allowed_tokens(s).into_iter().filter(|t| !eos.contains(t)).collect();
             if allowed.is_empty() {
-                return Ok(out); // final with nothing else allowed
+                // Final with nothing else allowed; a non-final dead end is an error, not a walk.
+                return if self.is_final(s) { Ok(out) } else { Err(stuck()) };
             }
-            let t = if out.len() < max_tokens {
-                allowed[rng.below(allowed.len())]
-            } else {
-                // Greedy towards acceptance: fewest remaining bytes after the token.
-                let dist = |t: u32| -> u32 { self.distance_hint(self.next_state(s, t).expect("allowed")) };
-                let best = allowed.iter().map(|&t| dist(t)).min().expect("non-empty");
-                let best_tokens: Vec<u32> = allowed.into_iter().filter(|&t| dist(t) == best).collect();
-                best_tokens[rng.below(best_tokens.len())]
-            };
+            let t = allowed[rng.below(allowed.len())];
             out.push(t);
             s = self.next_state(s, t)?;
-            if out.len() > hard_cap {
-                return Err(Error::InvalidArgument("random walk did not reach a final state".into()));
-            }
         }
     }
 

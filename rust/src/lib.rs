@@ -41,6 +41,9 @@ pub mod deadline;
 pub mod direct_merge;
 pub mod error;
 pub mod explicit;
+/// Property checks shared by the cargo-fuzz targets (`fuzz/`) and the stable-Rust regression
+/// tests that replay their findings (`fuzz/regressions/`).
+pub mod fuzz_checks;
 pub mod guide;
 pub mod guide_io;
 pub mod index;

@@ -96,7 +96,9 @@ impl ByteDfa {
                 dense::Config::new()
                     .match_kind(MatchKind::All)
                     .start_kind(StartKind::Anchored)
-                    .minimize(true)
+                    // Minimised by `partition` after trimming: regex-automata's own minimisation
+                    // took 100 s on one JSONSchemaBench regex (see `partition`).
+                    .minimize(false)
                     .byte_classes(true)
                     // The determiniser also keeps each state's set of NFA states: more room.
                     .determinize_size_limit(Some(byte_budget.saturating_mul(4).max(64 << 20)))
@@ -178,7 +180,44 @@ impl ByteDfa {
             start: 0,
             distance_to_accept: Vec::new(),
         };
-        Ok(full.trim())
+        Ok(full.trim().minimized())
+    }
+
+    /// The minimal DFA of the same language (Hopcroft, see `partition`), trimmed and renumbered.
+    /// Expects a trimmed DFA: every state live, so only the completing sink is dead.
+    fn minimized(self) -> ByteDfa {
+        let n = self.accepting.len();
+        let k = self.num_classes;
+        if n == 0 {
+            return self;
+        }
+        let sink = n as u32;
+        let mut complete: Vec<u32> = self.trans.iter().map(|&t| if t == DEAD { sink } else { t }).collect();
+        complete.extend(std::iter::repeat(sink).take(k));
+        let mut accepting = self.accepting.clone();
+        accepting.push(false);
+        let block = crate::partition::coarsest_partition(n + 1, k, &complete, &accepting);
+        // Dense ids for the blocks other than the sink's, and one representative each.
+        let mut id_of_block = vec![u32::MAX; n + 1];
+        let mut representatives: Vec<usize> = Vec::new();
+        for s in 0..n {
+            let b = block[s] as usize;
+            if b != block[n] as usize && id_of_block[b] == u32::MAX {
+                id_of_block[b] = representatives.len() as u32;
+                representatives.push(s);
+            }
+        }
+        let map = |t: u32| if t == DEAD { DEAD } else { id_of_block[block[t as usize] as usize] };
+        let trans: Vec<u32> = representatives.iter().flat_map(|&r| (0..k).map(move |c| (r, c))).map(|(r, c)| map(self.trans[r * k + c])).collect();
+        let minimal = ByteDfa {
+            classes: self.classes,
+            num_classes: k,
+            trans,
+            accepting: representatives.iter().map(|&r| self.accepting[r]).collect(),
+            start: map(self.start),
+            distance_to_accept: Vec::new(),
+        };
+        minimal.trim()
     }
 
     /// Keeps only states that are reachable (all are, by construction) and co-reachable,
@@ -433,6 +472,14 @@ mod tests {
         let d = dfa("abc|abd|x*y");
         for s in 0..d.num_states() as u32 {
             assert_ne!(d.distance_to_accept(s), u32::MAX);
+        }
+    }
+
+    #[test]
+    fn minimal_state_counts() {
+        // Counted by hand: equivalent states merge, distinct futures stay apart.
+        for (pattern, states) in [("(a|b)*", 1), ("a{0,3}", 4), ("(ab|ac)d", 4), ("x(a|b)*y|x(b|a)*y", 3), ("(a*|b*)*", 1), ("[0-9]{2}|[0-9]{2}", 3)] {
+            assert_eq!(dfa(pattern).num_states(), states, "{pattern}");
         }
     }
 

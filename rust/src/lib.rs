@@ -7,7 +7,7 @@
 //!
 //! ## Contents, in pipeline order
 //! * [`vocab`] — a `tokenizer.json` as token byte strings, merge table, special tokens, EOS.
-//! * [`bytedfa`] — regex → trimmed byte DFA (regex-automata).
+//! * [`bytedfa`] — regex → trimmed, minimised byte DFA (regex-automata; [`partition`] minimises).
 //! * [`index`] — the token trie and `decode⁻¹(L)` (the agnostic baseline).
 //! * [`bpe`] — the reference priority BPE and token derivations.
 //! * [`tokenizer_dfa`] / [`algorithm3`] — the DFA of canonical token sequences.
@@ -49,6 +49,7 @@ pub mod guide_io;
 pub mod index;
 pub mod mask_cache;
 pub mod matcher;
+pub mod partition;
 mod random;
 pub mod serialize;
 pub mod token_dfa;

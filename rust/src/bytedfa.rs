@@ -21,9 +21,11 @@
 //!
 //! # Costs
 //! Determinisation is worst-case exponential in the pattern (`(a|b)*a(a|b){20}`); the build
-//! stops with [`Error::LimitExceeded`] once `max_states` states are reached, and the memory
-//! regex-automata may use while determinising is capped accordingly. The table takes
-//! `4 * states * classes` bytes.
+//! stops with [`Error::LimitExceeded`] once `4 * max_states` states are reached (the DFA
+//! before minimisation) or when the minimal DFA has more than `max_states`, and the memory
+//! regex-automata may use while determinising is capped accordingly. Minimisation (Hopcroft,
+//! [`crate::partition`]) costs `O(k · n · log n)` for `n` states and `k` byte classes. The table
+//! takes `4 * states * classes` bytes.
 
 use regex_automata::{
     dfa::{dense, Automaton, StartKind},
@@ -38,6 +40,9 @@ use crate::random::SplitMix64;
 
 /// Marks a missing transition.
 pub const DEAD: u32 = u32::MAX;
+
+/// How many times `max_states` the determinised DFA may have before minimisation.
+const UNMINIMISED_FACTOR: usize = 4;
 
 /// Default for [`ByteDfa::from_regex`]'s `max_states`.
 pub const DEFAULT_MAX_STATES: usize = 100_000;
@@ -89,8 +94,11 @@ impl ByteDfa {
         // states fit in `max_states * (classes + 1) * 4` bytes; the budget allows about twice
         // that, so an exponential DFA stops near our state limit instead of building millions
         // of states first.
+        // The DFA is minimised after determinisation (see `partition`), so the determinised one
+        // may be larger than the limit on the result: allow it `UNMINIMISED_FACTOR` times more.
+        let max_unminimised = max_states.saturating_mul(UNMINIMISED_FACTOR);
         let columns = nfa.byte_classes().alphabet_len() + 1;
-        let byte_budget = max_states.saturating_mul(columns * 4 * 2).max(1 << 16);
+        let byte_budget = max_unminimised.saturating_mul(columns * 4 * 2).max(1 << 16);
         let ra = dense::Builder::new()
             .configure(
                 dense::Config::new()
@@ -116,7 +124,15 @@ impl ByteDfa {
                     Error::UnsupportedRegex(e.to_string())
                 }
             })?;
-        Self::copy_trimmed(&ra, max_states)
+        let minimal = Self::copy_trimmed(&ra, max_unminimised)?.minimized();
+        if minimal.num_states() > max_states {
+            return Err(Error::LimitExceeded {
+                limit: "max_byte_dfa_states",
+                value: max_states.to_string(),
+                what: format!("the regex's minimal byte DFA has {} states", minimal.num_states()),
+            });
+        }
+        Ok(minimal)
     }
 
     fn copy_trimmed(ra: &dense::DFA<Vec<u32>>, max_states: usize) -> Result<ByteDfa> {
@@ -180,7 +196,7 @@ impl ByteDfa {
             start: 0,
             distance_to_accept: Vec::new(),
         };
-        Ok(full.trim().minimized())
+        Ok(full.trim())
     }
 
     /// The minimal DFA of the same language (Hopcroft, see `partition`), trimmed and renumbered.

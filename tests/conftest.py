@@ -9,6 +9,7 @@ The shared folder is ``$PROPERTOK_SHARED`` (default ``<repo root>/../shared``).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -16,9 +17,19 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from hypothesis import settings  # noqa: E402
+
 from workloads import oracle_scale  # noqa: E402
 from helpers import TokenizerUnderTest  # noqa: E402
 from oracle import shared_dir  # noqa: E402
+
+
+# Hypothesis: the same examples on every run by default, so a CI result does not depend on luck;
+# `HYPOTHESIS_PROFILE=explore pytest ...` draws new random examples each run, to look for new
+# failures. Either way, a failure prints the example that reproduces it.
+settings.register_profile("deterministic", derandomize=True, database=None)
+settings.register_profile("explore")
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 
 def pytest_report_header(config):

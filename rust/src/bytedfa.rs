@@ -124,7 +124,7 @@ impl ByteDfa {
                     Error::UnsupportedRegex(e.to_string())
                 }
             })?;
-        let minimal = Self::copy_trimmed(&ra, max_unminimised)?.minimized();
+        let minimal = Self::copy_trimmed(&ra, max_unminimised, max_states)?.minimized();
         if minimal.num_states() > max_states {
             return Err(Error::LimitExceeded {
                 limit: "max_byte_dfa_states",
@@ -135,7 +135,9 @@ impl ByteDfa {
         Ok(minimal)
     }
 
-    fn copy_trimmed(ra: &dense::DFA<Vec<u32>>, max_states: usize) -> Result<ByteDfa> {
+    /// Copies the reachable states (at most `max_copied`; past it `LimitExceeded` names the
+    /// user's `max_states`) and trims them.
+    fn copy_trimmed(ra: &dense::DFA<Vec<u32>>, max_copied: usize, max_states: usize) -> Result<ByteDfa> {
         use regex_automata::util::primitives::StateID;
         let ra_start = ra
             .start_state(&start::Config::new().anchored(Anchored::Yes))
@@ -171,11 +173,11 @@ impl ByteDfa {
                 } else if let Some(&id) = ids.get(&t) {
                     id
                 } else {
-                    if order.len() >= max_states {
+                    if order.len() >= max_copied {
                         return Err(Error::LimitExceeded {
                             limit: "max_byte_dfa_states",
                             value: max_states.to_string(),
-                            what: "states of the regex's byte DFA".into(),
+                            what: format!("the regex's byte DFA has over {max_copied} states before minimisation"),
                         });
                     }
                     let id = order.len() as u32;

@@ -22,6 +22,17 @@ def bit_is_set(mask: np.ndarray, token_id: int) -> bool:
     return bool((int(mask[token_id >> 5]) >> (token_id & 31)) & 1)
 
 
+def representable_encodings(oracle, strings: Sequence[str], counts) -> Iterator[tuple[str, list[int]]]:
+    """``(s, canonical(s))`` for the strings the tokenizer can spell (its encoding decodes back to
+    ``s``); counts ``unrepresentable`` and ``complete_checked`` in ``counts``."""
+    for s, ids in zip(strings, oracle.canonical_batch(strings)):
+        if oracle.decode(ids) != s.encode("utf-8"):
+            counts["unrepresentable"] += 1
+            continue
+        counts["complete_checked"] += 1
+        yield s, ids
+
+
 def walk(guide, ids: Sequence[int]) -> tuple[bool, str]:
     """Feed ``ids`` to ``guide`` from its initial state, then require a final state.
 

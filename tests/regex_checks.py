@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from helpers import python_re_verdict, python_regex, walk  # noqa: E402
+from helpers import python_re_verdict, python_regex, representable_encodings, walk  # noqa: E402
 from workloads import expected_rejection  # noqa: E402
 
 SAMPLES_PER_REGEX = 50
@@ -134,11 +134,7 @@ def check_regex(pt, tut, row: dict, seed: int, counts: collections.Counter, fail
                         fail("byte DFA and Python re disagree", f"{m!r}: re={verdict}")
         strings.append(s)
     counts["strings"] += len(strings)
-    for s, ids in zip(strings, o.canonical_batch(strings)):
-        if o.decode(ids) != s.encode("utf-8"):
-            counts["unrepresentable"] += 1
-            continue
-        counts["complete_checked"] += 1
+    for s, ids in representable_encodings(o, strings, counts):
         ok, why = walk(guide, ids)
         if not ok:
             fail("cartesian refuses canonical(s)", f"s={s[:120]!r} ids={ids[:30]}: {why}")

@@ -243,25 +243,32 @@ impl Guide {
         bitset::iter_ones(&self.mask(state)).map(|t| t as u32).collect()
     }
 
+    /// Whether `token` is in the mask of `state`, decided without computing the mask.
     pub fn is_allowed(&self, state: u32, token: u32) -> bool {
-        bitset::contains(&self.mask(state), token as usize)
+        self.step(state, token).is_some()
     }
 
-    /// The state after `token`; EOS from a final state stays in `state`.
+    /// The state after `token`, `None` when the mask of `state` does not allow it; EOS from a
+    /// final state stays in `state`. `state` and `token` must be in range.
+    pub fn step(&self, state: u32, token: u32) -> Option<u32> {
+        if self.vocab.eos_token_ids().contains(&token) {
+            return self.is_final(state).then_some(state);
+        }
+        if token as usize >= self.vocab.num_tokens() {
+            return None; // padding ids past the tokenizer
+        }
+        match &self.automaton {
+            Automaton::Product(p) => p.next_state(&self.vocab, state, token),
+            Automaton::Explicit { dfa, .. } => dfa.next(state, token),
+        }
+    }
+
+    /// The state after `token`, with an error naming the problem when it is out of range or
+    /// not allowed; EOS from a final state stays in `state`.
     pub fn next_state(&self, state: u32, token: u32) -> Result<u32> {
         self.check_state(state)?;
         self.check_token(token)?;
-        if self.vocab.eos_token_ids().contains(&token) {
-            return if self.is_final(state) { Ok(state) } else { Err(self.disallowed(state, token)) };
-        }
-        if token as usize >= self.vocab.num_tokens() {
-            return Err(self.disallowed(state, token)); // padding ids past the tokenizer
-        }
-        let next = match &self.automaton {
-            Automaton::Product(p) => p.next_state(&self.vocab, state, token),
-            Automaton::Explicit { dfa, .. } => dfa.next(state, token),
-        };
-        next.ok_or_else(|| self.disallowed(state, token))
+        self.step(state, token).ok_or_else(|| self.disallowed(state, token))
     }
 
     /// A lower bound-ish hint of how far `state` is from acceptance (bytes for product guides,
@@ -279,21 +286,14 @@ impl Guide {
     /// shortens the byte distance can be forbidden as not canonical, and greedy choices can
     /// then cycle (fuzz/regressions/regex_guide/cartesian-walk-cycles).
     fn finish_walk(&self, mut state: u32, rng: &mut SplitMix64) -> Option<Vec<u32>> {
-        let eos = self.vocab.eos_token_ids();
         let mut out = Vec::new();
         let mut seen = rustc_hash::FxHashSet::default();
-        let mut scratch = vec![0u32; self.mask_words()];
         while !self.is_final(state) {
             if !seen.insert(state) {
                 out.extend(self.shortest_path_to_final(state)?);
                 return Some(out);
             }
-            self.write_mask(state, &mut scratch);
-            let moves: Vec<(u32, u32)> = bitset::iter_ones(&scratch)
-                .map(|t| t as u32)
-                .filter(|t| !eos.contains(t))
-                .map(|t| (t, self.next_state(state, t).expect("allowed token has a target")))
-                .collect();
+            let moves = self.transitions(state);
             let best = moves.iter().map(|&(_, to)| self.distance_hint(to)).min()?;
             let best: Vec<(u32, u32)> = moves.into_iter().filter(|&(_, to)| self.distance_hint(to) == best).collect();
             let (t, to) = best[rng.below(best.len())];
@@ -304,10 +304,8 @@ impl Guide {
     }
 
     /// A shortest token sequence from `state` to a final state (breadth-first over the guide's
-    /// transitions, masks computed into a scratch buffer, not cached), `None` if there is none.
+    /// transitions), `None` if there is none.
     fn shortest_path_to_final(&self, state: u32) -> Option<Vec<u32>> {
-        let eos = self.vocab.eos_token_ids();
-        let mut scratch = vec![0u32; self.mask_words()];
         let mut parent: Vec<(u32, u32)> = vec![(u32::MAX, u32::MAX); self.num_states()];
         parent[state as usize] = (state, u32::MAX);
         let mut queue = std::collections::VecDeque::from([state]);
@@ -323,9 +321,7 @@ impl Guide {
                 path.reverse();
                 return Some(path);
             }
-            self.write_mask(s, &mut scratch);
-            for t in bitset::iter_ones(&scratch).map(|t| t as u32).filter(|t| !eos.contains(t)) {
-                let next = self.next_state(s, t).expect("allowed token has a target");
+            for (t, next) in self.transitions(s) {
                 if parent[next as usize].0 == u32::MAX {
                     parent[next as usize] = (s, t);
                     queue.push_back(next);
@@ -413,13 +409,17 @@ impl Guide {
         None
     }
 
-    /// Non-EOS successors of a state (token, next state).
+    /// Non-EOS successors of a state (token, next state). The mask is computed into a scratch
+    /// buffer, not cached: walks over many states (counting, finishing a random walk) would
+    /// otherwise fill the mask cache with states no decoder asked for.
     pub fn transitions(&self, state: u32) -> Vec<(u32, u32)> {
         let eos = self.vocab.eos_token_ids();
-        self.allowed_tokens(state)
-            .into_iter()
+        let mut scratch = vec![0u32; self.mask_words()];
+        self.write_mask(state, &mut scratch);
+        bitset::iter_ones(&scratch)
+            .map(|t| t as u32)
             .filter(|t| !eos.contains(t))
-            .map(|t| (t, self.next_state(state, t).expect("allowed token has a target")))
+            .map(|t| (t, self.step(state, t).expect("allowed token has a target")))
             .collect()
     }
 

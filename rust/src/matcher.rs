@@ -54,16 +54,13 @@ impl Matcher {
             // count of accepted tokens; anything else is refused.
             return Ok(self.guide.eos_token_ids().contains(&token));
         }
-        let s = self.state();
-        if !self.guide.is_allowed(s, token) {
+        // One lookup decides both whether the token is allowed and where it leads.
+        let Some(next) = self.guide.step(self.state(), token) else {
             return Ok(false);
-        }
+        };
         if self.guide.eos_token_ids().contains(&token) {
             self.terminated = true;
-            self.history.push(s);
-            return Ok(true);
         }
-        let next = self.guide.next_state(s, token)?;
         self.history.push(next);
         Ok(true)
     }

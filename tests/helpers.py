@@ -162,7 +162,10 @@ class TokenizerUnderTest:
             # The library's default product budget (2,000,000 states, 30 s) is sized for one
             # server compile; the oracle suite compiles hundreds of regexes on 2 cores, so it
             # refuses the few huge ones earlier (they are counted as LimitExceeded).
-            self._compiler = self.pt.Compiler(self.vocab, max_product_states=250_000, max_compile_seconds=20.0)
+            # vocab_any_eos: the same Vocabulary as `vocab` wherever propertok finds the EOS by name.
+            self._compiler = self.pt.Compiler(
+                self.vocab_any_eos, max_product_states=250_000, max_compile_seconds=20.0
+            )
         return self._compiler
 
     def guide(self, regex: str, method: str = "cartesian"):

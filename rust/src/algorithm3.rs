@@ -29,8 +29,9 @@ pub fn forbidden_by_token(vocab: &Vocabulary, emittable: &[bool]) -> Vec<Vec<u32
     let mut f: Vec<FxHashSet<u32>> = vec![FxHashSet::default()];
     let mut sharing: Vec<u32> = vec![0];
     let mut forbidding: Vec<Vec<u32>> = vec![Vec::new(); n];
+    let mut symbols = Vec::new();
     for t in 0..n as u32 {
-        if emittable[t as usize] && std::str::from_utf8(vocab.token_bytes(t)).is_ok_and(|s| s.chars().count() == 1) {
+        if emittable[t as usize] && vocab.base_symbols(vocab.token_bytes(t), &mut symbols) && symbols == [t] {
             delta[t as usize] = 0;
             sharing[0] += 1;
         }

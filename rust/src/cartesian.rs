@@ -61,7 +61,7 @@ pub struct ProductLimits {
 impl ProductLimits {
     /// `Err(LimitExceeded)` when `states` product states and `masks` byte-state masks of
     /// `mask_bytes` each would exceed `max_guide_bytes`.
-    fn check_bytes(&self, states: usize, masks: usize, mask_bytes: usize) -> Result<()> {
+    pub(crate) fn check_bytes(&self, states: usize, masks: usize, mask_bytes: usize) -> Result<()> {
         let estimate = states.saturating_mul(BYTES_PER_PRODUCT_STATE).saturating_add(masks.saturating_mul(mask_bytes));
         if estimate > self.max_guide_bytes {
             return Err(Error::LimitExceeded {

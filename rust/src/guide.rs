@@ -102,6 +102,8 @@ pub(crate) enum Automaton {
     Product(ProductAutomaton),
     /// An explicit token DFA (method `direct`), with each state's fewest tokens to acceptance.
     Explicit { dfa: TokenDfa, distance: Vec<u32> },
+    /// A canonical guide for a tokenizer with a pre-tokenizer (see `pretokenized`).
+    Pretokenized(crate::pretokenized::PretokenizedAutomaton),
 }
 
 /// See the module docs.
@@ -152,7 +154,9 @@ impl Guide {
     pub(crate) fn parts(&self) -> ProductParts<'_> {
         match &self.automaton {
             Automaton::Product(p) => ProductParts { byte_dfa: &p.dfa },
-            Automaton::Explicit { .. } => unreachable!("parts() is only called on product guides"),
+            Automaton::Explicit { .. } | Automaton::Pretokenized(_) => {
+                unreachable!("parts() is only called on product guides")
+            }
         }
     }
 
@@ -160,7 +164,7 @@ impl Guide {
     pub fn token_dfa(&self) -> Option<&TokenDfa> {
         match &self.automaton {
             Automaton::Explicit { dfa, .. } => Some(dfa),
-            Automaton::Product(_) => None,
+            Automaton::Product(_) | Automaton::Pretokenized(_) => None,
         }
     }
 
@@ -191,6 +195,7 @@ impl Guide {
         match &self.automaton {
             Automaton::Product(p) => p.is_final(state),
             Automaton::Explicit { dfa, .. } => dfa.accepting[state as usize],
+            Automaton::Pretokenized(p) => p.is_final(state),
         }
     }
 
@@ -198,6 +203,7 @@ impl Guide {
     pub fn write_mask(&self, state: u32, out: &mut [u32]) {
         match &self.automaton {
             Automaton::Product(p) => p.write_mask(state, out),
+            Automaton::Pretokenized(p) => p.write_mask(state, out),
             Automaton::Explicit { dfa, .. } => {
                 out.fill(0);
                 for &(t, _) in &dfa.transitions[state as usize] {
@@ -260,6 +266,7 @@ impl Guide {
         match &self.automaton {
             Automaton::Product(p) => p.next_state(&self.vocab, state, token),
             Automaton::Explicit { dfa, .. } => dfa.next(state, token),
+            Automaton::Pretokenized(p) => p.next_state(&self.vocab, state, token),
         }
     }
 
@@ -277,6 +284,7 @@ impl Guide {
         match &self.automaton {
             Automaton::Product(p) => p.dfa.distance_to_accept(p.states[state as usize].0),
             Automaton::Explicit { distance, .. } => distance[state as usize],
+            Automaton::Pretokenized(p) => p.distance_hint(state),
         }
     }
 
@@ -305,7 +313,7 @@ impl Guide {
 
     /// A shortest token sequence from `state` to a final state (breadth-first over the guide's
     /// transitions), `None` if there is none.
-    fn shortest_path_to_final(&self, state: u32) -> Option<Vec<u32>> {
+    pub(crate) fn shortest_path_to_final(&self, state: u32) -> Option<Vec<u32>> {
         let mut parent: Vec<(u32, u32)> = vec![(u32::MAX, u32::MAX); self.num_states()];
         parent[state as usize] = (state, u32::MAX);
         let mut queue = std::collections::VecDeque::from([state]);

@@ -48,6 +48,30 @@ impl TokenTrie {
         self.children.len()
     }
 
+    /// Walks the trie alongside any automaton: `step(state, byte)` gives the next state (`None`
+    /// prunes the subtree), and `emit(token, state)` is called for every token whose whole
+    /// walk stays alive. `step` may fail (a lazily built automaton reaching a limit).
+    pub fn for_each_walk<S: Copy, E>(
+        &self,
+        start: S,
+        mut step: impl FnMut(S, u8) -> Result<Option<S>, E>,
+        mut emit: impl FnMut(u32, S),
+    ) -> Result<(), E> {
+        let mut stack: Vec<(u32, S)> = vec![(0, start)];
+        while let Some((node, q)) = stack.pop() {
+            for &(b, child) in &self.children[node as usize] {
+                let Some(next) = step(q, b)? else { continue };
+                for &t in &self.tokens[child as usize] {
+                    emit(t, next);
+                }
+                if !self.children[child as usize].is_empty() {
+                    stack.push((child, next));
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Calls `emit(token, target)` for every token that is a transition from `state`.
     pub fn for_each_transition(&self, dfa: &ByteDfa, state: u32, mut emit: impl FnMut(u32, u32)) {
         let mut stack: Vec<(u32, u32)> = vec![(0, state)];

@@ -363,10 +363,10 @@ impl PyGuide {
         Ok(py.detach(move || a.first_difference(&b)))
     }
     /// The guide as bytes (versioned, checksummed; load with `Compiler.guide_from_bytes`).
-    fn to_bytes<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let g = self.inner.clone();
-        let bytes = py.detach(move || crate::guide_io::guide_to_bytes(&g));
-        PyBytes::new(py, &bytes)
+        let bytes = py.detach(move || crate::guide_io::guide_to_bytes(&g)).map_err(to_py)?;
+        Ok(PyBytes::new(py, &bytes))
     }
     fn __reduce__(&self) -> PyResult<()> {
         Err(pyo3::exceptions::PyTypeError::new_err(

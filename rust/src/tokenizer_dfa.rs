@@ -46,7 +46,7 @@ use rustc_hash::FxHashMap;
 use crate::bpe::{MergeTable, Step, NO_MERGE};
 use crate::bytedfa::{ByteDfa, DEAD};
 use crate::error::{Error, Result};
-use crate::vocab::{TokenizerKind, Vocabulary};
+use crate::vocab::Vocabulary;
 
 /// No class: the token is never emitted (or is a byte-fallback token, see `byte_of_token`).
 pub const NO_CLASS: u32 = u32::MAX;
@@ -165,7 +165,6 @@ impl TokenizerDfa {
         if let Some(reason) = vocab.canonical_unsupported_reason() {
             return Err(Error::Unsupported(reason.to_string()));
         }
-        debug_assert_eq!(vocab.kind(), TokenizerKind::CharBpe);
         let started = Instant::now();
         let table = MergeTable::new(vocab.merges());
         let words = Derivations::compute(vocab, &table);
@@ -411,9 +410,7 @@ impl Derivations {
             if vocab.is_never_allowed(t) || vocab.byte_fallback_tokens().is_some_and(|fb| fb.contains(&t)) {
                 continue;
             }
-            let Ok(text) = std::str::from_utf8(vocab.token_bytes(t)) else { continue };
-            symbols.clear();
-            if !text.chars().all(|c| vocab.char_symbol(c).map(|s| symbols.push(s)).is_some()) {
+            if !vocab.base_symbols(vocab.token_bytes(t), &mut symbols) {
                 continue;
             }
             let (out, timeline) = table.derive(&symbols);

@@ -88,9 +88,39 @@ pub struct Vocabulary {
     /// A space in the text is the symbol "▁".
     space_is_metaspace: bool,
     canonical_unsupported: Option<String>,
+    /// How a byte-level BPE tokenizer splits and normalizes the text (when canonical guides
+    /// support it).
+    pre_tokenization: Option<PreTokenization>,
     by_string: FxHashMap<String, u32>,
     fingerprint: u64,
 }
+
+/// What a byte-level BPE tokenizer does to the text before the merges, in the form the
+/// canonical construction (`crate::pretokenized`) models exactly.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PreTokenization {
+    /// `Split(pattern, Isolated)` stages in order; each splits every piece of the previous one.
+    /// `ByteLevel(use_regex=true)`, `Digits` and `Punctuation` are expressed as such patterns.
+    pub stages: Vec<String>,
+    pub normalization: Normalization,
+    /// A piece that is itself a vocabulary token is emitted whole (Llama 3).
+    pub ignore_merges: bool,
+}
+
+/// A normalizer that canonical guides support: the text is restricted to characters the
+/// normalizer leaves unchanged in every context (see `crate::pretokenized`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Normalization {
+    None,
+    Nfc,
+    Nfkc,
+}
+
+/// GPT-2's pre-tokenizer regex (`ByteLevel` with `use_regex=true`).
+pub const GPT2_PATTERN: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+
+/// Hugging Face's `Punctuation` pre-tokenizer class: ASCII punctuation or Unicode `P*`.
+const PUNCTUATION_CLASS: &str = r"[!-/:-@\[-`{-~\p{P}]";
 
 impl Vocabulary {
     /// Parses a `tokenizer.json` document. `eos_token_ids` defaults to the first of
@@ -272,6 +302,9 @@ impl Vocabulary {
 
         let byte_fallback_token = (byte_fallback && fallback.iter().all(|&t| t != u32::MAX))
             .then(|| Box::new(fallback));
+        let pre_tokenization = (kind == TokenizerKind::ByteLevelBpe)
+            .then(|| byte_level_pre_tokenization(&root, model, &nonspecial_added).ok())
+            .flatten();
         let canonical_unsupported = canonical_support(
             &root,
             model,
@@ -335,6 +368,8 @@ impl Vocabulary {
                 h.write_u64(m.merged as u64);
             }
             h.write(canonical_unsupported.as_deref().unwrap_or("").as_bytes());
+            // The tokenizer DFA depends on ignore_merges through the pieces it allows whole.
+            h.write(&[pre_tokenization.as_ref().is_some_and(|p| p.ignore_merges) as u8]);
             h.finish()
         };
         Ok(Vocabulary {
@@ -350,6 +385,7 @@ impl Vocabulary {
             byte_fallback_token,
             space_is_metaspace: metaspace,
             canonical_unsupported,
+            pre_tokenization,
             by_string,
         })
     }
@@ -417,6 +453,30 @@ impl Vocabulary {
     pub fn canonical_unsupported_reason(&self) -> Option<&str> {
         self.canonical_unsupported.as_deref()
     }
+    /// The pre-tokenization canonical guides model, for a supported byte-level BPE tokenizer.
+    pub fn pre_tokenization(&self) -> Option<&PreTokenization> {
+        self.pre_tokenization.as_ref()
+    }
+    /// The base symbols BPE starts from for `bytes` (one per character, or per byte for
+    /// byte-level BPE), `None` when one is missing from the vocabulary.
+    pub fn base_symbols(&self, bytes: &[u8], out: &mut Vec<u32>) -> bool {
+        out.clear();
+        if self.kind == TokenizerKind::ByteLevelBpe {
+            let table = byte_to_unicode_table();
+            let mut buf = [0u8; 4];
+            return bytes.iter().all(|&b| {
+                let c = table[b as usize];
+                self.by_string
+                    .get(&*c.encode_utf8(&mut buf))
+                    .copied()
+                    .filter(|&id| !self.never_allowed[id as usize])
+                    .map(|id| out.push(id))
+                    .is_some()
+            });
+        }
+        let Ok(text) = std::str::from_utf8(bytes) else { return false };
+        text.chars().all(|c| self.char_symbol(c).map(|s| out.push(s)).is_some())
+    }
     /// The base symbol a character of the text starts as, if the vocabulary has one.
     pub fn char_symbol(&self, c: char) -> Option<u32> {
         let c = if c == ' ' && self.space_is_metaspace { '\u{2581}' } else { c };
@@ -437,12 +497,7 @@ fn canonical_support(
 ) -> Option<String> {
     match kind {
         TokenizerKind::ByteLevelBpe => {
-            return Some(format!(
-                "canonical guides for byte-level BPE with a pre-tokenizer ({}) are not implemented yet: \
-                 the merges never cross the pre-tokenizer's splits, which the merge-table construction \
-                 does not model, so a guide would be silently non-canonical; use method=\"agnostic\"",
-                describe(root.get("pre_tokenizer"))
-            ))
+            return byte_level_pre_tokenization(root, model, nonspecial_added).err();
         }
         TokenizerKind::Unigram => {
             return Some("canonical guides need a BPE merge table; this tokenizer is a Unigram model; use method=\"agnostic\"".into())
@@ -508,6 +563,120 @@ fn canonical_support(
     None
 }
 
+/// The pre-tokenization of a byte-level BPE tokenizer, or why canonical guides cannot model it.
+pub(crate) fn byte_level_pre_tokenization(
+    root: &Value,
+    model: &Value,
+    nonspecial_added: &[String],
+) -> std::result::Result<PreTokenization, String> {
+    let agnostic = "use method=\"agnostic\"";
+    for key in ["dropout", "continuing_subword_prefix", "end_of_word_suffix"] {
+        if model.get(key).is_some_and(|v| !v.is_null()) {
+            return Err(format!("BPE option {key} is not supported by canonical guides; {agnostic}"));
+        }
+    }
+    if model.get("byte_fallback").and_then(Value::as_bool) == Some(true) {
+        return Err(format!("byte_fallback with a byte-level pre-tokenizer is not supported by canonical guides; {agnostic}"));
+    }
+    if let Some(first) = nonspecial_added.first() {
+        return Err(format!(
+            "the non-special added token {first:?} (one of {}) is split out of the raw text before \
+             the pre-tokenizer, which canonical guides do not model yet; {agnostic}",
+            nonspecial_added.len()
+        ));
+    }
+    let normalization = match root.get("normalizer").filter(|v| !v.is_null()) {
+        None => Normalization::None,
+        Some(norm) => {
+            let parts: Vec<&Value> = match norm.get("normalizers").and_then(Value::as_array) {
+                Some(list) => list.iter().collect(),
+                None => vec![norm],
+            };
+            let mut found = Normalization::None;
+            for p in parts {
+                let ty = p.get("type").and_then(Value::as_str).unwrap_or("?");
+                let this = match ty {
+                    "NFC" => Normalization::Nfc,
+                    "NFKC" => Normalization::Nfkc,
+                    _ => {
+                        return Err(format!(
+                            "the normalizer {ty} changes the text before the pre-tokenizer; canonical \
+                             guides support NFC and NFKC only; {agnostic}"
+                        ))
+                    }
+                };
+                if found != Normalization::None && found != this {
+                    return Err(format!("a sequence of normalizers {} is not supported by canonical guides; {agnostic}", describe(Some(norm))));
+                }
+                found = this;
+            }
+            found
+        }
+    };
+    let pre = root.get("pre_tokenizer").filter(|v| !v.is_null());
+    let parts: Vec<&Value> = match pre {
+        None => Vec::new(),
+        Some(p) if p.get("type").and_then(Value::as_str) == Some("Sequence") => {
+            p.get("pretokenizers").and_then(Value::as_array).map(|l| l.iter().collect()).unwrap_or_default()
+        }
+        Some(p) => vec![p],
+    };
+    let mut stages = Vec::new();
+    let mut byte_level_seen = false;
+    for p in parts {
+        let ty = p.get("type").and_then(Value::as_str).unwrap_or("?");
+        let unsupported = |why: &str| Err(format!("the pre-tokenizer {}: {why}; {agnostic}", describe(Some(p))));
+        if byte_level_seen {
+            // Later stages see the byte-mapped text (one stand-in character per byte), where a
+            // split may fall inside a UTF-8 character (falcon's Digits after ByteLevel).
+            return unsupported("a pre-tokenizer after ByteLevel works on the byte-mapped text, which canonical guides do not model");
+        }
+        match ty {
+            "ByteLevel" => {
+                if p.get("add_prefix_space").and_then(Value::as_bool) == Some(true) {
+                    return unsupported("add_prefix_space=true is not supported");
+                }
+                if p.get("use_regex").and_then(Value::as_bool).unwrap_or(true) {
+                    stages.push(GPT2_PATTERN.to_string());
+                }
+                byte_level_seen = true;
+            }
+            "Split" => {
+                if p.get("behavior").and_then(Value::as_str) != Some("Isolated") {
+                    return unsupported("only behavior Isolated is supported");
+                }
+                if p.get("invert").and_then(Value::as_bool) == Some(true) {
+                    return unsupported("invert=true is not supported");
+                }
+                match (p.pointer("/pattern/Regex").and_then(Value::as_str), p.pointer("/pattern/String").and_then(Value::as_str)) {
+                    (Some(r), _) => stages.push(r.to_string()),
+                    (None, Some(lit)) => stages.push(regex_syntax::escape(lit)),
+                    _ => return unsupported("no Regex or String pattern"),
+                }
+            }
+            "Digits" => stages.push(if p.get("individual_digits").and_then(Value::as_bool) == Some(true) {
+                r"\p{N}".to_string()
+            } else {
+                r"\p{N}+".to_string()
+            }),
+            "Punctuation" => match p.get("behavior").and_then(Value::as_str).unwrap_or("Isolated") {
+                "Isolated" => stages.push(PUNCTUATION_CLASS.to_string()),
+                "Contiguous" => stages.push(format!("{PUNCTUATION_CLASS}+")),
+                _ => return unsupported("only behavior Isolated or Contiguous is supported"),
+            },
+            _ => return unsupported("this pre-tokenizer type is not modelled by canonical guides"),
+        }
+    }
+    if !byte_level_seen {
+        return Err(format!(
+            "a byte-level BPE tokenizer without a ByteLevel pre-tokenizer ({}) is not supported by canonical guides; {agnostic}",
+            describe(pre)
+        ));
+    }
+    let ignore_merges = model.get("ignore_merges").and_then(Value::as_bool) == Some(true);
+    Ok(PreTokenization { stages, normalization, ignore_merges })
+}
+
 fn as_id(v: &Value) -> Option<u32> {
     v.as_u64().and_then(|x| u32::try_from(x).ok())
 }
@@ -554,6 +723,18 @@ fn describe(v: Option<&Value>) -> String {
 fn parse_byte_token(s: &str) -> Option<u8> {
     let hex = s.strip_prefix("<0x")?.strip_suffix('>')?;
     (hex.len() == 2).then(|| u8::from_str_radix(hex, 16).ok()).flatten()
+}
+
+/// GPT-2's map from bytes to their printable stand-in characters.
+pub fn byte_to_unicode_table() -> &'static [char; 256] {
+    static TABLE: std::sync::OnceLock<[char; 256]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut table = ['\0'; 256];
+        for (c, b) in unicode_to_byte() {
+            table[b as usize] = c;
+        }
+        table
+    })
 }
 
 /// GPT-2's map from the printable stand-in characters back to bytes.

@@ -1,0 +1,171 @@
+//! Brute force: on a small synthetic tokenizer with a hand-written pre-tokenizer automaton, the
+//! guide accepts exactly the canonical encodings (reference split, then priority BPE per piece,
+//! with and without `ignore_merges`) of the regex's strings.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use super::*;
+use crate::bpe::MergeTable;
+use crate::deadline::Deadline;
+use crate::text_automaton::PieceBoundaries;
+
+/// Pieces are `" ?[ab]+"` or a single space: a space joins the letters after it, so whether a
+/// boundary follows a space depends on the next character.
+struct SpaceJoinsWord;
+
+// States: 0 start, 1 in a word, 2 a space just began a piece, 3 marked after a word,
+// 4 marked after a lone space.
+impl PieceBoundaries for SpaceJoinsWord {
+    fn num_stages(&self) -> usize {
+        1
+    }
+    fn start(&self) -> u32 {
+        0
+    }
+    fn byte(&mut self, s: u32, b: u8) -> crate::Result<u32> {
+        let letter = b == b'a' || b == b'b';
+        let space = b == b' ';
+        Ok(match (s, letter, space) {
+            (0 | 1 | 2, true, _) => 1,
+            (0 | 3 | 4, _, true) => 2,
+            _ => DEAD,
+        })
+    }
+    fn mark(&mut self, s: u32, _kind: usize) -> crate::Result<u32> {
+        Ok(match s {
+            1 => 3,
+            2 => 4,
+            _ => DEAD,
+        })
+    }
+    fn accepts_end(&mut self, s: u32) -> crate::Result<bool> {
+        Ok(matches!(s, 0 | 1 | 2))
+    }
+}
+
+fn reference_pieces(text: &str) -> Vec<&str> {
+    let b = text.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < b.len() {
+        let start = i;
+        if b[i] == b' ' {
+            i += 1;
+            if i < b.len() && b[i] != b' ' {
+                while i < b.len() && b[i] != b' ' {
+                    i += 1;
+                }
+            }
+        } else {
+            while i < b.len() && b[i] != b' ' {
+                i += 1;
+            }
+        }
+        out.push(&text[start..i]);
+    }
+    out
+}
+
+fn reference_encode(vocab: &Vocabulary, table: &MergeTable, ignore_merges: bool, text: &str) -> Option<Vec<u32>> {
+    let mut out = Vec::new();
+    for piece in reference_pieces(text) {
+        if ignore_merges {
+            if let Some(id) = vocab.token_id(piece) {
+                out.push(id);
+                continue;
+            }
+        }
+        let mut symbols = Vec::new();
+        if !vocab.base_symbols(piece.as_bytes(), &mut symbols) {
+            return None;
+        }
+        table.encode(&mut symbols);
+        out.extend(symbols);
+    }
+    Some(out)
+}
+
+fn strings(alphabet: &[char], max_len: usize) -> Vec<String> {
+    let mut all = vec![String::new()];
+    let mut frontier = vec![String::new()];
+    for _ in 0..max_len {
+        let mut next = Vec::new();
+        for s in &frontier {
+            for &c in alphabet {
+                let mut t = s.clone();
+                t.push(c);
+                next.push(t);
+            }
+        }
+        all.extend(next.iter().cloned());
+        frontier = next;
+    }
+    all
+}
+
+/// Every accepted sequence spelling at most `max_bytes` bytes.
+fn accepted(guide: &Guide, max_bytes: usize) -> BTreeSet<Vec<u32>> {
+    let vocab = guide.vocabulary();
+    let mut out = BTreeSet::new();
+    let mut stack = vec![(guide.initial_state(), Vec::new(), 0usize)];
+    while let Some((s, path, len)) = stack.pop() {
+        if guide.is_final(s) {
+            out.insert(path.clone());
+        }
+        for (t, to) in guide.transitions(s) {
+            let l = len + vocab.token_bytes(t).len();
+            if l <= max_bytes {
+                let mut p = path.clone();
+                p.push(t);
+                stack.push((to, p, l));
+            }
+        }
+    }
+    out
+}
+
+const TOKENS: &[&str] = &["a", "b", " ", "ab", "ba", "aa", " a", " b", " ab", "bb", "aab", "  "];
+const MERGES: &[(&str, &str)] = &[("a", "b"), (" ", "a"), ("b", "a"), ("a", "a"), (" a", "b"), (" ", "b"), ("a", "ab"), (" ", " ")];
+
+fn check(pattern: &str, ignore_merges: bool, alphabet: &[char], max_len: usize) {
+    let vocab = Arc::new(Vocabulary::char_bpe_for_tests(TOKENS, MERGES).unwrap());
+    let tok = Arc::new(TokenizerDfa::build(&vocab).unwrap());
+    let lone: Vec<u32> = if ignore_merges { lone_tokens(&vocab, &tok) } else { Vec::new() };
+    assert_eq!(lone.iter().map(|&t| vocab.token_string(t).unwrap()).collect::<Vec<_>>(), if ignore_merges { vec![" ab", "bb"] } else { vec![] });
+    let trie = TokenTrie::new(
+        (0..vocab.num_tokens() as u32)
+            .filter(|&t| tok.class_of(t) != NO_CLASS || lone.contains(&t))
+            .map(|t| (t, vocab.token_bytes(t))),
+    );
+    let lone_trie = LoneTrie::new(lone.iter().map(|&t| vocab.token_bytes(t)));
+    let dfa = ByteDfa::from_regex(pattern, 1000).unwrap();
+    let limits = ProductLimits { max_product_states: 100_000, max_guide_bytes: 1 << 30, deadline: Deadline::none() };
+    let guide = build(&vocab, &tok, &trie, dfa.clone(), SpaceJoinsWord, lone_trie, &limits).unwrap();
+    let table = MergeTable::new(vocab.merges());
+    let want: BTreeSet<Vec<u32>> = strings(alphabet, max_len)
+        .iter()
+        .filter(|s| dfa.matches(s.as_bytes()))
+        .filter_map(|s| reference_encode(&vocab, &table, ignore_merges, s))
+        .collect();
+    let got = accepted(&guide, max_len);
+    let show = |v: &Vec<u32>| v.iter().map(|&t| format!("{:?}", vocab.token_string(t).unwrap())).collect::<Vec<_>>().join(" ");
+    let missing: Vec<String> = want.difference(&got).take(10).map(show).collect();
+    let extra: Vec<String> = got.difference(&want).take(10).map(show).collect();
+    assert!(missing.is_empty() && extra.is_empty(), "{pattern} (ignore_merges={ignore_merges}): missing {missing:?}, extra {extra:?}");
+    // Every state can finish, and masks agree with steps.
+    assert!(want.len() > 5, "{pattern}: too few strings to be a test");
+    for s in 0..guide.num_states() as u32 {
+        assert!(guide.shortest_path_to_final(s).is_some(), "state {s} cannot finish");
+    }
+}
+
+#[test]
+fn brute_force_equals_reference_encoding() {
+    for ignore_merges in [false, true] {
+        check("[ab ]{0,6}", ignore_merges, &['a', 'b', ' '], 6);
+        check("( ?[ab]+)+", ignore_merges, &['a', 'b', ' '], 6);
+        check("a* b*|bb|  +b", ignore_merges, &['a', 'b', ' '], 6);
+        check("(ab| |bb)*", ignore_merges, &['a', 'b', ' '], 7);
+    }
+}

@@ -1,0 +1,261 @@
+//! The text side of a pre-tokenized canonical guide: one deterministic automaton over bytes
+//! *and piece-boundary marks* that knows everything about the generated text except which
+//! tokens spell it.
+//!
+//! A state is a triple `(q, m, n)`:
+//! * `q`, a state of the regex's [`ByteDfa`] (the text so far is a prefix of the language);
+//! * `m`, a state of the pre-tokenizer's [`PieceBoundaries`] automaton (the text so far, with
+//!   marks at the token boundaries chosen as piece boundaries, is a prefix of a correctly
+//!   split text);
+//! * `n`, a node of the trie of *lone tokens* (with `ignore_merges`, the vocabulary tokens the
+//!   merges alone would not produce from their own text), tracking whether the current piece is
+//!   still a prefix of one: a piece that spells a lone token must be that token, whole.
+//!
+//! Bytes move all three; a mark moves `m` and restarts `n` (a new piece begins). States are
+//! interned lazily while the guide is built ([`TextAutomaton`]) and then frozen with the
+//! transitions that were explored ([`FrozenText`]) — the decode-time walks only ever follow
+//! token paths the build explored from the same states, so nothing else is needed.
+//!
+//! # Costs
+//! Each explored byte transition is one hash-map entry (`(state, byte) → state`, ~24 bytes with
+//! slack); the build explores one trie walk per state it expands, like the agnostic index.
+
+use rustc_hash::FxHashMap;
+
+use crate::bytedfa::{ByteDfa, DEAD};
+use crate::error::{Error, Result};
+
+/// The pre-tokenizer as an automaton over correctly marked texts (bytes and boundary marks),
+/// built lazily (see `crate::piece_machine`). A boundary's *kind* is the pre-tokenizer stage
+/// that puts it there first. `DEAD` (`u32::MAX`) answers "no correctly split text continues so".
+pub trait PieceBoundaries {
+    fn num_stages(&self) -> usize;
+    fn start(&self) -> u32;
+    fn byte(&mut self, state: u32, byte: u8) -> Result<u32>;
+    fn mark(&mut self, state: u32, kind: usize) -> Result<u32>;
+    fn accepts_end(&mut self, state: u32) -> Result<bool>;
+}
+
+/// A byte trie of the lone tokens; node 0 is the root, [`NOT_A_PREFIX`] is "no lone token
+/// starts with the piece so far".
+#[derive(Clone, Debug, Default)]
+pub struct LoneTrie {
+    children: Vec<Vec<(u8, u32)>>,
+    terminal: Vec<bool>,
+}
+
+/// See [`LoneTrie`].
+pub const NOT_A_PREFIX: u32 = u32::MAX - 1;
+
+impl LoneTrie {
+    pub fn new<'a>(words: impl IntoIterator<Item = &'a [u8]>) -> LoneTrie {
+        let mut trie = LoneTrie { children: vec![Vec::new()], terminal: vec![false] };
+        for w in words {
+            let mut node = 0usize;
+            for &b in w {
+                node = match trie.children[node].binary_search_by_key(&b, |c| c.0) {
+                    Ok(i) => trie.children[node][i].1 as usize,
+                    Err(i) => {
+                        let id = trie.children.len();
+                        trie.children[node].insert(i, (b, id as u32));
+                        trie.children.push(Vec::new());
+                        trie.terminal.push(false);
+                        id
+                    }
+                };
+            }
+            trie.terminal[node] = true;
+        }
+        trie
+    }
+    fn step(&self, node: u32, b: u8) -> u32 {
+        if node == NOT_A_PREFIX {
+            return NOT_A_PREFIX;
+        }
+        let ch = &self.children[node as usize];
+        ch.binary_search_by_key(&b, |c| c.0).map_or(NOT_A_PREFIX, |i| ch[i].1)
+    }
+    fn is_terminal(&self, node: u32) -> bool {
+        node != NOT_A_PREFIX && self.terminal[node as usize]
+    }
+}
+
+/// The lazily built automaton (see the module docs).
+pub struct TextAutomaton<'a, M: PieceBoundaries> {
+    dfa: &'a ByteDfa,
+    machine: M,
+    lone: LoneTrie,
+    states: Vec<(u32, u32, u32)>,
+    index: FxHashMap<(u32, u32, u32), u32>,
+    next: FxHashMap<(u32, u8), u32>,
+    marks: FxHashMap<u32, Vec<u32>>,
+    accepting: FxHashMap<u32, bool>,
+    max_states: usize,
+}
+
+impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
+    pub fn new(dfa: &'a ByteDfa, machine: M, lone: LoneTrie, max_states: usize) -> TextAutomaton<'a, M> {
+        let mut t = TextAutomaton {
+            dfa,
+            machine,
+            lone,
+            states: Vec::new(),
+            index: FxHashMap::default(),
+            next: FxHashMap::default(),
+            marks: FxHashMap::default(),
+            accepting: FxHashMap::default(),
+            max_states,
+        };
+        let start = (dfa.start(), t.machine.start(), 0);
+        t.states.push(start);
+        t.index.insert(start, 0);
+        t
+    }
+
+    pub fn start(&self) -> u32 {
+        0
+    }
+    pub fn num_stages(&self) -> usize {
+        self.machine.num_stages()
+    }
+    pub fn num_states(&self) -> usize {
+        self.states.len()
+    }
+
+    fn intern(&mut self, s: (u32, u32, u32)) -> Result<u32> {
+        if let Some(&id) = self.index.get(&s) {
+            return Ok(id);
+        }
+        if self.states.len() >= self.max_states {
+            return Err(Error::LimitExceeded {
+                limit: "max_product_states",
+                value: self.max_states.to_string(),
+                what: "text states (regex state, pre-tokenizer state, lone-token prefix) of a pre-tokenized guide".into(),
+            });
+        }
+        let id = self.states.len() as u32;
+        self.states.push(s);
+        self.index.insert(s, id);
+        Ok(id)
+    }
+
+    /// The state after `b`, `DEAD` when the regex or the pre-tokenizer rules it out.
+    pub fn byte(&mut self, z: u32, b: u8) -> Result<u32> {
+        if let Some(&to) = self.next.get(&(z, b)) {
+            return Ok(to);
+        }
+        let (q, m, n) = self.states[z as usize];
+        let q2 = self.dfa.next(q, b);
+        let to = if q2 == DEAD {
+            DEAD
+        } else {
+            match self.machine.byte(m, b)? {
+                DEAD => DEAD,
+                m2 => {
+                    let n2 = self.lone.step(n, b);
+                    self.intern((q2, m2, n2))?
+                }
+            }
+        };
+        self.next.insert((z, b), to);
+        Ok(to)
+    }
+
+    /// The states after a piece boundary of each kind (`DEAD` where impossible).
+    pub fn marks(&mut self, z: u32) -> Result<&[u32]> {
+        if !self.marks.contains_key(&z) {
+            let (q, m, _) = self.states[z as usize];
+            let mut out = Vec::with_capacity(self.machine.num_stages());
+            for kind in 0..self.machine.num_stages() {
+                out.push(match self.machine.mark(m, kind)? {
+                    DEAD => DEAD,
+                    m2 => self.intern((q, m2, 0))?,
+                });
+            }
+            self.marks.insert(z, out);
+        }
+        Ok(&self.marks[&z])
+    }
+
+    /// Whether the text may end here (regex accepts, every pre-tokenizer decision resolves).
+    pub fn is_accepting(&mut self, z: u32) -> Result<bool> {
+        if let Some(&a) = self.accepting.get(&z) {
+            return Ok(a);
+        }
+        let (q, m, _) = self.states[z as usize];
+        let a = self.dfa.is_accepting(q) && self.machine.accepts_end(m)?;
+        self.accepting.insert(z, a);
+        Ok(a)
+    }
+
+    /// Whether the current piece spells a lone token.
+    pub fn spells_lone_token(&self, z: u32) -> bool {
+        self.lone.is_terminal(self.states[z as usize].2)
+    }
+
+    /// The regex state of `z`.
+    pub fn regex_state(&self, z: u32) -> u32 {
+        self.states[z as usize].0
+    }
+
+    /// Keeps what decoding needs: explored transitions, marks, acceptance, lone flags.
+    pub fn freeze(mut self) -> Result<FrozenText> {
+        let n = self.states.len();
+        let kinds = self.machine.num_stages();
+        let mut marks = vec![DEAD; n * kinds];
+        for (&z, ms) in &self.marks {
+            marks[z as usize * kinds..(z as usize + 1) * kinds].copy_from_slice(ms);
+        }
+        let mut accepting = vec![false; n];
+        for z in 0..n as u32 {
+            accepting[z as usize] = self.is_accepting(z)?;
+        }
+        let spells_lone = (0..n as u32).map(|z| self.spells_lone_token(z)).collect();
+        let regex_state = self.states.iter().map(|s| s.0).collect();
+        let next = self.next.into_iter().filter(|&(_, to)| to != DEAD).collect();
+        Ok(FrozenText { kinds, next, marks, accepting, spells_lone, regex_state })
+    }
+}
+
+/// The explored part of a [`TextAutomaton`], immutable; what a guide walks while decoding.
+#[derive(Clone, Debug)]
+pub struct FrozenText {
+    kinds: usize,
+    next: FxHashMap<(u32, u8), u32>,
+    marks: Vec<u32>,
+    accepting: Vec<bool>,
+    spells_lone: Vec<bool>,
+    regex_state: Vec<u32>,
+}
+
+impl FrozenText {
+    /// The state after `bytes`, `DEAD` if the walk leaves the explored transitions.
+    pub fn walk(&self, mut z: u32, bytes: &[u8]) -> u32 {
+        for &b in bytes {
+            match self.next.get(&(z, b)) {
+                Some(&to) => z = to,
+                None => return DEAD,
+            }
+        }
+        z
+    }
+    pub fn marks(&self, z: u32) -> &[u32] {
+        &self.marks[z as usize * self.kinds..(z as usize + 1) * self.kinds]
+    }
+    pub fn is_accepting(&self, z: u32) -> bool {
+        self.accepting[z as usize]
+    }
+    pub fn spells_lone_token(&self, z: u32) -> bool {
+        self.spells_lone[z as usize]
+    }
+    pub fn regex_state(&self, z: u32) -> u32 {
+        self.regex_state[z as usize]
+    }
+    pub fn num_states(&self) -> usize {
+        self.accepting.len()
+    }
+    /// Approximate heap bytes.
+    pub fn heap_bytes(&self) -> usize {
+        self.next.capacity() * 16 + self.marks.len() * 4 + self.accepting.len() * 6
+    }
+}

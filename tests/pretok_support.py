@@ -1,0 +1,408 @@
+"""Test support for byte-level BPE tokenizers with a pre-tokenizer (no propertok import).
+
+* which shared tokenizers are byte-level, and the four that must be supported;
+* the normalization-stable characters of NFC / NFKC tokenizers (what their guides keep);
+* *merge-only* variants of a tokenizer (same vocab and merges, no pre-tokenizer split, and for
+  ``ignore_merges`` tokenizers the merges alone), the naive approaches a guide must not follow,
+  and a seeded search for strings on which they differ from the real tokenizer;
+* a seeded generator of diverse texts, and of token pairs / triples biased towards canonical ones
+  and towards near misses (the same text cut differently).
+
+Everything is checked against the real ``tokenizers`` library through ``oracle.Oracle``.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import random
+import unicodedata
+from typing import Optional, Sequence
+
+import numpy as np
+from tokenizers import Tokenizer
+
+from oracle import Oracle, manifest
+
+# DESIGN.md names these four as the byte-level tokenizers the work is for: they must be supported.
+MAIN_BYTE_LEVEL = ("gpt2", "llama3", "qwen2", "cl100k")
+
+
+def manifest_entry(slug: str) -> dict:
+    return next(m for m in manifest() if m["slug"] == slug)
+
+
+def byte_level_slugs() -> list[str]:
+    """Every shared tokenizer whose MANIFEST family is byte-level BPE, in manifest order."""
+    return [m["slug"] for m in manifest() if m["family"].lower().startswith("byte-level")]
+
+
+# ---------------------------------------------------------------------------------------------
+# normalizers
+# ---------------------------------------------------------------------------------------------
+
+
+def _walk(node):
+    if isinstance(node, dict):
+        yield node
+        for v in node.values():
+            yield from _walk(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _walk(v)
+
+
+def normalization_form(oracle: Oracle) -> Optional[str]:
+    """``"NFC"``, ``"NFKC"`` (the Unicode normalizer of the tokenizer.json), or None."""
+    forms = {d.get("type") for d in _walk(oracle.doc.get("normalizer"))} & {"NFC", "NFKC", "NFD", "NFKD"}
+    assert forms <= {"NFC", "NFKC"}, f"{oracle.name}: unexpected normalizer {forms}"
+    assert len(forms) <= 1, forms
+    return next(iter(forms), None)
+
+
+@functools.lru_cache(maxsize=None)
+def _composition_seconds() -> frozenset:
+    """Characters that are the second half of a canonical two-character decomposition (so they
+    can compose with the character before them: Hangul vowel/trailing jamo, U+0B3E, ...). They
+    have quick-check "Maybe", even when ``is_normalized`` holds for them alone."""
+    out = set(chr(c) for c in range(0x1161, 0x1176)) | set(chr(c) for c in range(0x11A8, 0x11C3))
+    for cp in range(0x110000):
+        d = unicodedata.decomposition(chr(cp))
+        if d and not d.startswith("<"):
+            parts = d.split()
+            if len(parts) == 2:
+                out.add(chr(int(parts[1], 16)))
+    return frozenset(out)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def stable_char(ch: str, form: Optional[str]) -> bool:
+    """Whether ``ch`` is normalization-stable in every context under ``form``: normalized alone
+    (``unicodedata.is_normalized``), combining class 0, not the second half of a composition
+    (quick-check Maybe), and assigned in Python's Unicode database (a character Python's tables
+    do not know may have properties in the tokenizer's newer tables). Every character is stable
+    when ``form`` is None."""
+    if form is None:
+        return True
+    return (
+        unicodedata.is_normalized(form, ch)
+        and unicodedata.combining(ch) == 0
+        and unicodedata.category(ch) != "Cn"
+        and ch not in _composition_seconds()
+    )
+
+
+def stable_text(s: str, form: Optional[str]) -> bool:
+    return form is None or all(stable_char(c, form) for c in s)
+
+
+# ---------------------------------------------------------------------------------------------
+# merge-only variants (the naive approaches)
+# ---------------------------------------------------------------------------------------------
+
+_NO_SPLIT = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+
+
+def _tokenizer_from_doc(doc: dict) -> Tokenizer:
+    tok = Tokenizer.from_str(json.dumps(doc))
+    tok.encode_special_tokens = True
+    return tok
+
+
+@functools.lru_cache(maxsize=None)
+def naive_variants(slug: str) -> dict[str, Tokenizer]:
+    """Tokenizers built from the same tokenizer.json (normalizer, added tokens, vocab, merges
+    unchanged) that a guide must *not* imitate:
+
+    * ``merge-only``: the pre-tokenizer replaced by ``ByteLevel(use_regex=False)``, i.e. BPE of the
+      whole text (``ignore_merges`` as in the file);
+    * for ``ignore_merges`` tokenizers (Llama 3, cl100k, o200k) also ``merge-only-no-ignore``
+      (no split and ``ignore_merges=false``: the appendix's pure merge table) and
+      ``split-no-ignore`` (the real split, but ``ignore_merges=false``).
+    """
+    from oracle import oracle_for
+
+    o = oracle_for(slug)
+    out = {}
+    doc = copy.deepcopy(o.doc)
+    doc["pre_tokenizer"] = copy.deepcopy(_NO_SPLIT)
+    out["merge-only"] = _tokenizer_from_doc(doc)
+    if o.doc["model"].get("ignore_merges"):
+        d2 = copy.deepcopy(doc)
+        d2["model"]["ignore_merges"] = False
+        out["merge-only-no-ignore"] = _tokenizer_from_doc(d2)
+        d3 = copy.deepcopy(o.doc)
+        d3["model"]["ignore_merges"] = False
+        out["split-no-ignore"] = _tokenizer_from_doc(d3)
+    return out
+
+
+def encode_with(tok: Tokenizer, strings: Sequence[str]) -> list[list[int]]:
+    return [e.ids for e in tok.encode_batch(list(strings), add_special_tokens=False)]
+
+
+# ---------------------------------------------------------------------------------------------
+# diverse texts
+# ---------------------------------------------------------------------------------------------
+
+WORDS = (
+    "the a of and to in is it you that he was for on are with as I his they be at one have this "
+    "from or had by word but what some we can out other were all there when up use your how said an "
+    "each she which do their time if will way about many then them write would like so these her "
+    "long make thing see him two has look more day could go come did number sound no most people my "
+    "Hello World JSON Python GPT OpenAI USA NASA iPhone camelCase snake_case HTTPServer XMLHttpRequest "
+    "naïve café résumé Ωmega Straße façade jalapeño"
+).split()
+CONTRACTIONS = ("'s", "'t", "'re", "'ve", "'m", "'ll", "'d", "'S", "'T", "'RE", "'VE", "'M", "'LL", "'D", "'x", "'")
+SPACES = (" ", "  ", "   ", "    ", "\t", "\n", "\n\n", "\r\n", " \n", "\n ", " \t\n ", "\n\n\n", "\t\t", "        ")
+PUNCT = (
+    "!", "!!!", "...", "!!!...", "?", ",", ".", ";", ":", "-", "--", "—", "(", ")", "()", "[", "]", "{", "}",
+    "}}", "}}\n", "{\"", "\"},{\"", "\":", "\": \"", "\",", "\"", "'", "''", "`", "```", "/", "//", "\\", "\\n",
+    "#", "##", "@", "$", "%", "^", "&", "&&", "*", "**", "_", "__", "+", "=", "==", "=>", "->", "<", ">",
+    "<|endoftext|>", "<s>", "</s>", "|", "~", "¡", "¿", "«", "»", "…", "·", "•", "€", "£", "°",
+)
+SCRIPTS = (
+    "中文字符", "汉字", "日本語のテキスト", "カタカナ", "한국어 텍스트", "Русский текст", "Ελληνικά", "العربية",
+    "עברית", "हिन्दी", "ภาษาไทย", "😀", "👍🏽", "😀👍🏽", "👨‍👩‍👧", "🇫🇷", "✔️", "❤", "∑∫√", "½", "～", "ｆｕｌｌ",
+    "e\u0301", "n\u0303o", "A\u030a", "\u1100\u1161", "ﬁ", "Ⅸ", "²", "\u00a0", "\u200b", "\u3000", "\x0b", "\x0c",
+    "\x00", "\x7f", "\U00040000", "\U0001f9d1\u200d\U0001f4bb",
+)
+
+
+def _number(rng: random.Random) -> str:
+    n = rng.choice((1, 1, 2, 3, 3, 4, 5, 6, 7, 8, 10, 13))
+    return "".join(rng.choice("0123456789") for _ in range(n))
+
+
+def _random_char(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.4:
+        return chr(rng.randrange(0x20, 0x7F))
+    if r < 0.7:
+        return chr(rng.randrange(0xA0, 0x800))
+    if r < 0.9:
+        cp = rng.randrange(0x800, 0x10000)
+        return chr(cp) if not 0xD800 <= cp < 0xE000 else "x"
+    return chr(rng.randrange(0x10000, 0x20000))
+
+
+def random_fragment(rng: random.Random) -> str:
+    r = rng.random()
+    if r < 0.25:
+        w = rng.choice(WORDS)
+        w = rng.choice((w, w, w.upper(), w.capitalize()))
+        return w + (rng.choice(CONTRACTIONS) if rng.random() < 0.25 else "")
+    if r < 0.4:
+        return rng.choice(SPACES)
+    if r < 0.52:
+        return _number(rng)
+    if r < 0.67:
+        return "".join(rng.choice(PUNCT) for _ in range(rng.randint(1, 3)))
+    if r < 0.8:
+        return rng.choice(SCRIPTS)
+    if r < 0.88:
+        key = rng.choice(WORDS)
+        val = rng.choice(('"' + rng.choice(WORDS) + '"', _number(rng), "true", "null", "[1, 2]", "{}"))
+        return rng.choice(('{"%s": %s}', '"%s":%s,', '{"%s":%s', '\n  "%s": %s,\n')) % (key, val)
+    return "".join(_random_char(rng) for _ in range(rng.randint(1, 4)))
+
+
+def random_text(rng: random.Random, max_fragments: int = 6) -> str:
+    return "".join(random_fragment(rng) for _ in range(rng.randint(1, max_fragments)))
+
+
+# ---------------------------------------------------------------------------------------------
+# counter-examples: canonical != naive
+# ---------------------------------------------------------------------------------------------
+
+
+def shrink(s: str, differs) -> str:
+    """A locally minimal substring-deletion of ``s`` on which ``differs`` still holds."""
+    changed = True
+    while changed:
+        changed = False
+        for width in (8, 4, 2, 1):
+            i = 0
+            while i < len(s):
+                t = s[:i] + s[i + width :]
+                if t and differs(t):
+                    s, changed = t, True
+                else:
+                    i += 1
+    return s
+
+
+def _shape(s: str) -> str:
+    """The run-collapsed character classes of ``s`` (space, newline, digit, upper, lower, other
+    letter, punctuation, other), to keep counter-examples of different kinds."""
+    out = []
+    for ch in s:
+        cat = unicodedata.category(ch)
+        c = (
+            "n" if ch in "\r\n" else "s" if ch.isspace() else "d" if ch.isdigit() else "U" if cat == "Lu"
+            else "l" if cat == "Ll" else "L" if cat.startswith("L") else "p" if cat[0] in "PS" else "o"
+        )
+        if not out or out[-1] != c:
+            out.append(c)
+    return "".join(out)
+
+
+def vocabulary_strings(oracle: Oracle) -> list[str]:
+    """The text of every non-special token that is valid UTF-8 on its own."""
+    special = set(oracle.special_ids)
+    out = []
+    for t in range(oracle.num_tokens):
+        if oracle.has_token(t) and t not in special:
+            try:
+                out.append(oracle.token_bytes(t).decode("utf-8"))
+            except UnicodeDecodeError:
+                pass
+    return out
+
+
+def find_counterexamples(
+    oracle: Oracle, naive: Tokenizer, seed: int, n_texts: int = 3000, keep: int = 8, vocabulary: bool = True
+):
+    """Seeded search: ``[(s, canonical(s), naive(s))]`` for up to ``keep`` strings that are
+    representable, made of assigned characters that are normalization-stable for the tokenizer
+    (so that a guide must accept them), whose naive encoding decodes to the same bytes, and where
+    the two encodings differ. Candidates: random texts (each shrunk to a locally minimal one) and, with
+    ``vocabulary``, the text of every token; the shortest of each character shape is kept, the
+    shapes in a seeded order."""
+    rng = random.Random(seed)
+    texts = [random_text(rng) for _ in range(n_texts)]
+
+    form = normalization_form(oracle)
+
+    def differs_batch(strings):
+        can = oracle.canonical_batch(strings)
+        nai = encode_with(naive, strings)
+        out = []
+        for s, c, m in zip(strings, can, nai):
+            b = s.encode("utf-8")
+            ok = stable_text(s, form) and all(unicodedata.category(ch) not in ("Cn", "Co") for ch in s)
+            out.append(ok and c != m and oracle.decode(c) == b and oracle.decode(m) == b)
+        return out
+
+    def differs(s):
+        return differs_batch([s])[0]
+
+    best: dict[str, str] = {}
+
+    def offer(s):
+        k = _shape(s)
+        if k not in best or (len(s), s) < (len(best[k]), best[k]):
+            best[k] = s
+
+    for s, d in zip(texts, differs_batch(texts)):
+        if d:
+            offer(shrink(s, differs))
+    if vocabulary:
+        strings = vocabulary_strings(oracle)
+        for s, d in zip(strings, differs_batch(strings)):
+            if d:
+                offer(s)
+    shapes = sorted(best)
+    rng.shuffle(shapes)
+    strings = sorted((best[k] for k in shapes[:keep]), key=lambda s: (len(s), s))
+    return list(zip(strings, oracle.canonical_batch(strings), encode_with(naive, strings)))
+
+
+# ---------------------------------------------------------------------------------------------
+# random token pairs and triples
+# ---------------------------------------------------------------------------------------------
+
+
+class TokenSequenceSampler:
+    """Seeded token sequences of a fixed length ``n`` (2 or 3), drawn from the non-special ids:
+
+    * windows of canonical encodings of random texts (often canonical, always plausible);
+    * the same windows cut differently (the text of the window split into ``n`` other tokens:
+      the near misses a pre-tokenizer makes non-canonical);
+    * windows of the naive (merge-only) encodings of the same texts;
+    * one token of a window replaced by a random one, or by a token sharing its first byte;
+    * uniformly random tokens.
+    """
+
+    def __init__(self, oracle: Oracle, naive: Sequence[Tokenizer] = (), seed: int = 0):
+        self.o = oracle
+        self.naive = list(naive)
+        self.rng = random.Random(seed)
+        special = set(oracle.special_ids)
+        self.ids = np.array(
+            [t for t in range(oracle.num_tokens) if oracle.has_token(t) and t not in special], dtype=np.int64
+        )
+        self.by_bytes = {}
+        self.by_first = {}
+        for t in self.ids.tolist():
+            b = oracle.token_bytes(t)
+            self.by_bytes.setdefault(b, t)
+            if b:
+                self.by_first.setdefault(b[0], []).append(t)
+        self.max_token_len = max(len(b) for b in self.by_bytes)
+
+    def _texts(self, k: int) -> list[str]:
+        return [random_text(self.rng) for _ in range(k)]
+
+    def _windows(self, encodings, n: int) -> list[list[int]]:
+        out = []
+        for ids in encodings:
+            ids = [t for t in ids if t not in self.o.special_ids]
+            for i in range(0, max(0, len(ids) - n + 1)):
+                out.append(list(ids[i : i + n]))
+        return out
+
+    def _recut(self, seq: list[int], n: int) -> Optional[list[int]]:
+        """``seq``'s bytes split into ``n`` tokens some other way (None if no other way found)."""
+        data = self.o.decode(seq)
+        if n == 2:
+            cuts = [(k,) for k in range(1, len(data))]
+        else:
+            cuts = [(i, j) for i in range(1, len(data)) for j in range(i + 1, len(data))]
+        self.rng.shuffle(cuts)
+        for cut in cuts[:200]:
+            bounds = (0,) + cut + (len(data),)
+            parts = [data[a:b] for a, b in zip(bounds, bounds[1:])]
+            ids = [self.by_bytes.get(p) for p in parts]
+            if None not in ids and ids != seq:
+                return ids
+        return None
+
+    def _mutate(self, seq: list[int]) -> list[int]:
+        seq = list(seq)
+        i = self.rng.randrange(len(seq))
+        b = self.o.token_bytes(seq[i])
+        if self.rng.random() < 0.5 and b and b[0] in self.by_first:
+            seq[i] = self.rng.choice(self.by_first[b[0]])
+        else:
+            seq[i] = int(self.ids[self.rng.randrange(len(self.ids))])
+        return seq
+
+    def sample(self, count: int, n: int) -> list[list[int]]:
+        out: list[list[int]] = []
+        pool: list[list[int]] = []
+        naive_pool: list[list[int]] = []
+        while len(out) < count:
+            if len(pool) < 64:
+                texts = self._texts(256)
+                pool.extend(self._windows(self.o.canonical_batch(texts), n))
+                for tok in self.naive:
+                    naive_pool.extend(self._windows(encode_with(tok, texts), n))
+                self.rng.shuffle(pool)
+                self.rng.shuffle(naive_pool)
+                continue
+            r = self.rng.random()
+            if r < 0.35:
+                out.append(pool.pop())
+            elif r < 0.6:
+                seq = pool.pop()
+                alt = self._recut(seq, n)
+                out.append(alt if alt is not None else seq)
+            elif r < 0.7 and naive_pool:
+                out.append(naive_pool.pop())
+            elif r < 0.9:
+                out.append(self._mutate(pool.pop()))
+            else:
+                out.append([int(t) for t in self.ids[[self.rng.randrange(len(self.ids)) for _ in range(n)]]])
+        return out[:count]

@@ -101,107 +101,59 @@ const AT_START: u8 = 1;
 const AFTER_MARK: u8 = 2;
 const INVALID_CLASS: u32 = u32::MAX;
 
-/// Result of feeding one byte to the UTF-8 classifier.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Utf8Step {
-    Invalid,
-    Partial(u32),
-    Char(u32),
-}
+/// Code point runs of a partial UTF-8 character: `(offset from the first code point the
+/// prefix can still become, value)`, ascending from offset 0, adjacent values distinct.
+type Runs = Box<[(u32, u32)]>;
 
-/// Bytes → character class, minimal: a partial character is identified by how many
-/// continuation bytes remain and by the class runs over the code points it can still become
-/// (two prefixes with equal runs are equivalent).
-#[derive(Debug, Default)]
-struct Utf8Classifier {
-    /// State `i + 1`: (remaining continuation bytes, runs `(offset, class)` from offset 0).
-    keys: Vec<(u32, Box<[(u32, u32)]>)>,
-    ids: FxHashMap<(u32, Box<[(u32, u32)]>), u32>,
-    memo: FxHashMap<(u32, u8), Utf8Step>,
-}
-
-impl Utf8Classifier {
-    fn step(&mut self, classes: &CharClasses, partial: u32, b: u8) -> Utf8Step {
-        if partial == NO_PARTIAL && b < 0x80 {
-            return Utf8Step::Char(classes.class_of(b as u32));
-        }
-        if let Some(&s) = self.memo.get(&(partial, b)) {
-            return s;
-        }
-        let s = if partial == NO_PARTIAL { self.lead(classes, b) } else { self.cont(partial, b) };
-        self.memo.insert((partial, b), s);
-        s
-    }
-
-    fn lead(&mut self, classes: &CharClasses, b: u8) -> Utf8Step {
-        let (k, base, min) = match b {
-            0xC2..=0xDF => (1, ((b & 0x1F) as u32) << 6, 0x80),
-            0xE0..=0xEF => (2, ((b & 0x0F) as u32) << 12, 0x800),
-            0xF0..=0xF4 => (3, ((b & 0x07) as u32) << 18, 0x1_0000),
-            _ => return Utf8Step::Invalid,
-        };
-        let last = base + (1 << (6 * k)) - 1;
-        // Valid scalar values in base..=last: not overlong, not surrogates, not past U+10FFFF.
-        let mut runs: Vec<(u32, u32)> = Vec::new();
-        let mut push = |from: u32, class: u32| {
-            if runs.last().map(|r| r.1) != Some(class) {
-                runs.push((from - base, class));
+/// For each lead byte of a multi-byte character: continuation bytes still to come and the
+/// class runs (`INVALID_CLASS` for overlong forms, surrogates, past U+10FFFF) over the code
+/// points it can start.
+fn lead_byte_runs(classes: &CharClasses) -> Vec<Option<(u32, Runs)>> {
+    (0..=255u8)
+        .map(|b| {
+            let (k, base, min) = match b {
+                0xC2..=0xDF => (1, ((b & 0x1F) as u32) << 6, 0x80),
+                0xE0..=0xEF => (2, ((b & 0x0F) as u32) << 12, 0x800),
+                0xF0..=0xF4 => (3, ((b & 0x07) as u32) << 18, 0x1_0000),
+                _ => return None,
+            };
+            let last = base + (1 << (6 * k)) - 1;
+            let mut runs: Vec<(u32, u32)> = Vec::new();
+            let mut push = |from: u32, class: u32| {
+                if runs.last().map(|r| r.1) != Some(class) {
+                    runs.push((from - base, class));
+                }
+            };
+            let mut cp = base;
+            for (lo, hi) in [(min, 0xD7FF), (0xE000, 0x10_FFFF)] {
+                let (lo, hi) = (lo.max(base), hi.min(last));
+                if lo > hi {
+                    continue;
+                }
+                if cp < lo {
+                    push(cp, INVALID_CLASS);
+                }
+                for (from, class) in classes.runs(lo, hi) {
+                    push(from, class);
+                }
+                cp = hi + 1;
             }
-        };
-        let mut cp = base;
-        for (lo, hi) in [(min, 0xD7FF), (0xE000, 0x10_FFFF)] {
-            let (lo, hi) = (lo.max(base), hi.min(last));
-            if lo > hi {
-                continue;
-            }
-            if cp < lo {
+            if cp <= last {
                 push(cp, INVALID_CLASS);
             }
-            for (from, class) in classes.runs(lo, hi) {
-                push(from, class);
-            }
-            cp = hi + 1;
-        }
-        if cp <= last {
-            push(cp, INVALID_CLASS);
-        }
-        self.intern(k, runs)
-    }
+            Some((k, runs.into_boxed_slice()))
+        })
+        .collect()
+}
 
-    fn cont(&mut self, partial: u32, b: u8) -> Utf8Step {
-        if !(0x80..=0xBF).contains(&b) {
-            return Utf8Step::Invalid;
-        }
-        let (k, runs) = &self.keys[partial as usize - 1];
-        let k = k - 1;
-        let size = 1u32 << (6 * k);
-        let lo = (b & 0x3F) as u32 * size;
-        let first = runs.partition_point(|r| r.0 <= lo) - 1;
-        let sub: Vec<(u32, u32)> = std::iter::once((0, runs[first].1))
-            .chain(runs[first + 1..].iter().take_while(|r| r.0 < lo + size).map(|r| (r.0 - lo, r.1)))
-            .collect();
-        if k == 0 {
-            return match sub[0].1 {
-                INVALID_CLASS => Utf8Step::Invalid,
-                c => Utf8Step::Char(c),
-            };
-        }
-        self.intern(k, sub)
-    }
-
-    fn intern(&mut self, k: u32, runs: Vec<(u32, u32)>) -> Utf8Step {
-        if runs.len() == 1 && runs[0].1 == INVALID_CLASS {
-            return Utf8Step::Invalid;
-        }
-        let key = (k, runs.into_boxed_slice());
-        if let Some(&id) = self.ids.get(&key) {
-            return Utf8Step::Partial(id);
-        }
-        self.keys.push(key.clone());
-        let id = self.keys.len() as u32;
-        self.ids.insert(key, id);
-        Utf8Step::Partial(id)
-    }
+/// The runs of `runs` (over `64^(k+1)` code points) under continuation byte `b`, re-based.
+fn restrict(runs: &[(u32, u32)], k: u32, b: u8) -> Vec<(u32, u32)> {
+    let size = 1u32 << (6 * k);
+    let lo = (b & 0x3F) as u32 * size;
+    let first = runs.partition_point(|r| r.0 <= lo) - 1;
+    std::iter::once((0, runs[first].1))
+        .chain(runs[first + 1..].iter().take_while(|r| r.0 < lo + size).map(|r| (r.0 - lo, r.1)))
+        .collect()
 }
 
 /// A node of a stage NFA over class ids.
@@ -504,7 +456,8 @@ fn limit(max_states: usize) -> Error {
     }
 }
 
-/// A machine state: partial character, flags, one stage state per stage.
+/// A machine state: at a character boundary, flags and one stage state per stage; inside a
+/// character, `partial` (index + 1 in `PieceMachine::partials`) and nothing else.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct MState {
     partial: u32,
@@ -518,7 +471,14 @@ pub struct PieceMachine {
     classes: CharClasses,
     /// Per class: may the text contain it.
     allowed: Vec<bool>,
-    utf8: Utf8Classifier,
+    /// See [`lead_byte_runs`].
+    lead: Vec<Option<(u32, Runs)>>,
+    /// Partial characters: continuation bytes still to come, and runs of the machine states
+    /// reached when the character completes (prefixes with equal keys are equivalent).
+    partials: Vec<(u32, Runs)>,
+    partial_ids: FxHashMap<(u32, Runs), u32>,
+    /// Machine state at a character boundary × class → next state.
+    char_memo: FxHashMap<(u32, u32), u32>,
     stages: Vec<Stage>,
     states: Vec<MState>,
     ids: FxHashMap<MState, u32>,
@@ -545,7 +505,10 @@ impl PieceMachine {
         let mut m = PieceMachine {
             classes,
             allowed,
-            utf8: Utf8Classifier::default(),
+            lead: Vec::new(),
+            partials: Vec::new(),
+            partial_ids: FxHashMap::default(),
+            char_memo: FxHashMap::default(),
             stages,
             states: Vec::new(),
             ids: FxHashMap::default(),
@@ -554,6 +517,7 @@ impl PieceMachine {
             max_states,
             start: 0,
         };
+        m.lead = lead_byte_runs(&m.classes);
         let initial = m.stages.iter().map(|s| s.initial).collect();
         m.start = m.intern(MState { partial: NO_PARTIAL, flags: AT_START, stages: initial })?;
         Ok(m)
@@ -598,30 +562,76 @@ impl PieceMachine {
         if let Some(&t) = self.byte_memo.get(&(state, b)) {
             return Ok(t);
         }
-        let st = self.states[state as usize].clone();
-        let t = match self.utf8.step(&self.classes, st.partial, b) {
-            Utf8Step::Invalid => DEAD,
-            Utf8Step::Partial(p) => self.intern(MState { partial: p, flags: 0, stages: st.stages })?,
-            Utf8Step::Char(c) if !self.allowed[c as usize] => DEAD,
-            Utf8Step::Char(c) => {
-                let mut stages = st.stages;
-                let mut dead = false;
-                for (j, s) in stages.iter_mut().enumerate() {
-                    *s = self.stages[j].char_step(*s, c, self.max_states)?;
-                    if *s == DEAD {
-                        dead = true;
-                        break;
+        let partial = self.states[state as usize].partial;
+        let t = if partial == NO_PARTIAL {
+            match &self.lead[b as usize] {
+                _ if b < 0x80 => self.char_step(state, self.classes.class_of(b as u32))?,
+                None => DEAD,
+                Some((k, runs)) => {
+                    let (k, runs) = (*k, runs.clone());
+                    // Resolve every class this lead byte can start into its successor, so
+                    // that prefixes leading to the same states share one partial state.
+                    let mut next: Vec<(u32, u32)> = Vec::with_capacity(runs.len());
+                    for &(offset, class) in runs.iter() {
+                        let t = if class == INVALID_CLASS { DEAD } else { self.char_step(state, class)? };
+                        if next.last().map(|r| r.1) != Some(t) {
+                            next.push((offset, t));
+                        }
                     }
-                }
-                if dead {
-                    DEAD
-                } else {
-                    self.intern(MState { partial: NO_PARTIAL, flags: 0, stages })?
+                    self.intern_partial(k, next)?
                 }
             }
+        } else if !(0x80..=0xBF).contains(&b) {
+            DEAD
+        } else {
+            let (k, runs) = &self.partials[partial as usize - 1];
+            let sub = restrict(runs, k - 1, b);
+            if *k == 1 { sub[0].1 } else { self.intern_partial(k - 1, sub)? }
         };
         self.byte_memo.insert((state, b), t);
         Ok(t)
+    }
+
+    /// The state after a whole character of class `c` from a state at a character boundary.
+    fn char_step(&mut self, state: u32, c: u32) -> Result<u32> {
+        if let Some(&t) = self.char_memo.get(&(state, c)) {
+            return Ok(t);
+        }
+        let t = if self.allowed[c as usize] {
+            let mut stages = self.states[state as usize].stages.clone();
+            let mut dead = false;
+            for (j, s) in stages.iter_mut().enumerate() {
+                *s = self.stages[j].char_step(*s, c, self.max_states)?;
+                if *s == DEAD {
+                    dead = true;
+                    break;
+                }
+            }
+            if dead { DEAD } else { self.intern(MState { partial: NO_PARTIAL, flags: 0, stages })? }
+        } else {
+            DEAD
+        };
+        self.char_memo.insert((state, c), t);
+        Ok(t)
+    }
+
+    /// The state inside a character with `k` continuation bytes to come and successor runs
+    /// `runs`; [`DEAD`] if every completion is.
+    fn intern_partial(&mut self, k: u32, runs: Vec<(u32, u32)>) -> Result<u32> {
+        if runs.len() == 1 && runs[0].1 == DEAD {
+            return Ok(DEAD);
+        }
+        let key = (k, runs.into_boxed_slice());
+        let id = match self.partial_ids.get(&key) {
+            Some(&id) => id,
+            None => {
+                self.partials.push(key.clone());
+                let id = self.partials.len() as u32;
+                self.partial_ids.insert(key, id);
+                id
+            }
+        };
+        self.intern(MState { partial: id, flags: 0, stages: Box::new([]) })
     }
 
     /// The state after a boundary of kind `kind` (the first stage cutting here);

@@ -385,8 +385,8 @@ fn piece_machine_matches_reference_find_iter() {
     for (name, stages) in all_specs() {
         let res: Vec<Re> = stages.iter().map(|p| Parser::parse(p)).collect();
         let mut m = machine(&stages);
-        for _ in 0..1500 {
-            let text = random_text(&mut rng, 9);
+        for _ in 0..3000 {
+            let text = random_text(&mut rng, 12);
             let want = reference_split(&res, &text);
             let got = m.split(&text).unwrap_or_else(|e| panic!("{name} {text:?}: {e}"));
             assert_eq!(got, want, "{name}: {text:?}");
@@ -501,5 +501,96 @@ fn piece_machine_state_limit() {
     match m.split("Hello, world! 123 don't") {
         Err(Error::LimitExceeded { limit, .. }) => assert_eq!(limit, "max_pretokenizer_states"),
         other => panic!("{other:?}"),
+    }
+}
+
+/// Exhaustive over short texts: of all markings (every boundary unmarked or of any kind), the
+/// machine accepts exactly the reference one.
+#[test]
+fn piece_machine_exhaustive_markings() {
+    let cases: &[(&[&str], &[char])] = &[
+        (GPT2, &[' ', 'a', 's', '\'', '\n']),
+        (LLAMA3, &[' ', 'a', '1', '\'', '\n']),
+        (O200K, &['a', 'B', '\'', 's', ' ']),
+        (DEEPSEEK_V3, &['1', '中', 'a', ' ', '.']),
+        (DEEPSEEK_LLM, &['1', '中', 'a', ' ', '\n']),
+        (SMALL[0], &['a', 'b', 'c']),
+        (SMALL[3], &['a', 'b', 'c']),
+        (SMALL[6], &['a', ' ', '\n', '.']),
+    ];
+    for &(stages, alphabet) in cases {
+        let res: Vec<Re> = stages.iter().map(|p| Parser::parse(p)).collect();
+        let mut m = machine(stages);
+        let k = m.num_stages() + 1;
+        let mut texts = vec![String::new()];
+        for _ in 0..5 {
+            let longer: Vec<String> =
+                texts.iter().flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}"))).collect();
+            for text in &longer {
+                let right = reference_marks(&res, text);
+                let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).skip(1).collect();
+                let mut accepted = 0;
+                for code in 0..k.pow(bounds.len() as u32) {
+                    let mut marks = Vec::new();
+                    let mut c = code;
+                    for &b in &bounds {
+                        if c % k > 0 {
+                            marks.push((b, c % k - 1));
+                        }
+                        c /= k;
+                    }
+                    let ok = m.accepts_marked(text, &marks).unwrap();
+                    assert_eq!(ok, marks == right, "{stages:?} {text:?} {marks:?}, right: {right:?}");
+                    accepted += ok as usize;
+                }
+                assert_eq!(accepted, 1);
+            }
+            texts = longer;
+        }
+    }
+}
+
+#[test]
+fn piece_machine_without_stages_keeps_the_text_whole() {
+    let mut m = machine(&[]);
+    assert_eq!(m.split("a b\n").unwrap(), ["a b\n"]);
+    assert!(m.accepts_end(m.start()).unwrap());
+}
+
+/// How big the whole reachable machine is (all bytes, all marks) for the real pre-tokenizers.
+/// Run with `--ignored --nocapture`.
+#[test]
+#[ignore]
+fn piece_machine_full_exploration_sizes() {
+    for (name, stages) in all_specs().into_iter().filter(|s| s.0 != "small") {
+        let t0 = std::time::Instant::now();
+        let mut m = machine(&stages);
+        let mut todo = vec![m.start()];
+        let mut seen = rustc_hash::FxHashSet::default();
+        seen.insert(m.start());
+        let mut transitions = 0usize;
+        while let Some(s) = todo.pop() {
+            let mut next = Vec::new();
+            for b in 0..=255u8 {
+                next.push(m.byte(s, b).unwrap());
+            }
+            for k in 0..m.num_stages() {
+                next.push(m.mark(s, k).unwrap());
+            }
+            for t in next.into_iter().filter(|&t| t != DEAD) {
+                transitions += 1;
+                if seen.insert(t) {
+                    todo.push(t);
+                }
+            }
+        }
+        let stage_states: Vec<usize> = m.stages.iter().map(|s| s.states.len()).collect();
+        eprintln!(
+            "{name}: {} states ({} at character boundaries), {transitions} live transitions, stage states {stage_states:?}, {} classes, {:?}",
+            m.num_states(),
+            m.states.iter().filter(|s| s.partial == NO_PARTIAL).count(),
+            m.num_char_classes(),
+            t0.elapsed()
+        );
     }
 }

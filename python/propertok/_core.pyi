@@ -74,6 +74,11 @@ class Vocabulary:
     def canonical_unsupported_reason(self) -> Optional[str]:
         """``None`` when canonical guides are exact for this tokenizer, else why they are refused."""
     @property
+    def pre_tokenization(self) -> Optional[dict[str, Any]]:
+        """For a byte-level BPE tokenizer canonical guides support: ``{"stages": [pattern, ...],
+        "normalization": "none" | "NFC" | "NFKC", "ignore_merges": bool}``, the pre-tokenizer as
+        ``Split(pattern, Isolated)`` stages applied in order; ``None`` otherwise."""
+    @property
     def special_token_ids(self) -> list[int]: ...
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes a token decodes to (``ValueError`` for an id out of range)."""
@@ -147,7 +152,8 @@ class Compiler:
         truncated, corrupted, other-version or other-tokenizer data."""
     def tokenizer_dfa_stats(self) -> dict[str, float]:
         """Builds the tokenizer DFA if needed; returns ``num_classes``, ``num_emittable_tokens``,
-        ``num_unreachable_tokens``, ``num_forbidden_pairs``, ``build_seconds`` (load time on a cache
+        ``num_lone_tokens`` (with ``ignore_merges``: emitted only as a whole pre-tokenizer piece),
+        ``num_unreachable_tokens`` (never emitted), ``num_forbidden_pairs``, ``build_seconds`` (load time on a cache
         hit), ``cache`` (``"hit"``, ``"miss"``, ``"write-failed"``, ``"disabled"``), ``construction``
         is not included (see ``tokenizer_dfa_construction``)."""
     @property

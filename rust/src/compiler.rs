@@ -20,6 +20,8 @@ use crate::tokenizer_dfa::Construction;
 use crate::guide::{Guide, Method};
 use crate::index::TokenTrie;
 use crate::tokenizer_dfa::TokenizerDfa;
+use crate::piece_machine::{PieceMachine, PieceMachineSpec};
+use crate::pretokenized;
 use crate::vocab::Vocabulary;
 
 /// Limits checked while compiling (and, for the mask cache, while decoding). Each is checked as
@@ -73,7 +75,20 @@ pub struct Compiler {
     tokenizer_dfa: OnceLock<Result<Arc<TokenizerDfa>>>,
     all_tokens: OnceLock<TokenTrie>,
     emittable_tokens: OnceLock<TokenTrie>,
+    pre_tokenized: OnceLock<Result<PreTokenizedParts>>,
 }
+
+/// What every guide of a pre-tokenized tokenizer shares: the pre-tokenizer's automaton (cloned
+/// per compile, it grows lazily), the lone tokens and the trie of every token a guide may use.
+struct PreTokenizedParts {
+    machine: PieceMachine,
+    lone_tokens: Vec<u32>,
+    splits: pretokenized::LoneSplits,
+    trie: TokenTrie,
+}
+
+/// Default cap on the states of a pre-tokenizer's automaton (`crate::piece_machine`).
+pub const DEFAULT_MAX_PRETOKENIZER_STATES: usize = 200_000;
 
 impl Compiler {
     pub fn new(vocab: Arc<Vocabulary>, limits: Limits) -> Compiler {
@@ -85,6 +100,7 @@ impl Compiler {
             tokenizer_dfa: OnceLock::new(),
             all_tokens: OnceLock::new(),
             emittable_tokens: OnceLock::new(),
+            pre_tokenized: OnceLock::new(),
         }
     }
 
@@ -161,6 +177,39 @@ impl Compiler {
         &self.limits
     }
 
+    /// The lone tokens (emitted only as a whole piece, `ignore_merges`) of a pre-tokenized
+    /// tokenizer; empty for others.
+    pub fn lone_tokens(&self) -> Result<&[u32]> {
+        if self.vocab.pre_tokenization().is_none() {
+            return Ok(&[]);
+        }
+        Ok(&self.pre_tokenized_parts()?.lone_tokens)
+    }
+
+    fn pre_tokenized_parts(&self) -> Result<&PreTokenizedParts> {
+        self.pre_tokenized
+            .get_or_init(|| {
+                let tok = self.tokenizer_dfa()?;
+                let pre = self.vocab.pre_tokenization().expect("a pre-tokenized vocabulary");
+                let spec = PieceMachineSpec {
+                    stages: pre.stages.clone(),
+                    allowed_chars: pretokenized::normalization_stable_chars(pre.normalization),
+                };
+                let machine = PieceMachine::new(&spec, DEFAULT_MAX_PRETOKENIZER_STATES)?;
+                let lone_tokens = if pre.ignore_merges { pretokenized::lone_tokens(&self.vocab, tok) } else { Vec::new() };
+                let v = &self.vocab;
+                let trie = TokenTrie::new(
+                    (0..v.num_tokens() as u32)
+                        .filter(|&t| tok.class_of(t) != crate::tokenizer_dfa::NO_CLASS || lone_tokens.binary_search(&t).is_ok())
+                        .map(|t| (t, v.token_bytes(t))),
+                );
+                let splits = pretokenized::LoneSplits::new(&self.vocab, &lone_tokens);
+                Ok(PreTokenizedParts { machine, lone_tokens, splits, trie })
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
     /// Compiles a regex (full match) with the given method.
     pub fn compile_regex(&self, pattern: &str, method: Method) -> Result<Guide> {
         let guide = match method {
@@ -215,7 +264,8 @@ impl Compiler {
     fn direct_from(&self, product: &Guide) -> Result<Guide> {
         let limits = self.direct_limits()?;
         let tok = self.tokenizer_dfa()?;
-        let dfa = if tok.construction() == Construction::Algorithm3 {
+        // DirectMerge rewrites one merge table over the whole text; it knows no pre-tokenizer.
+        let dfa = if tok.construction() == Construction::Algorithm3 && self.vocab.pre_tokenization().is_none() {
             let ProductParts { byte_dfa } = product.parts();
             let base = explicit::base_symbol_dfa(byte_dfa, &self.vocab, tok, limits.max_states)?;
             let merged = direct_merge(
@@ -233,11 +283,24 @@ impl Compiler {
     fn compile_cartesian(&self, pattern: &str) -> Result<Guide> {
         // Check the tokenizer first: an unsupported one fails before any regex work.
         let tok = self.tokenizer_dfa()?.clone();
+        if self.vocab.pre_tokenization().is_some() {
+            return self.compile_pre_tokenized(pattern, &tok);
+        }
         let trie = self.emittable_tokens(&tok);
         let deadline = self.deadline();
         let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
         deadline.check("the regex's byte DFA")?;
         cartesian::build(&self.vocab, &tok, trie, dfa, &self.product_limits(deadline))
+    }
+}
+
+impl Compiler {
+    fn compile_pre_tokenized(&self, pattern: &str, tok: &Arc<TokenizerDfa>) -> Result<Guide> {
+        let parts = self.pre_tokenized_parts()?;
+        let deadline = self.deadline();
+        let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
+        deadline.check("the regex's byte DFA")?;
+        pretokenized::build(&self.vocab, tok, &parts.trie, dfa, parts.machine.clone(), &parts.splits, &self.product_limits(deadline))
     }
 }
 

@@ -189,7 +189,7 @@ struct Hyp {
 }
 
 /// One stage: its NFA over class ids and its interned hypothesis sets.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 struct Stage {
     ops: Vec<Op>,
     /// `member[node * num_classes + class]` for `Class` and `Assert` nodes.
@@ -466,7 +466,7 @@ struct MState {
 }
 
 /// The lazy DFA of correctly marked strings. See the module docs.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct PieceMachine {
     classes: CharClasses,
     /// Per class: may the text contain it.

@@ -51,18 +51,20 @@
 //! and guide states each; the compile deadline and `max_guide_bytes` apply as in CartesianMerge.
 
 use std::collections::VecDeque;
+use std::hash::Hash;
 use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::bitset;
+use crate::bpe::MergeTable;
 use crate::bytedfa::{ByteDfa, DEAD};
 use crate::cartesian::ProductLimits;
 use crate::error::{Error, Result};
 use crate::guide::{Automaton, Guide, Method};
 use crate::index::TokenTrie;
 use crate::mask_cache::{MaskCache, DEFAULT_MAX_MASK_CACHE_BYTES};
-use crate::text_automaton::{FrozenText, LoneTrie, PieceBoundaries, TextAutomaton};
+use crate::text_automaton::{FrozenText, PieceBoundaries, TextAutomaton};
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::vocab::{Normalization, Vocabulary};
 
@@ -70,6 +72,7 @@ use crate::vocab::{Normalization, Vocabulary};
 pub const START: u32 = u32::MAX - 2;
 /// Tokenizer-side state after a lone token: only a piece boundary may follow.
 pub const LONE: u32 = u32::MAX - 3;
+/// "Not a set" / "not on a lone token's split".
 const NONE: u32 = u32::MAX;
 
 /// The lone tokens of a vocabulary under `ignore_merges`: allowed, not special, not emittable by
@@ -79,6 +82,76 @@ pub fn lone_tokens(vocab: &Vocabulary, tok: &TokenizerDfa) -> Vec<u32> {
         .filter(|&t| !vocab.is_never_allowed(t) && tok.class_of(t) == NO_CLASS && tok.fallback_byte(t).is_none())
         .filter(|&t| !vocab.token_bytes(t).is_empty())
         .collect()
+}
+
+/// The merge-only splits of the lone tokens, as a trie over token ids: a piece whose tokens
+/// follow a whole path spells a lone token, which `ignore_merges` emits whole instead. Node 0 is
+/// the root (a piece start); [`NONE`] is "on no such path".
+#[derive(Clone, Debug, Default)]
+pub struct LoneSplits {
+    children: Vec<Vec<(u32, u32)>>,
+    terminal: Vec<bool>,
+}
+
+/// The root of [`LoneSplits`].
+pub const ROOT: u32 = 0;
+/// A projected node: on some lone token's complete split (see the state search).
+const SPELLED: u32 = u32::MAX - 1;
+
+impl LoneSplits {
+    /// The splits the merges give the lone tokens (lone tokens whose characters are not all base
+    /// symbols have none: the merges cannot spell them).
+    pub fn new(vocab: &Vocabulary, lone: &[u32]) -> LoneSplits {
+        let table = MergeTable::new(vocab.merges());
+        let mut trie = LoneSplits { children: vec![Vec::new()], terminal: vec![false] };
+        let mut symbols = Vec::new();
+        for &t in lone {
+            if !vocab.base_symbols(vocab.token_bytes(t), &mut symbols) {
+                continue;
+            }
+            table.encode(&mut symbols);
+            let mut node = ROOT as usize;
+            for &s in &symbols {
+                node = match trie.children[node].binary_search_by_key(&s, |c| c.0) {
+                    Ok(i) => trie.children[node][i].1 as usize,
+                    Err(i) => {
+                        let id = trie.children.len();
+                        trie.children[node].insert(i, (s, id as u32));
+                        trie.children.push(Vec::new());
+                        trie.terminal.push(false);
+                        id
+                    }
+                };
+            }
+            trie.terminal[node] = true;
+        }
+        trie
+    }
+    /// The node after token `t`, [`NONE`] off every path.
+    #[inline]
+    pub fn child(&self, u: u32, t: u32) -> u32 {
+        if u == NONE || u == SPELLED {
+            return NONE;
+        }
+        let ch = &self.children[u as usize];
+        ch.binary_search_by_key(&t, |c| c.0).map_or(NONE, |i| ch[i].1)
+    }
+    /// Tokens that continue a path from `u`, sorted, with their nodes.
+    pub fn next_tokens(&self, u: u32) -> &[(u32, u32)] {
+        if u == NONE || u == SPELLED {
+            &[]
+        } else {
+            &self.children[u as usize]
+        }
+    }
+    /// The piece so far is a whole lone token's merge-only split: it may not end here.
+    #[inline]
+    pub fn spells_lone_token(&self, u: u32) -> bool {
+        u == SPELLED || (u != NONE && self.terminal[u as usize])
+    }
+    pub fn num_nodes(&self) -> usize {
+        self.children.len()
+    }
 }
 
 /// Characters a normalizer leaves unchanged in any context (quick-check Yes, combining class 0),
@@ -104,16 +177,23 @@ pub fn normalization_stable_chars(normalization: Normalization) -> Option<Vec<(c
     Some(ranges)
 }
 
-/// Token transitions from one text state with the same element target.
+/// Token transitions from one text state with the same (target text state, class).
 struct Group {
     to: u32,
     class: u32,
     tokens: Box<[u32]>,
 }
 
+/// Whether some token of `tokens` is absent from the sorted `forbidden` and from `except`
+/// (sorted `(token, _)` pairs).
 #[inline]
-fn some_allowed(tokens: &[u32], forbidden: &[u32]) -> bool {
-    tokens.len() > forbidden.len() || tokens.iter().any(|t| forbidden.binary_search(t).is_err())
+fn some_allowed(tokens: &[u32], forbidden: &[u32], except: &[(u32, u32)]) -> bool {
+    if except.is_empty() && tokens.len() > forbidden.len() {
+        return true;
+    }
+    tokens
+        .iter()
+        .any(|t| forbidden.binary_search(t).is_err() && except.binary_search_by_key(t, |e| e.0).is_err())
 }
 
 #[inline]
@@ -128,39 +208,49 @@ fn some_forbidden(tokens: &[u32], forbidden: &[u32]) -> bool {
     }
 }
 
-fn too_many(max: usize, what: &str) -> Error {
-    Error::LimitExceeded { limit: "max_product_states", value: max.to_string(), what: what.to_string() }
+#[inline]
+fn some_forbidden_except(tokens: &[u32], forbidden: &[u32], except: &[(u32, u32)]) -> bool {
+    if except.is_empty() {
+        return some_forbidden(tokens, forbidden);
+    }
+    tokens
+        .iter()
+        .any(|t| forbidden.binary_search(t).is_ok() && except.binary_search_by_key(t, |e| e.0).is_err())
 }
 
-/// A registry of pairs with ids and a work queue.
-struct Registry {
-    items: Vec<(u32, u32)>,
-    index: FxHashMap<(u32, u32), u32>,
+/// Items with ids, discovered once each, and a work queue.
+struct Registry<K> {
+    items: Vec<K>,
+    index: FxHashMap<K, u32>,
     queue: VecDeque<u32>,
     max: usize,
     what: &'static str,
 }
 
-impl Registry {
-    fn new(max: usize, what: &'static str) -> Registry {
+impl<K: Copy + Eq + Hash> Registry<K> {
+    fn new(max: usize, what: &'static str) -> Registry<K> {
         Registry { items: Vec::new(), index: FxHashMap::default(), queue: VecDeque::new(), max, what }
     }
-    fn add(&mut self, p: (u32, u32)) -> Result<u32> {
-        if let Some(&id) = self.index.get(&p) {
+    fn add(&mut self, k: K) -> Result<u32> {
+        if let Some(&id) = self.index.get(&k) {
             return Ok(id);
         }
         if self.items.len() >= self.max {
-            return Err(too_many(self.max, self.what));
+            return Err(Error::LimitExceeded {
+                limit: "max_product_states",
+                value: self.max.to_string(),
+                what: self.what.to_string(),
+            });
         }
         let id = self.items.len() as u32;
-        self.items.push(p);
-        self.index.insert(p, id);
+        self.items.push(k);
+        self.index.insert(k, id);
         self.queue.push_back(id);
         Ok(id)
     }
 }
 
-/// How a guide state's tokenizer side constrains its tokens.
+/// How a state's tokenizer side constrains its tokens.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 enum Mode {
     /// At the start of the text: no pair constraint, lone tokens allowed, no boundary yet.
@@ -179,61 +269,111 @@ fn mode_of(c: u32) -> Mode {
     }
 }
 
-/// Per `(Zset, mode)`: tokens with a live successor (`all`), and through a boundary (`free`).
+#[inline]
+fn class_or_lone(tok: &TokenizerDfa, t: u32) -> u32 {
+    match tok.class_of(t) {
+        NO_CLASS => LONE,
+        k => k,
+    }
+}
+
+/// Tokens of a `(members, mode)` with the same successor sets (`NONE` when empty): `all`
+/// through any element, `free` through a boundary only.
+struct SetGroup {
+    all: u32,
+    free: u32,
+    class: u32,
+    tokens: Box<[u32]>,
+}
+
+/// The groups of a `(members, mode)` and those whose targets are not reached yet.
+struct SetSearch {
+    groups: Vec<SetGroup>,
+    pending_all: Vec<u32>,
+    pending_free: Vec<u32>,
+}
+
+/// Per `(members, mode)`: tokens with a live successor (`all`), and through a boundary (`free`).
 struct SetTable {
     all: Box<[u32]>,
     free: Box<[u32]>,
 }
 
+/// A token whose successor sets differ from its projection's table (it continues a member's
+/// lone-token split).
+struct Override {
+    token: u32,
+    all: u32,
+    free: u32,
+}
+
+/// A member of a guide state: a text state and a [`LoneSplits`] node.
+type Member = (u32, u32);
+/// An element: text state, tokenizer-side state, [`LoneSplits`] node.
+type Element = (u32, u32, u32);
+
 /// Builds the canonical guide of `dfa` for a pre-tokenized `vocab`.
-#[allow(clippy::too_many_arguments)]
 pub fn build<M: PieceBoundaries>(
     vocab: &Arc<Vocabulary>,
     tokenizer_dfa: &Arc<TokenizerDfa>,
     trie: &TokenTrie,
     dfa: ByteDfa,
     machine: M,
-    lone: LoneTrie,
+    splits: &LoneSplits,
     limits: &ProductLimits,
 ) -> Result<Guide> {
     let tok = tokenizer_dfa.as_ref();
     let max = limits.max_product_states;
     let mask_bytes = bitset::words_for(vocab.vocab_size()) * 4;
-    let mut text = TextAutomaton::new(&dfa, machine, lone, max);
+    let mut text = TextAutomaton::new(&dfa, machine, max);
 
     // --- Elements, forward. ---
     let mut groups: FxHashMap<u32, Vec<Group>> = FxHashMap::default();
     let mut pending: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
     let mut marks_of: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
-    let mut elements = Registry::new(max, "elements (text state, tokenizer state) of a pre-tokenized guide");
-    elements.add((text.start(), START))?;
+    // Edges on tokens that continue a lone token's split: (source element, target element).
+    let mut split_edges: Vec<(u32, Element)> = Vec::new();
+    let mut elements: Registry<Element> = Registry::new(max, "elements (text state, tokenizer state, split node) of a pre-tokenized guide");
+    elements.add((text.start(), START, ROOT))?;
     while let Some(id) = elements.queue.pop_front() {
         limits.deadline.check("the pre-tokenized guide's forward search")?;
-        let (z, c) = elements.items[id as usize];
+        let (z, c, u) = elements.items[id as usize];
         if !groups.contains_key(&z) {
             let g = token_groups(&mut text, trie, tok, z)?;
             limits.check_bytes(elements.items.len(), groups.len() + 1, mask_bytes)?;
             pending.insert(z, (0..g.len() as u32).filter(|&i| g[i as usize].class != LONE).collect());
             groups.insert(z, g);
         }
+        let special = splits.next_tokens(u);
         let gs = &groups[&z];
         match mode_of(c) {
             Mode::Start => {
                 for g in gs {
-                    elements.add((g.to, g.class))?;
+                    if some_allowed(&g.tokens, &[], special) {
+                        elements.add((g.to, g.class, NONE))?;
+                    }
                 }
             }
             Mode::Lone => {}
+            Mode::Regular if u != NONE => {
+                // Few elements: test every group, without the lone-split tokens.
+                let forbidden = tok.forbidden(c);
+                for g in gs.iter().filter(|g| g.class != LONE) {
+                    if some_allowed(&g.tokens, forbidden, special) {
+                        elements.add((g.to, g.class, NONE))?;
+                    }
+                }
+            }
             Mode::Regular => {
                 let forbidden = tok.forbidden(c);
                 let mut keep = Vec::new();
                 for &gi in &pending[&z] {
                     let g = &gs[gi as usize];
-                    if elements.index.contains_key(&(g.to, g.class)) {
+                    if elements.index.contains_key(&(g.to, g.class, NONE)) {
                         continue;
                     }
-                    if some_allowed(&g.tokens, forbidden) {
-                        elements.add((g.to, g.class))?;
+                    if some_allowed(&g.tokens, forbidden, &[]) {
+                        elements.add((g.to, g.class, NONE))?;
                     } else {
                         keep.push(gi);
                     }
@@ -241,10 +381,25 @@ pub fn build<M: PieceBoundaries>(
                 pending.insert(z, keep);
             }
         }
-        if c != START && (c == LONE || !text.spells_lone_token(z)) {
+        for &(t, child) in special {
+            let allowed = match mode_of(c) {
+                Mode::Start => true,
+                Mode::Lone => false,
+                Mode::Regular => tok.class_of(t) != NO_CLASS && tok.forbidden(c).binary_search(&t).is_err(),
+            };
+            if allowed {
+                let to = text.walk(z, vocab.token_bytes(t))?;
+                if to != DEAD {
+                    let target = (to, class_or_lone(tok, t), child);
+                    elements.add(target)?;
+                    split_edges.push((id, target));
+                }
+            }
+        }
+        if c != START && !splits.spells_lone_token(u) {
             let ms = text.marks(z)?.to_vec();
             for &zm in ms.iter().filter(|&&zm| zm != DEAD) {
-                elements.add((zm, START))?;
+                elements.add((zm, START, ROOT))?;
             }
             marks_of.insert(z, ms);
         }
@@ -253,7 +408,7 @@ pub fn build<M: PieceBoundaries>(
     // --- Elements, backward: which can reach acceptance. ---
     let n = elements.items.len();
     let mut not_live: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
-    for (id, &(z, _)) in elements.items.iter().enumerate() {
+    for (id, &(z, _, _)) in elements.items.iter().enumerate() {
         not_live.entry(z).or_default().push(id as u32);
     }
     let mut group_preds: FxHashMap<(u32, u32), Vec<(u32, u32)>> = FxHashMap::default();
@@ -268,60 +423,59 @@ pub fn build<M: PieceBoundaries>(
             mark_preds.entry(zm).or_default().push(z);
         }
     }
+    let mut split_preds: FxHashMap<Element, Vec<u32>> = FxHashMap::default();
+    for &(src, target) in &split_edges {
+        split_preds.entry(target).or_default().push(src);
+    }
     let mut live = vec![false; n];
     let mut work: VecDeque<u32> = VecDeque::new();
-    for (id, &(z, c)) in elements.items.iter().enumerate() {
-        if text.is_accepting(z)? && (c == LONE || !text.spells_lone_token(z)) {
+    for (id, &(z, _, u)) in elements.items.iter().enumerate() {
+        if text.is_accepting(z)? && !splits.spells_lone_token(u) {
             live[id] = true;
             work.push_back(id as u32);
         }
     }
+    // Moves `z`'s not-yet-live elements that pass `ok` to live.
+    let mut promote = |zs: u32, live: &mut Vec<bool>, work: &mut VecDeque<u32>, ok: &dyn Fn(Element) -> bool| {
+        let Some(list) = not_live.get_mut(&zs) else { return };
+        list.retain(|&p| {
+            if live[p as usize] {
+                return false;
+            }
+            if ok(elements.items[p as usize]) {
+                live[p as usize] = true;
+                work.push_back(p);
+                return false;
+            }
+            true
+        });
+    };
     while let Some(id) = work.pop_front() {
         limits.deadline.check("the pre-tokenized guide's backward search")?;
-        let (zt, ct) = elements.items[id as usize];
+        let target = elements.items[id as usize];
+        let (zt, ct, ut) = target;
+        for &src in split_preds.get(&target).map_or(&[][..], |v| v.as_slice()) {
+            if !live[src as usize] {
+                live[src as usize] = true;
+                work.push_back(src);
+            }
+        }
         if ct == START {
             for &zs in mark_preds.get(&zt).map_or(&[][..], |v| v.as_slice()) {
-                let lone_piece = text.spells_lone_token(zs);
-                let candidates = std::mem::take(not_live.get_mut(&zs).expect("over z"));
-                let mut keep = Vec::with_capacity(candidates.len());
-                for p in candidates {
-                    if live[p as usize] {
-                        continue;
-                    }
-                    let cp = elements.items[p as usize].1;
-                    if cp != START && (cp == LONE || !lone_piece) && marks_of.get(&zs).is_some_and(|ms| ms.contains(&zt)) {
-                        live[p as usize] = true;
-                        work.push_back(p);
-                    } else {
-                        keep.push(p);
-                    }
-                }
-                not_live.insert(zs, keep);
+                promote(zs, &mut live, &mut work, &|(_, cp, up)| cp != START && !splits.spells_lone_token(up));
             }
             continue;
         }
+        if ut != NONE {
+            continue; // reached only through split edges
+        }
         for &(zs, gi) in group_preds.get(&(zt, ct)).map_or(&[][..], |v| v.as_slice()) {
             let g = &groups[&zs][gi as usize];
-            let candidates = std::mem::take(not_live.get_mut(&zs).expect("over z"));
-            let mut keep = Vec::with_capacity(candidates.len());
-            for p in candidates {
-                if live[p as usize] {
-                    continue;
-                }
-                let cp = elements.items[p as usize].1;
-                let ok = match mode_of(cp) {
-                    Mode::Start => true,
-                    Mode::Lone => false,
-                    Mode::Regular => g.class != LONE && some_allowed(&g.tokens, tok.forbidden(cp)),
-                };
-                if ok {
-                    live[p as usize] = true;
-                    work.push_back(p);
-                } else {
-                    keep.push(p);
-                }
-            }
-            not_live.insert(zs, keep);
+            promote(zs, &mut live, &mut work, &|(_, cp, up)| match mode_of(cp) {
+                Mode::Start => some_allowed(&g.tokens, &[], splits.next_tokens(up)),
+                Mode::Lone => false,
+                Mode::Regular => g.class != LONE && some_allowed(&g.tokens, tok.forbidden(cp), splits.next_tokens(up)),
+            });
         }
     }
     if !live[0] {
@@ -329,149 +483,203 @@ pub fn build<M: PieceBoundaries>(
             "no canonical token sequence spells a string of the regex (its strings are not representable by this tokenizer, or its pre-tokenizer never splits them so)".into(),
         ));
     }
-    let live_set: FxHashSet<(u32, u32)> =
-        elements.items.iter().zip(&live).filter(|(_, &l)| l).map(|(&e, _)| e).collect();
+    let live_set: FxHashSet<Element> = elements.items.iter().zip(&live).filter(|(_, &l)| l).map(|(&e, _)| e).collect();
     drop(not_live);
     drop(group_preds);
 
-    // --- Guide states: (Zset, c), forward only (every one holds a live element). ---
+    // --- Guide states: (members, c), forward only (every one holds a live element). ---
     let words = bitset::words_for(vocab.vocab_size());
-    let mut zsets: Vec<Box<[u32]>> = Vec::new();
-    let mut zset_index: FxHashMap<Box<[u32]>, u32> = FxHashMap::default();
-    let mut intern = |set: Vec<u32>, zsets: &mut Vec<Box<[u32]>>| -> u32 {
+    let mut sets: Vec<Box<[Member]>> = Vec::new();
+    let mut set_index: FxHashMap<Box<[Member]>, u32> = FxHashMap::default();
+    let mut intern = |set: &[Member], sets: &mut Vec<Box<[Member]>>| -> u32 {
         if set.is_empty() {
             return NONE;
         }
-        let set: Box<[u32]> = set.into_boxed_slice();
-        if let Some(&id) = zset_index.get(&set) {
+        if let Some(&id) = set_index.get(set) {
             return id;
         }
-        let id = zsets.len() as u32;
-        zsets.push(set.clone());
-        zset_index.insert(set, id);
+        let id = sets.len() as u32;
+        sets.push(set.into());
+        set_index.insert(set.into(), id);
         id
     };
-    let start_set = intern(vec![text.start()], &mut zsets);
-    let mut states = Registry::new(max, "guide states (text-state set, tokenizer state) of a pre-tokenized guide");
+    let start_set = intern(&[(text.start(), ROOT)], &mut sets);
+    let mut states: Registry<(u32, u32)> = Registry::new(max, "guide states (member set, tokenizer state) of a pre-tokenized guide");
     states.add((start_set, START))?;
+    // A state's successors on tokens that continue no member's lone-token split depend only on
+    // its text states (the split nodes all become NONE): such tables are shared by the
+    // *projection* of the member set; the few other tokens are overrides per (set, mode).
     let mut tables: FxHashMap<(u32, Mode), u32> = FxHashMap::default();
     let mut table_list: Vec<SetTable> = Vec::new();
+    let mut searches: Vec<SetSearch> = Vec::new();
     let mut state_table: Vec<u32> = Vec::new();
+    let mut overrides: FxHashMap<(u32, Mode), u32> = FxHashMap::default();
+    let mut override_list: Vec<Box<[Override]>> = vec![Box::new([])];
+    let mut state_override: Vec<u32> = Vec::new();
     while let Some(id) = states.queue.pop_front() {
         limits.deadline.check("the pre-tokenized guide's state search")?;
-        let (zs, c) = states.items[id as usize];
+        let (set, c) = states.items[id as usize];
         let mode = mode_of(c);
-        let key = (zs, mode);
-        // (all, free, class, tokens) groups of this set, and its bitsets.
-        let set_groups = {
-            let members = zsets[zs as usize].clone();
-            let mut entries: Vec<(u32, u32, bool)> = Vec::new();
-            let is_live = |to: u32, class: u32| live_set.contains(&(to, class));
-            if mode != Mode::Lone {
-                for &z in members.iter() {
-                    for g in &groups[&z] {
-                        if (mode == Mode::Start || g.class != LONE) && is_live(g.to, g.class) {
-                            entries.extend(g.tokens.iter().map(|&t| (t, g.to, false)));
-                        }
+        let members = sets[set as usize].clone();
+        // (Whether a member's piece spells a lone token must survive: it may not end there.)
+        let mut projection: Vec<Member> =
+            members.iter().map(|&(z, u)| (z, if splits.spells_lone_token(u) { SPELLED } else { NONE })).collect();
+        projection.sort_unstable();
+        projection.dedup();
+        let proj = intern(&projection, &mut sets);
+        let tid = match tables.get(&(proj, mode)) {
+            Some(&tid) => tid,
+            None => {
+                let entries = successor_entries(&projection, mode, &groups, &marks_of, &live_set, splits);
+                let mut by_target: FxHashMap<(u32, u32, u32), Vec<u32>> = FxHashMap::default();
+                let mut all_bits = vec![0u32; words].into_boxed_slice();
+                let mut free_bits = vec![0u32; words].into_boxed_slice();
+                let (mut all, mut free) = (Vec::new(), Vec::new());
+                for run in entries.chunk_by(|a, b| a.0 == b.0) {
+                    let t = run[0].0;
+                    all.clear();
+                    all.extend(run.iter().map(|e| e.1));
+                    all.dedup();
+                    free.clear();
+                    free.extend(run.iter().filter(|e| e.2).map(|e| e.1));
+                    free.dedup();
+                    let all_id = intern(&all, &mut sets);
+                    let free_id = intern(&free, &mut sets);
+                    if all_id != NONE {
+                        bitset::set(&mut all_bits, t as usize);
+                    }
+                    if free_id != NONE {
+                        bitset::set(&mut free_bits, t as usize);
+                    }
+                    by_target.entry((all_id, free_id, class_or_lone(tok, t))).or_default().push(t);
+                }
+                let groups: Vec<SetGroup> = by_target
+                    .into_iter()
+                    .map(|((all, free, class), tokens)| SetGroup { all, free, class, tokens: tokens.into_boxed_slice() })
+                    .collect();
+                let pending_all = (0..groups.len() as u32).filter(|&g| groups[g as usize].all != NONE).collect();
+                let pending_free = (0..groups.len() as u32)
+                    .filter(|&g| groups[g as usize].free != NONE && groups[g as usize].class != LONE)
+                    .collect();
+                let tid = table_list.len() as u32;
+                tables.insert((proj, mode), tid);
+                table_list.push(SetTable { all: all_bits, free: free_bits });
+                searches.push(SetSearch { groups, pending_all, pending_free });
+                limits.check_bytes(states.items.len(), table_list.len() * 2, mask_bytes)?;
+                tid
+            }
+        };
+        state_table.push(tid);
+        // Tokens continuing some member's lone-token split (never in the Lone mode: no
+        // unmarked successors there).
+        let mut special: Vec<u32> = Vec::new();
+        if mode != Mode::Lone {
+            for &(_, u) in members.iter() {
+                special.extend(splits.next_tokens(u).iter().map(|e| e.0));
+            }
+            special.sort_unstable();
+            special.dedup();
+        }
+        let oid = if special.is_empty() {
+            0
+        } else if let Some(&oid) = overrides.get(&(set, mode)) {
+            oid
+        } else {
+            let mut list = Vec::with_capacity(special.len());
+            for &t in &special {
+                let (all, free) = exact_successors(&mut text, vocab, tok, splits, &live_set, &members, mode, t)?;
+                list.push(Override { token: t, all: intern(&all, &mut sets), free: intern(&free, &mut sets) });
+            }
+            let oid = override_list.len() as u32;
+            override_list.push(list.into_boxed_slice());
+            overrides.insert((set, mode), oid);
+            oid
+        };
+        state_override.push(oid);
+        let except: Vec<(u32, u32)> = special.iter().map(|&t| (t, 0)).collect();
+        let search = &mut searches[tid as usize];
+        match mode {
+            Mode::Start | Mode::Lone => {
+                for g in &search.groups {
+                    let target = if mode == Mode::Start { g.all } else { g.free };
+                    if target != NONE && some_allowed(&g.tokens, &[], &except) {
+                        states.add((target, g.class))?;
                     }
                 }
             }
-            if mode != Mode::Start {
-                for &z in members.iter() {
-                    if mode == Mode::Regular && text.spells_lone_token(z) {
+            Mode::Regular => {
+                // As in CartesianMerge: each group is tested until its target is reached.
+                let forbidden = tok.forbidden(c);
+                let mut keep = Vec::new();
+                for &gi in &search.pending_all {
+                    let g = &search.groups[gi as usize];
+                    if states.index.contains_key(&(g.all, g.class)) {
                         continue;
                     }
-                    for &zm in marks_of.get(&z).map_or(&[][..], |v| v.as_slice()) {
-                        if zm == DEAD || !is_live(zm, START) {
-                            continue;
-                        }
-                        for g in &groups[&zm] {
-                            if is_live(g.to, g.class) {
-                                entries.extend(g.tokens.iter().map(|&t| (t, g.to, true)));
-                            }
-                        }
+                    if (g.class == LONE && except.is_empty()) || some_allowed(&g.tokens, forbidden, &except) {
+                        states.add((g.all, g.class))?;
+                    } else {
+                        keep.push(gi);
                     }
                 }
-            }
-            entries.sort_unstable();
-            let mut by_target: FxHashMap<(u32, u32, u32), Vec<u32>> = FxHashMap::default();
-            let mut all_bits = vec![0u32; words].into_boxed_slice();
-            let mut free_bits = vec![0u32; words].into_boxed_slice();
-            for run in entries.chunk_by(|a, b| a.0 == b.0) {
-                let t = run[0].0;
-                let mut all: Vec<u32> = run.iter().map(|e| e.1).collect();
-                all.dedup();
-                all.sort_unstable();
-                all.dedup();
-                let mut free: Vec<u32> = run.iter().filter(|e| e.2).map(|e| e.1).collect();
-                free.sort_unstable();
-                free.dedup();
-                let class = match tok.class_of(t) {
-                    NO_CLASS => LONE,
-                    k => k,
-                };
-                let all_id = intern(all, &mut zsets);
-                let free_id = intern(free, &mut zsets);
-                if all_id != NONE {
-                    bitset::set(&mut all_bits, t as usize);
-                }
-                if free_id != NONE {
-                    bitset::set(&mut free_bits, t as usize);
-                }
-                by_target.entry((all_id, free_id, class)).or_default().push(t);
-            }
-            if !tables.contains_key(&key) {
-                tables.insert(key, table_list.len() as u32);
-                table_list.push(SetTable { all: all_bits, free: free_bits });
-                limits.check_bytes(states.items.len(), table_list.len() * 2, mask_bytes)?;
-            }
-            by_target
-        };
-        state_table.push(tables[&key]);
-        for ((all, free, class), tokens) in set_groups {
-            match mode {
-                Mode::Start => {
-                    if all != NONE {
-                        states.add((all, class))?;
+                search.pending_all = keep;
+                let mut keep = Vec::new();
+                for &gi in &search.pending_free {
+                    let g = &search.groups[gi as usize];
+                    if states.index.contains_key(&(g.free, g.class)) {
+                        continue;
+                    }
+                    if some_forbidden_except(&g.tokens, forbidden, &except) {
+                        states.add((g.free, g.class))?;
+                    } else {
+                        keep.push(gi);
                     }
                 }
-                Mode::Lone => {
-                    if free != NONE {
-                        states.add((free, class))?;
-                    }
-                }
-                Mode::Regular => {
-                    let forbidden = tok.forbidden(c);
-                    if all != NONE && (class == LONE || some_allowed(&tokens, forbidden)) {
-                        states.add((all, class))?;
-                    }
-                    if free != NONE && class != LONE && some_forbidden(&tokens, forbidden) {
-                        states.add((free, class))?;
-                    }
-                }
+                search.pending_free = keep;
             }
         }
+        for o in override_list[oid as usize].iter() {
+            let class = class_or_lone(tok, o.token);
+            let forbidden = mode == Mode::Regular && tok.forbidden(c).binary_search(&o.token).is_ok();
+            let target = if forbidden { o.free } else { o.all };
+            if target != NONE {
+                states.add((target, class))?;
+            }
+        }
+    }
+    drop(searches);
+    if std::env::var_os("PROPERTOK_DEBUG").is_some() {
+        eprintln!(
+            "pretokenized: {} text states, {} elements ({} live), {} member sets, {} guide states, {} tables",
+            text.num_states(),
+            elements.items.len(),
+            live_set.len(),
+            sets.len(),
+            states.items.len(),
+            table_list.len()
+        );
     }
     let frozen = text.freeze()?;
     let accepting: Vec<bool> = states
         .items
         .iter()
-        .map(|&(zs, c)| {
-            zsets[zs as usize].iter().any(|&z| frozen.is_accepting(z) && (c == LONE || !frozen.spells_lone_token(z)))
-        })
+        .map(|&(set, _)| sets[set as usize].iter().any(|&(z, u)| frozen.is_accepting(z) && !splits.spells_lone_token(u)))
         .collect();
     let num_states = states.items.len();
     let automaton = PretokenizedAutomaton {
         tokenizer_dfa: tokenizer_dfa.clone(),
+        splits: splits.clone(),
         dfa,
         text: frozen,
         live: live_set,
-        zsets,
-        zset_index,
+        sets,
+        set_index,
         states: states.items,
         index: states.index,
         state_table,
         tables: table_list,
+        state_override,
+        overrides: override_list,
         accepting,
     };
     Ok(Guide {
@@ -481,6 +689,107 @@ pub fn build<M: PieceBoundaries>(
         initial: 0,
         masks: MaskCache::new(num_states, DEFAULT_MAX_MASK_CACHE_BYTES),
     })
+}
+
+/// `(token, successor member, through a boundary)` for every token with a live successor from
+/// the members of a guide state, sorted.
+fn successor_entries(
+    members: &[Member],
+    mode: Mode,
+    groups: &FxHashMap<u32, Vec<Group>>,
+    marks_of: &FxHashMap<u32, Vec<u32>>,
+    live: &FxHashSet<Element>,
+    splits: &LoneSplits,
+) -> Vec<(u32, Member, bool)> {
+    let mut entries: Vec<(u32, Member, bool)> = Vec::new();
+    let from = |z: u32, u: u32, marked: bool, lone_ok: bool, entries: &mut Vec<(u32, Member, bool)>| {
+        for g in &groups[&z] {
+            if g.class == LONE && !lone_ok {
+                continue;
+            }
+            if u == NONE || u == SPELLED {
+                if live.contains(&(g.to, g.class, NONE)) {
+                    entries.extend(g.tokens.iter().map(|&t| (t, (g.to, NONE), marked)));
+                }
+            } else {
+                for &t in g.tokens.iter() {
+                    let child = splits.child(u, t);
+                    if live.contains(&(g.to, g.class, child)) {
+                        entries.push((t, (g.to, child), marked));
+                    }
+                }
+            }
+        }
+    };
+    if mode != Mode::Lone {
+        for &(z, u) in members {
+            from(z, u, false, mode == Mode::Start, &mut entries);
+        }
+    }
+    if mode != Mode::Start {
+        for &(z, u) in members {
+            if splits.spells_lone_token(u) {
+                continue;
+            }
+            for &zm in marks_of.get(&z).map_or(&[][..], |v| v.as_slice()) {
+                if zm != DEAD && live.contains(&(zm, START, ROOT)) {
+                    from(zm, ROOT, true, true, &mut entries);
+                }
+            }
+        }
+    }
+    entries.sort_unstable();
+    entries
+}
+
+/// The live successor member sets of token `t` from `members` in `mode`: through any element,
+/// and through a boundary only.
+#[allow(clippy::too_many_arguments)]
+fn exact_successors<M: PieceBoundaries>(
+    text: &mut TextAutomaton<'_, M>,
+    vocab: &Vocabulary,
+    tok: &TokenizerDfa,
+    splits: &LoneSplits,
+    live: &FxHashSet<Element>,
+    members: &[Member],
+    mode: Mode,
+    t: u32,
+) -> Result<(Vec<Member>, Vec<Member>)> {
+    let class = class_or_lone(tok, t);
+    let bytes = vocab.token_bytes(t);
+    let (mut all, mut free) = (Vec::new(), Vec::new());
+    if mode != Mode::Lone && (mode == Mode::Start || class != LONE) {
+        for &(z, u) in members {
+            let to = text.walk(z, bytes)?;
+            let child = splits.child(u, t);
+            if to != DEAD && live.contains(&(to, class, child)) {
+                all.push((to, child));
+            }
+        }
+    }
+    if mode != Mode::Start {
+        for &(z, u) in members {
+            if splits.spells_lone_token(u) {
+                continue;
+            }
+            for zm in text.marks(z)?.to_vec() {
+                if zm == DEAD || !live.contains(&(zm, START, ROOT)) {
+                    continue;
+                }
+                let to = text.walk(zm, bytes)?;
+                let child = splits.child(ROOT, t);
+                if to != DEAD && live.contains(&(to, class, child)) {
+                    free.push((to, child));
+                }
+            }
+        }
+    }
+    free.sort_unstable();
+    free.dedup();
+    all.extend_from_slice(&free);
+    all.sort_unstable();
+    all.dedup();
+    Ok((all, free))
 }
 
 /// The token groups of text state `z`: tokens whose walk from `z` stays alive, grouped by
@@ -498,13 +807,7 @@ fn token_groups<M: PieceBoundaries>(
             let to = text.byte(s, b)?;
             Ok::<_, Error>((to != DEAD).then_some(to))
         },
-        |t, to| {
-            let class = match tok.class_of(t) {
-                NO_CLASS => LONE,
-                k => k,
-            };
-            triples.push((to, class, t));
-        },
+        |t, to| triples.push((to, class_or_lone(tok, t), t)),
     )?;
     triples.sort_unstable();
     Ok(triples
@@ -516,15 +819,19 @@ fn token_groups<M: PieceBoundaries>(
 /// The decode-time form of a pre-tokenized guide (see the module docs).
 pub(crate) struct PretokenizedAutomaton {
     tokenizer_dfa: Arc<TokenizerDfa>,
+    splits: LoneSplits,
     dfa: ByteDfa,
     text: FrozenText,
-    live: FxHashSet<(u32, u32)>,
-    zsets: Vec<Box<[u32]>>,
-    zset_index: FxHashMap<Box<[u32]>, u32>,
+    live: FxHashSet<Element>,
+    sets: Vec<Box<[Member]>>,
+    set_index: FxHashMap<Box<[Member]>, u32>,
     states: Vec<(u32, u32)>,
     index: FxHashMap<(u32, u32), u32>,
     state_table: Vec<u32>,
     tables: Vec<SetTable>,
+    /// Per state, an index into `overrides` (0: none).
+    state_override: Vec<u32>,
+    overrides: Vec<Box<[Override]>>,
     accepting: Vec<bool>,
 }
 
@@ -538,7 +845,8 @@ impl PretokenizedAutomaton {
         let (_, c) = self.states[state as usize];
         let table = &self.tables[self.state_table[state as usize] as usize];
         out.copy_from_slice(&table.all);
-        if mode_of(c) == Mode::Regular {
+        let regular = mode_of(c) == Mode::Regular;
+        if regular {
             for &t in self.tokenizer_dfa.forbidden(c) {
                 if bitset::contains(&table.free, t as usize) {
                     bitset::set(out, t as usize);
@@ -547,58 +855,63 @@ impl PretokenizedAutomaton {
                 }
             }
         }
+        for o in self.overrides[self.state_override[state as usize] as usize].iter() {
+            let forbidden = regular && self.tokenizer_dfa.forbidden(c).binary_search(&o.token).is_ok();
+            if (if forbidden { o.free } else { o.all }) != NONE {
+                bitset::set(out, o.token as usize);
+            } else {
+                bitset::clear(out, o.token as usize);
+            }
+        }
     }
 
     /// The target of a non-EOS token, `None` when it is not allowed.
     pub(crate) fn next_state(&self, vocab: &Vocabulary, state: u32, token: u32) -> Option<u32> {
-        let (zs, c) = self.states[state as usize];
+        let (set, c) = self.states[state as usize];
         let mode = mode_of(c);
-        let table = &self.tables[self.state_table[state as usize] as usize];
         let forbidden = mode == Mode::Regular && self.tokenizer_dfa.forbidden(c).binary_search(&token).is_ok();
-        let allowed = if forbidden { &table.free } else { &table.all };
-        if !bitset::contains(allowed, token as usize) {
-            return None;
-        }
-        let class = match self.tokenizer_dfa.class_of(token) {
-            NO_CLASS => LONE,
-            k => k,
-        };
+        let class = class_or_lone(&self.tokenizer_dfa, token);
         let bytes = vocab.token_bytes(token);
-        let mut out: Vec<u32> = Vec::new();
-        let reach = |from: u32, out: &mut Vec<u32>| {
-            let to = self.text.walk(from, bytes);
-            if to != DEAD && self.live.contains(&(to, class)) {
-                out.push(to);
+        let mut out: Vec<Member> = Vec::new();
+        let reach = |z: u32, u: u32, out: &mut Vec<Member>| {
+            let to = self.text.walk(z, bytes);
+            let child = self.splits.child(u, token);
+            if to != DEAD && self.live.contains(&(to, class, child)) {
+                out.push((to, child));
             }
         };
-        let members = &self.zsets[zs as usize];
+        let members = &self.sets[set as usize];
         if !forbidden && mode != Mode::Lone && (mode == Mode::Start || class != LONE) {
-            for &z in members.iter() {
-                reach(z, &mut out);
+            for &(z, u) in members.iter() {
+                reach(z, u, &mut out);
             }
         }
         if mode != Mode::Start {
-            for &z in members.iter() {
-                if mode == Mode::Regular && self.text.spells_lone_token(z) {
+            for &(z, u) in members.iter() {
+                if self.splits.spells_lone_token(u) {
                     continue;
                 }
                 for &zm in self.text.marks(z) {
-                    if zm != DEAD && self.live.contains(&(zm, START)) {
-                        reach(zm, &mut out);
+                    if zm != DEAD && self.live.contains(&(zm, START, ROOT)) {
+                        reach(zm, ROOT, &mut out);
                     }
                 }
             }
         }
         out.sort_unstable();
         out.dedup();
-        let target = self.zset_index.get(out.as_slice())?;
+        let target = self.set_index.get(out.as_slice())?;
         self.index.get(&(*target, class)).copied()
     }
 
-    /// Fewest bytes to acceptance over the set's regex states (a hint for finishing walks).
+    /// Fewest bytes to acceptance over the members' regex states (a hint for finishing walks).
     pub(crate) fn distance_hint(&self, state: u32) -> u32 {
-        let (zs, _) = self.states[state as usize];
-        self.zsets[zs as usize].iter().map(|&z| self.dfa.distance_to_accept(self.text.regex_state(z))).min().unwrap_or(u32::MAX)
+        let (set, _) = self.states[state as usize];
+        self.sets[set as usize]
+            .iter()
+            .map(|&(z, _)| self.dfa.distance_to_accept(self.text.regex_state(z)))
+            .min()
+            .unwrap_or(u32::MAX)
     }
 
     pub(crate) fn num_states(&self) -> usize {

@@ -138,10 +138,16 @@ fn check(pattern: &str, ignore_merges: bool, alphabet: &[char], max_len: usize) 
             .filter(|&t| tok.class_of(t) != NO_CLASS || lone.contains(&t))
             .map(|t| (t, vocab.token_bytes(t))),
     );
-    let lone_trie = LoneTrie::new(lone.iter().map(|&t| vocab.token_bytes(t)));
+    let splits = LoneSplits::new(&vocab, &lone);
     let dfa = ByteDfa::from_regex(pattern, 1000).unwrap();
     let limits = ProductLimits { max_product_states: 100_000, max_guide_bytes: 1 << 30, deadline: Deadline::none() };
-    let guide = build(&vocab, &tok, &trie, dfa.clone(), SpaceJoinsWord, lone_trie, &limits).unwrap();
+    let guide = build(&vocab, &tok, &trie, dfa.clone(), SpaceJoinsWord, &splits, &limits).unwrap();
+    // Masks and steps agree: every allowed token has a target.
+    for st in 0..guide.num_states() as u32 {
+        for t in guide.allowed_tokens(st) {
+            assert!(guide.step(st, t).is_some(), "{pattern}: token {:?} allowed in state {st} has no target", vocab.token_string(t));
+        }
+    }
     let table = MergeTable::new(vocab.merges());
     let want: BTreeSet<Vec<u32>> = strings(alphabet, max_len)
         .iter()

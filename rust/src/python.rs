@@ -96,6 +96,25 @@ impl PyVocabulary {
     fn canonical_unsupported_reason(&self) -> Option<String> {
         self.inner.canonical_unsupported_reason().map(str::to_string)
     }
+    /// For a byte-level BPE tokenizer canonical guides support: its pre-tokenizer as a list of
+    /// `Split(pattern, Isolated)` stages, its normalizer ("none", "NFC", "NFKC") and
+    /// `ignore_merges`; `None` otherwise.
+    #[getter]
+    fn pre_tokenization<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(p) = self.inner.pre_tokenization() else { return Ok(None) };
+        let d = PyDict::new(py);
+        d.set_item("stages", p.stages.clone())?;
+        d.set_item(
+            "normalization",
+            match p.normalization {
+                crate::vocab::Normalization::None => "none",
+                crate::vocab::Normalization::Nfc => "NFC",
+                crate::vocab::Normalization::Nfkc => "NFKC",
+            },
+        )?;
+        d.set_item("ignore_merges", p.ignore_merges)?;
+        Ok(Some(d))
+    }
     #[getter]
     fn special_token_ids(&self) -> Vec<u32> {
         self.inner.special_token_ids().to_vec()
@@ -246,8 +265,12 @@ impl PyCompiler {
         d.set_item("num_emittable_tokens", dfa.num_emittable())?;
         let fallback = dfa.fallback_tokens().map_or(0, |_| 256);
         let special = (0..n as u32).filter(|&t| self.inner.vocabulary().is_never_allowed(t)).count();
+        let compiler = self.inner.clone();
+        let lone = py.detach(move || compiler.lone_tokens().map(<[u32]>::len)).map_err(to_py)?;
         d.set_item("num_byte_fallback_tokens", fallback)?;
-        d.set_item("num_unreachable_tokens", n - dfa.num_emittable() - fallback - special)?;
+        // Emitted only as a whole pre-tokenizer piece (ignore_merges), never by the merges.
+        d.set_item("num_lone_tokens", lone)?;
+        d.set_item("num_unreachable_tokens", n - dfa.num_emittable() - fallback - special - lone)?;
         d.set_item("num_forbidden_pairs", dfa.num_forbidden_pairs())?;
         d.set_item("build_seconds", dfa.build_seconds())?;
         d.set_item("cache", self.inner.cache_status())?;

@@ -2,16 +2,13 @@
 //! *and piece-boundary marks* that knows everything about the generated text except which
 //! tokens spell it.
 //!
-//! A state is a triple `(q, m, n)`:
+//! A state is a pair `(q, m)`:
 //! * `q`, a state of the regex's [`ByteDfa`] (the text so far is a prefix of the language);
 //! * `m`, a state of the pre-tokenizer's [`PieceBoundaries`] automaton (the text so far, with
 //!   marks at the token boundaries chosen as piece boundaries, is a prefix of a correctly
-//!   split text);
-//! * `n`, a node of the trie of *lone tokens* (with `ignore_merges`, the vocabulary tokens the
-//!   merges alone would not produce from their own text), tracking whether the current piece is
-//!   still a prefix of one: a piece that spells a lone token must be that token, whole.
+//!   split text).
 //!
-//! Bytes move all three; a mark moves `m` and restarts `n` (a new piece begins). States are
+//! Bytes move both; a mark moves `m`. States are
 //! interned lazily while the guide is built ([`TextAutomaton`]) and then frozen with the
 //! transitions that were explored ([`FrozenText`]) — the decode-time walks only ever follow
 //! token paths the build explored from the same states, so nothing else is needed.
@@ -36,57 +33,12 @@ pub trait PieceBoundaries {
     fn accepts_end(&mut self, state: u32) -> Result<bool>;
 }
 
-/// A byte trie of the lone tokens; node 0 is the root, [`NOT_A_PREFIX`] is "no lone token
-/// starts with the piece so far".
-#[derive(Clone, Debug, Default)]
-pub struct LoneTrie {
-    children: Vec<Vec<(u8, u32)>>,
-    terminal: Vec<bool>,
-}
-
-/// See [`LoneTrie`].
-pub const NOT_A_PREFIX: u32 = u32::MAX - 1;
-
-impl LoneTrie {
-    pub fn new<'a>(words: impl IntoIterator<Item = &'a [u8]>) -> LoneTrie {
-        let mut trie = LoneTrie { children: vec![Vec::new()], terminal: vec![false] };
-        for w in words {
-            let mut node = 0usize;
-            for &b in w {
-                node = match trie.children[node].binary_search_by_key(&b, |c| c.0) {
-                    Ok(i) => trie.children[node][i].1 as usize,
-                    Err(i) => {
-                        let id = trie.children.len();
-                        trie.children[node].insert(i, (b, id as u32));
-                        trie.children.push(Vec::new());
-                        trie.terminal.push(false);
-                        id
-                    }
-                };
-            }
-            trie.terminal[node] = true;
-        }
-        trie
-    }
-    fn step(&self, node: u32, b: u8) -> u32 {
-        if node == NOT_A_PREFIX {
-            return NOT_A_PREFIX;
-        }
-        let ch = &self.children[node as usize];
-        ch.binary_search_by_key(&b, |c| c.0).map_or(NOT_A_PREFIX, |i| ch[i].1)
-    }
-    fn is_terminal(&self, node: u32) -> bool {
-        node != NOT_A_PREFIX && self.terminal[node as usize]
-    }
-}
-
 /// The lazily built automaton (see the module docs).
 pub struct TextAutomaton<'a, M: PieceBoundaries> {
     dfa: &'a ByteDfa,
     machine: M,
-    lone: LoneTrie,
-    states: Vec<(u32, u32, u32)>,
-    index: FxHashMap<(u32, u32, u32), u32>,
+    states: Vec<(u32, u32)>,
+    index: FxHashMap<(u32, u32), u32>,
     next: FxHashMap<(u32, u8), u32>,
     marks: FxHashMap<u32, Vec<u32>>,
     accepting: FxHashMap<u32, bool>,
@@ -94,11 +46,10 @@ pub struct TextAutomaton<'a, M: PieceBoundaries> {
 }
 
 impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
-    pub fn new(dfa: &'a ByteDfa, machine: M, lone: LoneTrie, max_states: usize) -> TextAutomaton<'a, M> {
+    pub fn new(dfa: &'a ByteDfa, machine: M, max_states: usize) -> TextAutomaton<'a, M> {
         let mut t = TextAutomaton {
             dfa,
             machine,
-            lone,
             states: Vec::new(),
             index: FxHashMap::default(),
             next: FxHashMap::default(),
@@ -106,7 +57,7 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
             accepting: FxHashMap::default(),
             max_states,
         };
-        let start = (dfa.start(), t.machine.start(), 0);
+        let start = (dfa.start(), t.machine.start());
         t.states.push(start);
         t.index.insert(start, 0);
         t
@@ -122,7 +73,7 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
         self.states.len()
     }
 
-    fn intern(&mut self, s: (u32, u32, u32)) -> Result<u32> {
+    fn intern(&mut self, s: (u32, u32)) -> Result<u32> {
         if let Some(&id) = self.index.get(&s) {
             return Ok(id);
         }
@@ -130,7 +81,7 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
             return Err(Error::LimitExceeded {
                 limit: "max_product_states",
                 value: self.max_states.to_string(),
-                what: "text states (regex state, pre-tokenizer state, lone-token prefix) of a pre-tokenized guide".into(),
+                what: "text states (regex state, pre-tokenizer state) of a pre-tokenized guide".into(),
             });
         }
         let id = self.states.len() as u32;
@@ -144,32 +95,40 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
         if let Some(&to) = self.next.get(&(z, b)) {
             return Ok(to);
         }
-        let (q, m, n) = self.states[z as usize];
+        let (q, m) = self.states[z as usize];
         let q2 = self.dfa.next(q, b);
         let to = if q2 == DEAD {
             DEAD
         } else {
             match self.machine.byte(m, b)? {
                 DEAD => DEAD,
-                m2 => {
-                    let n2 = self.lone.step(n, b);
-                    self.intern((q2, m2, n2))?
-                }
+                m2 => self.intern((q2, m2))?,
             }
         };
         self.next.insert((z, b), to);
         Ok(to)
     }
 
+    /// The state after `bytes`, `DEAD` when they are ruled out.
+    pub fn walk(&mut self, mut z: u32, bytes: &[u8]) -> Result<u32> {
+        for &b in bytes {
+            z = self.byte(z, b)?;
+            if z == DEAD {
+                break;
+            }
+        }
+        Ok(z)
+    }
+
     /// The states after a piece boundary of each kind (`DEAD` where impossible).
     pub fn marks(&mut self, z: u32) -> Result<&[u32]> {
         if !self.marks.contains_key(&z) {
-            let (q, m, _) = self.states[z as usize];
+            let (q, m) = self.states[z as usize];
             let mut out = Vec::with_capacity(self.machine.num_stages());
             for kind in 0..self.machine.num_stages() {
                 out.push(match self.machine.mark(m, kind)? {
                     DEAD => DEAD,
-                    m2 => self.intern((q, m2, 0))?,
+                    m2 => self.intern((q, m2))?,
                 });
             }
             self.marks.insert(z, out);
@@ -182,15 +141,10 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
         if let Some(&a) = self.accepting.get(&z) {
             return Ok(a);
         }
-        let (q, m, _) = self.states[z as usize];
+        let (q, m) = self.states[z as usize];
         let a = self.dfa.is_accepting(q) && self.machine.accepts_end(m)?;
         self.accepting.insert(z, a);
         Ok(a)
-    }
-
-    /// Whether the current piece spells a lone token.
-    pub fn spells_lone_token(&self, z: u32) -> bool {
-        self.lone.is_terminal(self.states[z as usize].2)
     }
 
     /// The regex state of `z`.
@@ -198,7 +152,7 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
         self.states[z as usize].0
     }
 
-    /// Keeps what decoding needs: explored transitions, marks, acceptance, lone flags.
+    /// Keeps what decoding needs: explored transitions, marks, acceptance.
     pub fn freeze(mut self) -> Result<FrozenText> {
         let n = self.states.len();
         let kinds = self.machine.num_stages();
@@ -210,10 +164,9 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
         for z in 0..n as u32 {
             accepting[z as usize] = self.is_accepting(z)?;
         }
-        let spells_lone = (0..n as u32).map(|z| self.spells_lone_token(z)).collect();
         let regex_state = self.states.iter().map(|s| s.0).collect();
         let next = self.next.into_iter().filter(|&(_, to)| to != DEAD).collect();
-        Ok(FrozenText { kinds, next, marks, accepting, spells_lone, regex_state })
+        Ok(FrozenText { kinds, next, marks, accepting, regex_state })
     }
 }
 
@@ -224,7 +177,6 @@ pub struct FrozenText {
     next: FxHashMap<(u32, u8), u32>,
     marks: Vec<u32>,
     accepting: Vec<bool>,
-    spells_lone: Vec<bool>,
     regex_state: Vec<u32>,
 }
 
@@ -245,9 +197,6 @@ impl FrozenText {
     pub fn is_accepting(&self, z: u32) -> bool {
         self.accepting[z as usize]
     }
-    pub fn spells_lone_token(&self, z: u32) -> bool {
-        self.spells_lone[z as usize]
-    }
     pub fn regex_state(&self, z: u32) -> u32 {
         self.regex_state[z as usize]
     }
@@ -256,6 +205,24 @@ impl FrozenText {
     }
     /// Approximate heap bytes.
     pub fn heap_bytes(&self) -> usize {
-        self.next.capacity() * 16 + self.marks.len() * 4 + self.accepting.len() * 6
+        self.next.capacity() * 16 + self.marks.len() * 4 + self.accepting.len() * 5
+    }
+}
+
+impl PieceBoundaries for crate::piece_machine::PieceMachine {
+    fn num_stages(&self) -> usize {
+        crate::piece_machine::PieceMachine::num_stages(self)
+    }
+    fn start(&self) -> u32 {
+        crate::piece_machine::PieceMachine::start(self)
+    }
+    fn byte(&mut self, state: u32, byte: u8) -> Result<u32> {
+        crate::piece_machine::PieceMachine::byte(self, state, byte)
+    }
+    fn mark(&mut self, state: u32, kind: usize) -> Result<u32> {
+        crate::piece_machine::PieceMachine::mark(self, state, kind)
+    }
+    fn accepts_end(&mut self, state: u32) -> Result<bool> {
+        crate::piece_machine::PieceMachine::accepts_end(self, state)
     }
 }

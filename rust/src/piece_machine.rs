@@ -281,15 +281,19 @@ impl Stage {
         let mut seen = vec![false; self.ops.len()];
         let mut out = Vec::with_capacity(list.len());
         for &e in list {
-            if let Op::Assert { .. } = self.ops[e as usize] {
-                if self.closure(e, next, &mut seen, &mut out) {
-                    return (out.clone(), Some(out.len() - 1));
+            let matched = match self.ops[e as usize] {
+                // An assertion expands in place into what it leads to (same order as an
+                // eager closure; deduplication against everything before it).
+                Op::Assert { .. } => self.closure(e, next, &mut seen, &mut out),
+                _ if std::mem::replace(&mut seen[e as usize], true) => false,
+                op => {
+                    out.push(e);
+                    matches!(op, Op::Match)
                 }
-            } else if !std::mem::replace(&mut seen[e as usize], true) {
-                out.push(e);
-                if let Op::Match = self.ops[e as usize] {
-                    return (out.clone(), Some(out.len() - 1));
-                }
+            };
+            if matched {
+                let m = out.len() - 1;
+                return (out, Some(m));
             }
         }
         (out, None)

@@ -365,6 +365,9 @@ fn machine(stages: &[&str]) -> PieceMachine {
 const ALPHABET: &[&str] = &[
     " ", " ", " ", "\n", "\r", "\t", "a", "b", "B", "x", "é", "ß", "中", "ア", "가", "1", "2", "٣",
     "'", "'s", "'ll", "'T", "s", "S", "d", "e", ".", "/", "!", "😀", "\u{301}", "ab", "0", "ſ",
+    // Ideographic space (white space, and punctuation for DeepSeek LLM), fullwidth and curly
+    // punctuation, µ (DeepSeek LLM's letter list), no-break space, title case, modifier letter.
+    "\u{3000}", "！", "‘", "µ", "\u{a0}", "ǅ", "ʰ",
 ];
 
 fn random_text(rng: &mut SplitMix64, max_atoms: usize) -> String {
@@ -410,7 +413,7 @@ fn piece_machine_matches_reference_find_iter() {
     for (name, stages) in all_specs() {
         let res: Vec<Re> = stages.iter().map(|p| Parser::parse(p)).collect();
         let mut m = machine(&stages);
-        for _ in 0..3000 {
+        for _ in 0..4000 {
             let text = random_text(&mut rng, 12);
             let want = reference_split(&res, &text);
             let got = m.split(&text).unwrap_or_else(|e| panic!("{name} {text:?}: {e}"));

@@ -444,16 +444,17 @@ fn preprocess(pattern: &str) -> Result<(String, Vec<AssertSpec>)> {
                 i += 1;
             }
             '*' | '+' | '?' | '{' => {
-                // A quantifier (for `{`, only a well-formed `{n}`, `{n,}`, `{n,m}`; otherwise
-                // a literal brace) followed by `+` is possessive in Oniguruma.
+                // A quantifier: for `{`, only a well-formed `{n}`, `{n,}`, `{n,m}` (otherwise a
+                // literal brace).
                 let end = if c == '{' { counted_end(&chars, i) } else { Some(i + 1) };
                 let end = end.unwrap_or(i + 1);
                 out.extend(&chars[i..end]);
                 i = end;
-                if c != '{' || chars[end - 1] == '}' {
-                    if chars.get(i) == Some(&'+') {
-                        return Err(unsupported(pattern, "a possessive quantifier"));
-                    }
+                let quantifier = c != '{' || chars[end - 1] == '}';
+                if quantifier && chars.get(i) == Some(&'+') {
+                    // Possessive (`*+`, `++`, `?+`); after `{n,m}` Ruby syntax reads a
+                    // repetition of a repetition instead. Neither is modelled.
+                    return Err(unsupported(pattern, "a possessive quantifier (or `{n,m}+`)"));
                 }
             }
             _ => {

@@ -10,6 +10,8 @@
 //! * [`bytedfa`] — regex → trimmed, minimised byte DFA (regex-automata; [`partition`] minimises).
 //! * [`index`] — the token trie and `decode⁻¹(L)` (the agnostic baseline).
 //! * [`bpe`] — the reference priority BPE and token derivations.
+//! * [`split_pattern`] / [`piece_machine`] — a pre-tokenizer's `Split` regexes as priority NFAs,
+//!   and the lazy DFA of texts marked exactly at its piece boundaries.
 //! * [`tokenizer_dfa`] / [`algorithm3`] — the DFA of canonical token sequences.
 //! * [`cartesian`] — CartesianMerge: product search for relevant states.
 //! * [`direct_merge`] / [`explicit`] / [`token_dfa`] — DirectMerge and explicit token DFAs

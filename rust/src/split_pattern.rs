@@ -24,8 +24,8 @@
 //!
 //! Rejected with [`Error::Unsupported`], naming the construct: look-behind, a look-ahead whose
 //! body is more than one character class, backreferences, atomic groups, possessive
-//! quantifiers, `^`/`\A`/`\Z`, word boundaries, byte classes, an unbounded repetition of
-//! something that can match the empty string (Oniguruma's empty-loop checks differ from a
+//! quantifiers, `^`/`\A`/`\Z`, word boundaries, byte classes, a repetition other than `?`
+//! of something that can match the empty string (Oniguruma's empty-loop checks differ from a
 //! Pike VM's there), any pattern that can match the empty string at all (HF's handling of
 //! empty matches is not the isolated-piece rule modelled here), and NFAs over
 //! [`MAX_NFA_NODES`] nodes.
@@ -96,7 +96,9 @@ impl SplitNfa {
             .utf8(true)
             .build()
             .parse(&rewritten)
-            .map_err(|e| unsupported(pattern, &format!("syntax that regex-syntax rejects ({e})")))?;
+            .map_err(|e| {
+                unsupported(pattern, &format!("syntax that regex-syntax rejects ({e})"))
+            })?;
         let mut b = Builder { pattern, nodes: Vec::new(), asserts: &asserts };
         let matched = b.push(Node::Match)?;
         let start = b.compile(&hir, matched)?;
@@ -188,7 +190,8 @@ impl Builder<'_> {
                 Ok(cur)
             }
             HirKind::Class(Class::Unicode(cls)) => {
-                let ranges: CharRanges = cls.ranges().iter().map(|r| (r.start(), r.end())).collect();
+                let ranges: CharRanges =
+                    cls.ranges().iter().map(|r| (r.start(), r.end())).collect();
                 if let [(a, b)] = ranges[..] {
                     if a == b && self.asserts.iter().any(|s| s.placeholder == a) {
                         return self.char_node(a, next);
@@ -216,18 +219,23 @@ impl Builder<'_> {
                 Ok(cur)
             }
             HirKind::Repetition(rep) => {
+                // Oniguruma ends a loop iteration that matched the empty string ("empty
+                // check"), which a Pike VM does not model: only `x?` may have a nullable `x`.
+                let checked = rep.max != Some(1);
+                let copy = |b: &mut Self, cont: NodeId| -> Result<NodeId> {
+                    let body = b.compile(&rep.sub, cont)?;
+                    if checked && b.nullable_between(body, cont) {
+                        let what = "a repetition (other than `?`) of a sub-pattern that can match the empty string";
+                        return Err(unsupported(b.pattern, what));
+                    }
+                    Ok(body)
+                };
                 let mut cur = next;
                 match rep.max {
                     None => {
                         // x* : a loop head that prefers one more iteration when greedy.
                         let head = self.push(Node::Epsilon { next })?;
-                        let body = self.compile(&rep.sub, head)?;
-                        if self.nullable_between(body, head) {
-                            return Err(unsupported(
-                                self.pattern,
-                                "an unbounded repetition of a sub-pattern that can match the empty string",
-                            ));
-                        }
+                        let body = copy(self, head)?;
                         self.nodes[head as usize] = if rep.greedy {
                             Node::Split { preferred: body, other: next }
                         } else {
@@ -238,7 +246,7 @@ impl Builder<'_> {
                     Some(max) => {
                         // x{0,k} = (x(x(...)?)?)? : every exit continues at `next`.
                         for _ in rep.min..max {
-                            let body = self.compile(&rep.sub, cur)?;
+                            let body = copy(self, cur)?;
                             cur = if rep.greedy {
                                 self.push(Node::Split { preferred: body, other: next })?
                             } else {
@@ -248,7 +256,7 @@ impl Builder<'_> {
                     }
                 }
                 for _ in 0..rep.min {
-                    cur = self.compile(&rep.sub, cur)?;
+                    cur = copy(self, cur)?;
                 }
                 Ok(cur)
             }
@@ -321,7 +329,12 @@ fn preprocess(pattern: &str) -> Result<(String, Vec<AssertSpec>)> {
                     }
                     Some('z') => {
                         let p = new_placeholder(&asserts);
-                        let spec = AssertSpec { placeholder: p, class: vec![], negated: false, at_end_holds: true };
+                        let spec = AssertSpec {
+                            placeholder: p,
+                            class: vec![],
+                            negated: false,
+                            at_end_holds: true,
+                        };
                         asserts.push(spec);
                         out.push(p);
                     }
@@ -341,7 +354,12 @@ fn preprocess(pattern: &str) -> Result<(String, Vec<AssertSpec>)> {
             }
             '$' => {
                 let p = new_placeholder(&asserts);
-                asserts.push(AssertSpec { placeholder: p, class: vec![('\n', '\n')], negated: false, at_end_holds: true });
+                asserts.push(AssertSpec {
+                    placeholder: p,
+                    class: vec![('\n', '\n')],
+                    negated: false,
+                    at_end_holds: true,
+                });
                 out.push(p);
                 i += 1;
             }
@@ -363,7 +381,12 @@ fn preprocess(pattern: &str) -> Result<(String, Vec<AssertSpec>)> {
                     let class = atom_class(pattern, &body, ci)?;
                     let p = new_placeholder(&asserts);
                     // (?!X) holds at the end (no X follows); (?=X) does not.
-                    asserts.push(AssertSpec { placeholder: p, class, negated, at_end_holds: negated });
+                    asserts.push(AssertSpec {
+                        placeholder: p,
+                        class,
+                        negated,
+                        at_end_holds: negated,
+                    });
                     out.push(p);
                     i = body_end + 1;
                     continue;
@@ -420,11 +443,18 @@ fn preprocess(pattern: &str) -> Result<(String, Vec<AssertSpec>)> {
                 out.push(c);
                 i += 1;
             }
-            '*' | '+' | '?' | '}' => {
-                out.push(c);
-                i += 1;
-                if chars.get(i) == Some(&'+') {
-                    return Err(unsupported(pattern, "a possessive quantifier"));
+            '*' | '+' | '?' | '{' => {
+                // A quantifier: for `{`, only a well-formed `{n}`, `{n,}`, `{n,m}` (otherwise a
+                // literal brace).
+                let end = if c == '{' { counted_end(&chars, i) } else { Some(i + 1) };
+                let end = end.unwrap_or(i + 1);
+                out.extend(&chars[i..end]);
+                i = end;
+                let quantifier = c != '{' || chars[end - 1] == '}';
+                if quantifier && chars.get(i) == Some(&'+') {
+                    // Possessive (`*+`, `++`, `?+`); after `{n,m}` Ruby syntax reads a
+                    // repetition of a repetition instead. Neither is modelled.
+                    return Err(unsupported(pattern, "a possessive quantifier (or `{n,m}+`)"));
                 }
             }
             _ => {
@@ -434,6 +464,15 @@ fn preprocess(pattern: &str) -> Result<(String, Vec<AssertSpec>)> {
         }
     }
     Ok((out, asserts))
+}
+
+/// End (exclusive) of the counted repetition `{n}`, `{n,}` or `{n,m}` at `i`, if it is one.
+fn counted_end(chars: &[char], i: usize) -> Option<usize> {
+    let close = i + chars[i..].iter().position(|&c| c == '}')?;
+    let body: String = chars[i + 1..close].iter().collect();
+    let (lo, hi) = body.split_once(',').unwrap_or((&body, "0"));
+    let digits = |s: &str| s.chars().all(|c| c.is_ascii_digit());
+    (!lo.is_empty() && digits(lo) && digits(hi)).then_some(close + 1)
 }
 
 /// End (exclusive) of the escape sequence starting with the `\` at `i`.
@@ -617,6 +656,69 @@ impl CharClasses {
     }
 }
 
+/// Code point runs of a partial UTF-8 character: `(offset from the first code point the
+/// prefix can still become, value)`, ascending from offset 0, adjacent values distinct.
+pub type Runs = Box<[(u32, u32)]>;
+
+/// Class of the code points no valid UTF-8 sequence encodes, in [`CharClasses::utf8_lead_runs`].
+pub const INVALID_CLASS: u32 = u32::MAX;
+
+impl CharClasses {
+    /// For each lead byte of a multi-byte character: continuation bytes still to come and the
+    /// class runs (`INVALID_CLASS` for overlong forms, surrogates, past U+10FFFF) over the code
+    /// points it can start (`None` for other bytes). An automaton over bytes keeps these runs
+    /// (or a coarsening) as its state inside a character: the code points sharing a UTF-8 prefix
+    /// are a contiguous range, so a prefix is fully described by them.
+    pub fn utf8_lead_runs(&self) -> Vec<Option<(u32, Runs)>> {
+        let classes = self;
+        (0..=255u8)
+            .map(|b| {
+                let (k, base, min) = match b {
+                    0xC2..=0xDF => (1, ((b & 0x1F) as u32) << 6, 0x80),
+                    0xE0..=0xEF => (2, ((b & 0x0F) as u32) << 12, 0x800),
+                    0xF0..=0xF4 => (3, ((b & 0x07) as u32) << 18, 0x1_0000),
+                    _ => return None,
+                };
+                let last = base + (1 << (6 * k)) - 1;
+                let mut runs: Vec<(u32, u32)> = Vec::new();
+                let mut push = |from: u32, class: u32| {
+                    if runs.last().map(|r| r.1) != Some(class) {
+                        runs.push((from - base, class));
+                    }
+                };
+                let mut cp = base;
+                for (lo, hi) in [(min, 0xD7FF), (0xE000, 0x10_FFFF)] {
+                    let (lo, hi) = (lo.max(base), hi.min(last));
+                    if lo > hi {
+                        continue;
+                    }
+                    if cp < lo {
+                        push(cp, INVALID_CLASS);
+                    }
+                    for (from, class) in classes.runs(lo, hi) {
+                        push(from, class);
+                    }
+                    cp = hi + 1;
+                }
+                if cp <= last {
+                    push(cp, INVALID_CLASS);
+                }
+                Some((k, runs.into_boxed_slice()))
+            })
+            .collect()
+    }
+}
+
+/// The runs of `runs` (over `64^(k+1)` code points) under continuation byte `b`, re-based.
+pub fn restrict_utf8_runs(runs: &[(u32, u32)], k: u32, b: u8) -> Vec<(u32, u32)> {
+    let size = 1u32 << (6 * k);
+    let lo = (b & 0x3F) as u32 * size;
+    let first = runs.partition_point(|r| r.0 <= lo) - 1;
+    std::iter::once((0, runs[first].1))
+        .chain(runs[first + 1..].iter().take_while(|r| r.0 < lo + size).map(|r| (r.0 - lo, r.1)))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -625,7 +727,8 @@ mod tests {
     fn split_pattern_gpt2_parses_with_assert() {
         let p = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
         let nfa = SplitNfa::new(p).unwrap();
-        let asserts: Vec<_> = nfa.nodes.iter().filter(|n| matches!(n, Node::Assert { .. })).collect();
+        let asserts: Vec<_> =
+            nfa.nodes.iter().filter(|n| matches!(n, Node::Assert { .. })).collect();
         assert_eq!(asserts.len(), 1);
         let Node::Assert { class, negated, at_end_holds, .. } = asserts[0] else { unreachable!() };
         assert!(*negated && *at_end_holds);
@@ -643,6 +746,8 @@ mod tests {
             (r"\bfoo", "word boundary"),
             (r"a*", "empty string"),
             (r"(?:a|)+b", "empty string"),
+            (r"(?:a?){2}b", "empty string"),
+            (r"a{2}+", "possessive"),
             (r"^a", "start anchors"),
             (r"(?>a)", "atomic"),
             (r"a++", "possessive"),
@@ -665,6 +770,9 @@ mod tests {
         let nfa = SplitNfa::new(r"\p{N}{1,3}").unwrap();
         let classes = nfa.nodes.iter().filter(|n| matches!(n, Node::Class { .. })).count();
         assert_eq!(classes, 3);
+        // A brace that is no quantifier is a literal, and `}+` after it is no possessive.
+        assert!(SplitNfa::new(r"a}+").is_ok());
+        assert!(SplitNfa::new(r"(?:a?)?b").is_ok());
         let lazy = SplitNfa::new(r"a+?").unwrap();
         assert!(lazy.nodes.iter().any(|n| matches!(n, Node::Split { .. })));
     }
@@ -675,8 +783,11 @@ mod tests {
         assert!(nfa.nodes.iter().any(|n| matches!(n,
             Node::Assert { class, negated: false, at_end_holds: true, .. } if class == &vec![('\n', '\n')])));
         let nfa = SplitNfa::new(r"(?i:x(?=k))").unwrap();
-        let Some(Node::Assert { class, .. }) = nfa.nodes.iter().find(|n| matches!(n, Node::Assert { .. }))
-        else { panic!() };
+        let Some(Node::Assert { class, .. }) =
+            nfa.nodes.iter().find(|n| matches!(n, Node::Assert { .. }))
+        else {
+            panic!()
+        };
         // k, K and the Kelvin sign.
         assert_eq!(class.iter().map(|&(a, b)| b as u32 - a as u32 + 1).sum::<u32>(), 3);
     }

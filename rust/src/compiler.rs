@@ -75,6 +75,7 @@ pub struct Compiler {
     tokenizer_dfa: OnceLock<Result<Arc<TokenizerDfa>>>,
     all_tokens: OnceLock<TokenTrie>,
     emittable_tokens: OnceLock<TokenTrie>,
+    piece_machine: OnceLock<Result<PieceMachine>>,
     pre_tokenized: OnceLock<Result<PreTokenizedParts>>,
 }
 
@@ -100,6 +101,7 @@ impl Compiler {
             tokenizer_dfa: OnceLock::new(),
             all_tokens: OnceLock::new(),
             emittable_tokens: OnceLock::new(),
+            piece_machine: OnceLock::new(),
             pre_tokenized: OnceLock::new(),
         }
     }
@@ -124,6 +126,21 @@ impl Compiler {
     /// The tokenizer DFA, built (or loaded from the cache) on first use.
     pub fn tokenizer_dfa(&self) -> Result<&Arc<TokenizerDfa>> {
         self.tokenizer_dfa.get_or_init(|| self.load_or_build().map(Arc::new)).as_ref().map_err(Clone::clone)
+    }
+
+    /// The pre-tokenizer's automaton (a template: each compile clones it).
+    fn piece_machine(&self) -> Result<&PieceMachine> {
+        self.piece_machine
+            .get_or_init(|| {
+                let pre = self.vocab.pre_tokenization().expect("a pre-tokenized vocabulary");
+                let spec = PieceMachineSpec {
+                    stages: pre.stages.clone(),
+                    allowed_chars: pretokenized::allowed_chars(pre),
+                };
+                PieceMachine::new(&spec, DEFAULT_MAX_PRETOKENIZER_STATES)
+            })
+            .as_ref()
+            .map_err(Clone::clone)
     }
 
     fn load_or_build(&self) -> Result<TokenizerDfa> {
@@ -191,11 +208,7 @@ impl Compiler {
             .get_or_init(|| {
                 let tok = self.tokenizer_dfa()?;
                 let pre = self.vocab.pre_tokenization().expect("a pre-tokenized vocabulary");
-                let spec = PieceMachineSpec {
-                    stages: pre.stages.clone(),
-                    allowed_chars: pretokenized::normalization_stable_chars(pre.normalization),
-                };
-                let machine = PieceMachine::new(&spec, DEFAULT_MAX_PRETOKENIZER_STATES)?;
+                let machine = self.piece_machine()?.clone();
                 let lone_tokens = if pre.ignore_merges { pretokenized::lone_tokens(&self.vocab, tok) } else { Vec::new() };
                 let v = &self.vocab;
                 let trie = TokenTrie::new(

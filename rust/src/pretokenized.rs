@@ -66,7 +66,7 @@ use crate::index::TokenTrie;
 use crate::mask_cache::{MaskCache, DEFAULT_MAX_MASK_CACHE_BYTES};
 use crate::text_automaton::{FrozenText, PieceBoundaries, TextAutomaton};
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
-use crate::vocab::{Normalization, Vocabulary};
+use crate::vocab::{Normalization, PreTokenization, Vocabulary};
 
 /// Tokenizer-side state at the start of a piece.
 pub const START: u32 = u32::MAX - 2;
@@ -152,6 +152,33 @@ impl LoneSplits {
     pub fn num_nodes(&self) -> usize {
         self.children.len()
     }
+}
+
+/// The characters a guide's text may use (`None`: all): those the normalizer leaves unchanged
+/// in any context, minus those the pre-tokenizer's own character tests disagree on.
+pub fn allowed_chars(pre: &PreTokenization) -> Option<Vec<(char, char)>> {
+    let base = normalization_stable_chars(pre.normalization);
+    if pre.excluded_chars.is_empty() {
+        return base;
+    }
+    let mut allowed = base.unwrap_or_else(|| vec![('\0', char::MAX)]);
+    for &(lo, hi) in &pre.excluded_chars {
+        let mut out = Vec::with_capacity(allowed.len() + 1);
+        for &(a, b) in &allowed {
+            if b < lo || a > hi {
+                out.push((a, b));
+                continue;
+            }
+            if a < lo {
+                out.push((a, char::from_u32(lo as u32 - 1).expect("not a surrogate boundary")));
+            }
+            if b > hi {
+                out.push((char::from_u32(hi as u32 + 1).expect("not a surrogate boundary"), b));
+            }
+        }
+        allowed = out;
+    }
+    Some(allowed)
 }
 
 /// Characters a normalizer leaves unchanged in any context (quick-check Yes, combining class 0),

@@ -105,7 +105,14 @@ pub struct PreTokenization {
     pub normalization: Normalization,
     /// A piece that is itself a vocabulary token is emitted whole (Llama 3).
     pub ignore_merges: bool,
+    /// Characters guides never generate because the pattern translation cannot be exact for
+    /// them (see [`DIGITS_DISAGREEMENT`]).
+    pub excluded_chars: Vec<(char, char)>,
 }
+
+/// Code points where Hugging Face's `Digits` (Rust's `char::is_numeric`, Unicode 17 in the
+/// tokenizers 0.23 wheels) and regex-syntax's `\p{N}` (Unicode 16) disagree: guides exclude them.
+pub const DIGITS_DISAGREEMENT: &[(char, char)] = &[('\u{11DE0}', '\u{11DE9}'), ('\u{16FF4}', '\u{16FF6}')];
 
 /// A normalizer that canonical guides support: the text is restricted to characters the
 /// normalizer leaves unchanged in every context (see `crate::pretokenized`).
@@ -368,8 +375,10 @@ impl Vocabulary {
                 h.write_u64(m.merged as u64);
             }
             h.write(canonical_unsupported.as_deref().unwrap_or("").as_bytes());
-            // The tokenizer DFA depends on ignore_merges through the pieces it allows whole.
-            h.write(&[pre_tokenization.as_ref().is_some_and(|p| p.ignore_merges) as u8]);
+            // The tokenizer DFA keeps only pairs that can share a pre-tokenizer piece.
+            if let Some(p) = &pre_tokenization {
+                h.write(format!("{:?}", p).as_bytes());
+            }
             h.finish()
         };
         Ok(Vocabulary {
@@ -622,6 +631,7 @@ pub(crate) fn byte_level_pre_tokenization(
         Some(p) => vec![p],
     };
     let mut stages = Vec::new();
+    let mut excluded_chars = Vec::new();
     let mut byte_level_seen = false;
     for p in parts {
         let ty = p.get("type").and_then(Value::as_str).unwrap_or("?");
@@ -654,11 +664,14 @@ pub(crate) fn byte_level_pre_tokenization(
                     _ => return unsupported("no Regex or String pattern"),
                 }
             }
-            "Digits" => stages.push(if p.get("individual_digits").and_then(Value::as_bool) == Some(true) {
-                r"\p{N}".to_string()
-            } else {
-                r"\p{N}+".to_string()
-            }),
+            "Digits" => {
+                excluded_chars.extend_from_slice(DIGITS_DISAGREEMENT);
+                stages.push(if p.get("individual_digits").and_then(Value::as_bool) == Some(true) {
+                    r"\p{N}".to_string()
+                } else {
+                    r"\p{N}+".to_string()
+                })
+            }
             "Punctuation" => match p.get("behavior").and_then(Value::as_str).unwrap_or("Isolated") {
                 "Isolated" => stages.push(PUNCTUATION_CLASS.to_string()),
                 "Contiguous" => stages.push(format!("{PUNCTUATION_CLASS}+")),
@@ -674,7 +687,7 @@ pub(crate) fn byte_level_pre_tokenization(
         ));
     }
     let ignore_merges = model.get("ignore_merges").and_then(Value::as_bool) == Some(true);
-    Ok(PreTokenization { stages, normalization, ignore_merges })
+    Ok(PreTokenization { stages, normalization, ignore_merges, excluded_chars })
 }
 
 fn as_id(v: &Value) -> Option<u32> {

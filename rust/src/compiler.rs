@@ -22,6 +22,7 @@ use crate::index::TokenTrie;
 use crate::tokenizer_dfa::TokenizerDfa;
 use crate::piece_machine::{PieceMachine, PieceMachineSpec};
 use crate::pretokenized;
+use crate::text_automaton::ContentTrie;
 use crate::vocab::Vocabulary;
 
 /// Limits checked while compiling (and, for the mask cache, while decoding). Each is checked as
@@ -85,6 +86,8 @@ struct PreTokenizedParts {
     machine: PieceMachine,
     lone_tokens: Vec<u32>,
     splits: pretokenized::LoneSplits,
+    /// Contents of the non-special added tokens (split out of the text first).
+    contents: ContentTrie,
     trie: TokenTrie,
 }
 
@@ -211,13 +214,19 @@ impl Compiler {
                 let machine = self.piece_machine()?.clone();
                 let lone_tokens = if pre.ignore_merges { pretokenized::lone_tokens(&self.vocab, tok) } else { Vec::new() };
                 let v = &self.vocab;
+                let added: Vec<u32> = pre.added.iter().map(|a| a.0).collect();
                 let trie = TokenTrie::new(
                     (0..v.num_tokens() as u32)
-                        .filter(|&t| tok.class_of(t) != crate::tokenizer_dfa::NO_CLASS || lone_tokens.binary_search(&t).is_ok())
+                        .filter(|&t| {
+                            tok.class_of(t) != crate::tokenizer_dfa::NO_CLASS
+                                || lone_tokens.binary_search(&t).is_ok()
+                                || added.contains(&t)
+                        })
                         .map(|t| (t, v.token_bytes(t))),
                 );
                 let splits = pretokenized::LoneSplits::new(&self.vocab, &lone_tokens);
-                Ok(PreTokenizedParts { machine, lone_tokens, splits, trie })
+                let contents = ContentTrie::new(pre.added.iter().map(|a| a.1.as_bytes()));
+                Ok(PreTokenizedParts { machine, lone_tokens, splits, contents, trie })
             })
             .as_ref()
             .map_err(Clone::clone)
@@ -313,7 +322,16 @@ impl Compiler {
         let deadline = self.deadline();
         let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
         deadline.check("the regex's byte DFA")?;
-        pretokenized::build(&self.vocab, tok, &parts.trie, dfa, parts.machine.clone(), &parts.splits, &self.product_limits(deadline))
+        pretokenized::build(
+            &self.vocab,
+            tok,
+            &parts.trie,
+            dfa,
+            parts.machine.clone(),
+            &parts.splits,
+            parts.contents.clone(),
+            &self.product_limits(deadline),
+        )
     }
 }
 

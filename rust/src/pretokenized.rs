@@ -64,7 +64,7 @@ use crate::error::{Error, Result};
 use crate::guide::{Automaton, Guide, Method};
 use crate::index::TokenTrie;
 use crate::mask_cache::{MaskCache, DEFAULT_MAX_MASK_CACHE_BYTES};
-use crate::text_automaton::{FrozenText, PieceBoundaries, TextAutomaton};
+use crate::text_automaton::{ContentTrie, FrozenText, PieceBoundaries, TextAutomaton};
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::vocab::{Normalization, PreTokenization, Vocabulary};
 
@@ -296,6 +296,14 @@ fn mode_of(c: u32) -> Mode {
     }
 }
 
+/// Whether a boundary of `kind` may follow a text state whose stage-0 piece spells an added
+/// token's content (`spells_content`): only when that token was just emitted whole (`c` is
+/// [`LONE`]); a stage-0 boundary needs it, others do not end the stage-0 piece.
+#[inline]
+fn mark_allowed(kind: usize, spells_content: bool, c: u32) -> bool {
+    kind != 0 || !spells_content || c == LONE
+}
+
 #[inline]
 fn class_or_lone(tok: &TokenizerDfa, t: u32) -> u32 {
     match tok.class_of(t) {
@@ -347,12 +355,13 @@ pub fn build<M: PieceBoundaries>(
     dfa: ByteDfa,
     machine: M,
     splits: &LoneSplits,
+    contents: ContentTrie,
     limits: &ProductLimits,
 ) -> Result<Guide> {
     let tok = tokenizer_dfa.as_ref();
     let max = limits.max_product_states;
     let mask_bytes = bitset::words_for(vocab.vocab_size()) * 4;
-    let mut text = TextAutomaton::new(&dfa, machine, max);
+    let mut text = TextAutomaton::new(&dfa, machine, contents, max);
 
     // --- Elements, forward. ---
     let mut groups: FxHashMap<u32, Vec<Group>> = FxHashMap::default();
@@ -425,8 +434,11 @@ pub fn build<M: PieceBoundaries>(
         }
         if c != START && !splits.spells_lone_token(u) {
             let ms = text.marks(z)?.to_vec();
-            for &zm in ms.iter().filter(|&&zm| zm != DEAD) {
-                elements.add((zm, START, ROOT))?;
+            let spells = text.spells_content(z);
+            for (kind, &zm) in ms.iter().enumerate() {
+                if zm != DEAD && mark_allowed(kind, spells, c) {
+                    elements.add((zm, START, ROOT))?;
+                }
             }
             marks_of.insert(z, ms);
         }
@@ -444,10 +456,10 @@ pub fn build<M: PieceBoundaries>(
             group_preds.entry((g.to, g.class)).or_default().push((z, gi as u32));
         }
     }
-    let mut mark_preds: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+    let mut mark_preds: FxHashMap<u32, Vec<(u32, usize)>> = FxHashMap::default();
     for (&z, ms) in &marks_of {
-        for &zm in ms.iter().filter(|&&zm| zm != DEAD) {
-            mark_preds.entry(zm).or_default().push(z);
+        for (kind, &zm) in ms.iter().enumerate().filter(|&(_, &zm)| zm != DEAD) {
+            mark_preds.entry(zm).or_default().push((z, kind));
         }
     }
     let mut split_preds: FxHashMap<Element, Vec<u32>> = FxHashMap::default();
@@ -456,8 +468,8 @@ pub fn build<M: PieceBoundaries>(
     }
     let mut live = vec![false; n];
     let mut work: VecDeque<u32> = VecDeque::new();
-    for (id, &(z, _, u)) in elements.items.iter().enumerate() {
-        if text.is_accepting(z)? && !splits.spells_lone_token(u) {
+    for (id, &(z, c, u)) in elements.items.iter().enumerate() {
+        if text.is_accepting(z)? && !splits.spells_lone_token(u) && mark_allowed(0, text.spells_content(z), c) {
             live[id] = true;
             work.push_back(id as u32);
         }
@@ -488,8 +500,11 @@ pub fn build<M: PieceBoundaries>(
             }
         }
         if ct == START {
-            for &zs in mark_preds.get(&zt).map_or(&[][..], |v| v.as_slice()) {
-                promote(zs, &mut live, &mut work, &|(_, cp, up)| cp != START && !splits.spells_lone_token(up));
+            for &(zs, kind) in mark_preds.get(&zt).map_or(&[][..], |v| v.as_slice()) {
+                let spells = text.spells_content(zs);
+                promote(zs, &mut live, &mut work, &|(_, cp, up)| {
+                    cp != START && !splits.spells_lone_token(up) && mark_allowed(kind, spells, cp)
+                });
             }
             continue;
         }
@@ -557,7 +572,8 @@ pub fn build<M: PieceBoundaries>(
         let tid = match tables.get(&(proj, mode)) {
             Some(&tid) => tid,
             None => {
-                let entries = successor_entries(&projection, mode, &groups, &marks_of, &live_set, splits);
+                let spells = |z: u32| text.spells_content(z);
+                let entries = successor_entries(&projection, mode, &groups, &marks_of, &live_set, splits, &spells);
                 let mut by_target: FxHashMap<(u32, u32, u32), Vec<u32>> = FxHashMap::default();
                 let mut all_bits = vec![0u32; words].into_boxed_slice();
                 let mut free_bits = vec![0u32; words].into_boxed_slice();
@@ -690,7 +706,11 @@ pub fn build<M: PieceBoundaries>(
     let accepting: Vec<bool> = states
         .items
         .iter()
-        .map(|&(set, _)| sets[set as usize].iter().any(|&(z, u)| frozen.is_accepting(z) && !splits.spells_lone_token(u)))
+        .map(|&(set, c)| {
+            sets[set as usize].iter().any(|&(z, u)| {
+                frozen.is_accepting(z) && !splits.spells_lone_token(u) && mark_allowed(0, frozen.spells_content(z), c)
+            })
+        })
         .collect();
     let num_states = states.items.len();
     let automaton = PretokenizedAutomaton {
@@ -720,6 +740,7 @@ pub fn build<M: PieceBoundaries>(
 
 /// `(token, successor member, through a boundary)` for every token with a live successor from
 /// the members of a guide state, sorted.
+#[allow(clippy::too_many_arguments)]
 fn successor_entries(
     members: &[Member],
     mode: Mode,
@@ -727,6 +748,7 @@ fn successor_entries(
     marks_of: &FxHashMap<u32, Vec<u32>>,
     live: &FxHashSet<Element>,
     splits: &LoneSplits,
+    spells_content: &dyn Fn(u32) -> bool,
 ) -> Vec<(u32, Member, bool)> {
     let mut entries: Vec<(u32, Member, bool)> = Vec::new();
     let from = |z: u32, u: u32, marked: bool, lone_ok: bool, entries: &mut Vec<(u32, Member, bool)>| {
@@ -754,12 +776,14 @@ fn successor_entries(
         }
     }
     if mode != Mode::Start {
+        let c = if mode == Mode::Lone { LONE } else { 0 };
         for &(z, u) in members {
             if splits.spells_lone_token(u) {
                 continue;
             }
-            for &zm in marks_of.get(&z).map_or(&[][..], |v| v.as_slice()) {
-                if zm != DEAD && live.contains(&(zm, START, ROOT)) {
+            let spells = spells_content(z);
+            for (kind, &zm) in marks_of.get(&z).map_or(&[][..], |v| v.as_slice()).iter().enumerate() {
+                if zm != DEAD && mark_allowed(kind, spells, c) && live.contains(&(zm, START, ROOT)) {
                     from(zm, ROOT, true, true, &mut entries);
                 }
             }
@@ -795,12 +819,14 @@ fn exact_successors<M: PieceBoundaries>(
         }
     }
     if mode != Mode::Start {
+        let c = if mode == Mode::Lone { LONE } else { 0 };
         for &(z, u) in members {
             if splits.spells_lone_token(u) {
                 continue;
             }
-            for zm in text.marks(z)?.to_vec() {
-                if zm == DEAD || !live.contains(&(zm, START, ROOT)) {
+            let spells = text.spells_content(z);
+            for (kind, zm) in text.marks(z)?.to_vec().into_iter().enumerate() {
+                if zm == DEAD || !mark_allowed(kind, spells, c) || !live.contains(&(zm, START, ROOT)) {
                     continue;
                 }
                 let to = text.walk(zm, bytes)?;
@@ -918,8 +944,9 @@ impl PretokenizedAutomaton {
                 if self.splits.spells_lone_token(u) {
                     continue;
                 }
-                for &zm in self.text.marks(z) {
-                    if zm != DEAD && self.live.contains(&(zm, START, ROOT)) {
+                let spells = self.text.spells_content(z);
+                for (kind, &zm) in self.text.marks(z).iter().enumerate() {
+                    if zm != DEAD && mark_allowed(kind, spells, c) && self.live.contains(&(zm, START, ROOT)) {
                         reach(zm, ROOT, &mut out);
                     }
                 }

@@ -141,7 +141,7 @@ fn check(pattern: &str, ignore_merges: bool, alphabet: &[char], max_len: usize) 
     let splits = LoneSplits::new(&vocab, &lone);
     let dfa = ByteDfa::from_regex(pattern, 1000).unwrap();
     let limits = ProductLimits { max_product_states: 100_000, max_guide_bytes: 1 << 30, deadline: Deadline::none() };
-    let guide = build(&vocab, &tok, &trie, dfa.clone(), SpaceJoinsWord, &splits, &limits).unwrap();
+    let guide = build(&vocab, &tok, &trie, dfa.clone(), SpaceJoinsWord, &splits, ContentTrie::default(), &limits).unwrap();
     // Masks and steps agree: every allowed token has a target.
     for st in 0..guide.num_states() as u32 {
         for t in guide.allowed_tokens(st) {

@@ -2,13 +2,17 @@
 //! *and piece-boundary marks* that knows everything about the generated text except which
 //! tokens spell it.
 //!
-//! A state is a pair `(q, m)`:
+//! A state is a triple `(q, m, n)`:
 //! * `q`, a state of the regex's [`ByteDfa`] (the text so far is a prefix of the language);
 //! * `m`, a state of the pre-tokenizer's [`PieceBoundaries`] automaton (the text so far, with
 //!   marks at the token boundaries chosen as piece boundaries, is a prefix of a correctly
-//!   split text).
+//!   split text);
+//! * `n`, with non-special added tokens (stage 0 of the pre-tokenizer splits them out), a node
+//!   of the trie of their contents over the text since the last stage-0 boundary: a stage-0
+//!   piece that spells a content is that added token's match, which only the added token
+//!   itself may spell ([`ContentTrie`]).
 //!
-//! Bytes move both; a mark moves `m`. States are
+//! Bytes move all three; a mark moves `m`, and a stage-0 mark restarts `n`. States are
 //! interned lazily while the guide is built ([`TextAutomaton`]) and then frozen with the
 //! transitions that were explored ([`FrozenText`]) — the decode-time walks only ever follow
 //! token paths the build explored from the same states, so nothing else is needed.
@@ -33,12 +37,66 @@ pub trait PieceBoundaries {
     fn accepts_end(&mut self, state: u32) -> Result<bool>;
 }
 
+/// A byte trie of the added tokens' contents; node 0 is the root, [`NOT_A_PREFIX`] is "no
+/// content starts with the text so far". Empty when the tokenizer has no added tokens.
+#[derive(Clone, Debug, Default)]
+pub struct ContentTrie {
+    children: Vec<Vec<(u8, u32)>>,
+    terminal: Vec<bool>,
+}
+
+/// See [`ContentTrie`].
+pub const NOT_A_PREFIX: u32 = u32::MAX - 1;
+
+impl ContentTrie {
+    pub fn new<'a>(words: impl IntoIterator<Item = &'a [u8]>) -> ContentTrie {
+        let mut trie = ContentTrie { children: vec![Vec::new()], terminal: vec![false] };
+        let mut any = false;
+        for w in words {
+            any = true;
+            let mut node = 0usize;
+            for &b in w {
+                node = match trie.children[node].binary_search_by_key(&b, |c| c.0) {
+                    Ok(i) => trie.children[node][i].1 as usize,
+                    Err(i) => {
+                        let id = trie.children.len();
+                        trie.children[node].insert(i, (b, id as u32));
+                        trie.children.push(Vec::new());
+                        trie.terminal.push(false);
+                        id
+                    }
+                };
+            }
+            trie.terminal[node] = true;
+        }
+        if !any {
+            return ContentTrie::default();
+        }
+        trie
+    }
+    /// Whether there are contents at all (stage 0 splits added tokens out).
+    pub fn is_active(&self) -> bool {
+        !self.children.is_empty()
+    }
+    fn step(&self, node: u32, b: u8) -> u32 {
+        if node == NOT_A_PREFIX || !self.is_active() {
+            return NOT_A_PREFIX;
+        }
+        let ch = &self.children[node as usize];
+        ch.binary_search_by_key(&b, |c| c.0).map_or(NOT_A_PREFIX, |i| ch[i].1)
+    }
+    fn is_terminal(&self, node: u32) -> bool {
+        node != NOT_A_PREFIX && self.is_active() && self.terminal[node as usize]
+    }
+}
+
 /// The lazily built automaton (see the module docs).
 pub struct TextAutomaton<'a, M: PieceBoundaries> {
     dfa: &'a ByteDfa,
     machine: M,
-    states: Vec<(u32, u32)>,
-    index: FxHashMap<(u32, u32), u32>,
+    contents: ContentTrie,
+    states: Vec<(u32, u32, u32)>,
+    index: FxHashMap<(u32, u32, u32), u32>,
     next: FxHashMap<(u32, u8), u32>,
     marks: FxHashMap<u32, Vec<u32>>,
     accepting: FxHashMap<u32, bool>,
@@ -46,10 +104,12 @@ pub struct TextAutomaton<'a, M: PieceBoundaries> {
 }
 
 impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
-    pub fn new(dfa: &'a ByteDfa, machine: M, max_states: usize) -> TextAutomaton<'a, M> {
+    pub fn new(dfa: &'a ByteDfa, machine: M, contents: ContentTrie, max_states: usize) -> TextAutomaton<'a, M> {
+        let n0 = if contents.is_active() { 0 } else { NOT_A_PREFIX };
         let mut t = TextAutomaton {
             dfa,
             machine,
+            contents,
             states: Vec::new(),
             index: FxHashMap::default(),
             next: FxHashMap::default(),
@@ -57,7 +117,7 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
             accepting: FxHashMap::default(),
             max_states,
         };
-        let start = (dfa.start(), t.machine.start());
+        let start = (dfa.start(), t.machine.start(), n0);
         t.states.push(start);
         t.index.insert(start, 0);
         t
@@ -73,7 +133,7 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
         self.states.len()
     }
 
-    fn intern(&mut self, s: (u32, u32)) -> Result<u32> {
+    fn intern(&mut self, s: (u32, u32, u32)) -> Result<u32> {
         if let Some(&id) = self.index.get(&s) {
             return Ok(id);
         }
@@ -95,14 +155,17 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
         if let Some(&to) = self.next.get(&(z, b)) {
             return Ok(to);
         }
-        let (q, m) = self.states[z as usize];
+        let (q, m, n) = self.states[z as usize];
         let q2 = self.dfa.next(q, b);
         let to = if q2 == DEAD {
             DEAD
         } else {
             match self.machine.byte(m, b)? {
                 DEAD => DEAD,
-                m2 => self.intern((q2, m2))?,
+                m2 => {
+                    let n2 = self.contents.step(n, b);
+                    self.intern((q2, m2, n2))?
+                }
             }
         };
         self.next.insert((z, b), to);
@@ -123,12 +186,15 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
     /// The states after a piece boundary of each kind (`DEAD` where impossible).
     pub fn marks(&mut self, z: u32) -> Result<&[u32]> {
         if !self.marks.contains_key(&z) {
-            let (q, m) = self.states[z as usize];
+            let (q, m, n) = self.states[z as usize];
             let mut out = Vec::with_capacity(self.machine.num_stages());
             for kind in 0..self.machine.num_stages() {
+                // A stage-0 boundary ends a stage-0 piece; it must not spell an added token's
+                // content unless that token spelled it (the caller checks `spells_content`).
+                let n2 = if kind == 0 && self.contents.is_active() { 0 } else { n };
                 out.push(match self.machine.mark(m, kind)? {
                     DEAD => DEAD,
-                    m2 => self.intern((q, m2))?,
+                    m2 => self.intern((q, m2, n2))?,
                 });
             }
             self.marks.insert(z, out);
@@ -141,10 +207,15 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
         if let Some(&a) = self.accepting.get(&z) {
             return Ok(a);
         }
-        let (q, m) = self.states[z as usize];
+        let (q, m, _) = self.states[z as usize];
         let a = self.dfa.is_accepting(q) && self.machine.accepts_end(m)?;
         self.accepting.insert(z, a);
         Ok(a)
+    }
+
+    /// Whether the stage-0 piece so far spells an added token's content.
+    pub fn spells_content(&self, z: u32) -> bool {
+        self.contents.is_terminal(self.states[z as usize].2)
     }
 
     /// The regex state of `z`.
@@ -164,9 +235,10 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
         for z in 0..n as u32 {
             accepting[z as usize] = self.is_accepting(z)?;
         }
+        let spells_content = (0..n as u32).map(|z| self.spells_content(z)).collect();
         let regex_state = self.states.iter().map(|s| s.0).collect();
         let next = self.next.into_iter().filter(|&(_, to)| to != DEAD).collect();
-        Ok(FrozenText { kinds, next, marks, accepting, regex_state })
+        Ok(FrozenText { kinds, next, marks, accepting, spells_content, regex_state })
     }
 }
 
@@ -177,6 +249,7 @@ pub struct FrozenText {
     next: FxHashMap<(u32, u8), u32>,
     marks: Vec<u32>,
     accepting: Vec<bool>,
+    spells_content: Vec<bool>,
     regex_state: Vec<u32>,
 }
 
@@ -200,12 +273,15 @@ impl FrozenText {
     pub fn regex_state(&self, z: u32) -> u32 {
         self.regex_state[z as usize]
     }
+    pub fn spells_content(&self, z: u32) -> bool {
+        self.spells_content[z as usize]
+    }
     pub fn num_states(&self) -> usize {
         self.accepting.len()
     }
     /// Approximate heap bytes.
     pub fn heap_bytes(&self) -> usize {
-        self.next.capacity() * 16 + self.marks.len() * 4 + self.accepting.len() * 5
+        self.next.capacity() * 16 + self.marks.len() * 4 + self.accepting.len() * 6
     }
 }
 

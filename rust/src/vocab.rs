@@ -108,6 +108,9 @@ pub struct PreTokenization {
     /// Characters guides never generate because the pattern translation cannot be exact for
     /// them (see [`DIGITS_DISAGREEMENT`]).
     pub excluded_chars: Vec<(char, char)>,
+    /// Non-special added tokens `(id, content)`: when there are any, `stages[0]` splits them out
+    /// of the text (a piece spelling a content must be that token alone).
+    pub added: Vec<(u32, String)>,
 }
 
 /// Code points where Hugging Face's `Digits` (Rust's `char::is_numeric`, Unicode 17 in the
@@ -182,6 +185,8 @@ impl Vocabulary {
             _ => return Err(Error::MalformedTokenizer("model has no \"vocab\"".into())),
         }
         let mut added: Vec<(u32, String, bool)> = Vec::new();
+        // Non-special added tokens whose matching is not plain (lstrip / rstrip / single_word).
+        let mut added_flags: Vec<String> = Vec::new();
         if let Some(list) = root.get("added_tokens").and_then(Value::as_array) {
             for (i, t) in list.iter().enumerate() {
                 let id = t.get("id").and_then(as_id).ok_or_else(|| {
@@ -191,6 +196,11 @@ impl Vocabulary {
                     Error::MalformedTokenizer(format!("added_tokens[{i}] has no content"))
                 })?;
                 let special = t.get("special").and_then(Value::as_bool).unwrap_or(false);
+                for flag in ["lstrip", "rstrip", "single_word"] {
+                    if !special && t.get(flag).and_then(Value::as_bool) == Some(true) {
+                        added_flags.push(format!("{content:?} has {flag}=true"));
+                    }
+                }
                 added.push((id, content.to_string(), special));
             }
         }
@@ -251,6 +261,7 @@ impl Vocabulary {
         }
         let mut special_ids = Vec::new();
         let mut nonspecial_added = Vec::new();
+        let mut nonspecial_added_ids = Vec::new();
         for (id, content, special) in &added {
             let idu = *id as usize;
             if token_strings[idu].is_none() || *special {
@@ -262,6 +273,7 @@ impl Vocabulary {
             } else {
                 never_allowed[idu] = false;
                 nonspecial_added.push(content.clone());
+                nonspecial_added_ids.push(*id);
             }
             by_string.entry(content.clone()).or_insert(*id);
         }
@@ -310,13 +322,14 @@ impl Vocabulary {
         let byte_fallback_token = (byte_fallback && fallback.iter().all(|&t| t != u32::MAX))
             .then(|| Box::new(fallback));
         let pre_tokenization = (kind == TokenizerKind::ByteLevelBpe)
-            .then(|| byte_level_pre_tokenization(&root, model, &nonspecial_added).ok())
+            .then(|| byte_level_pre_tokenization(&root, model, &nonspecial_added, &nonspecial_added_ids, &added_flags).ok())
             .flatten();
         let canonical_unsupported = canonical_support(
             &root,
             model,
             kind,
             &nonspecial_added,
+            &added_flags,
             byte_fallback,
             byte_fallback_token.as_deref(),
             &merges,
@@ -495,18 +508,20 @@ impl Vocabulary {
 }
 
 /// Why canonical guides cannot be exact for this tokenizer, or `None`.
+#[allow(clippy::too_many_arguments)]
 fn canonical_support(
     root: &Value,
     model: &Value,
     kind: TokenizerKind,
     nonspecial_added: &[String],
+    added_flags: &[String],
     byte_fallback: bool,
     fallback_tokens: Option<&[u32; 256]>,
     merges: &[Merge],
 ) -> Option<String> {
     match kind {
         TokenizerKind::ByteLevelBpe => {
-            return byte_level_pre_tokenization(root, model, nonspecial_added).err();
+            return byte_level_pre_tokenization(root, model, nonspecial_added, &[], added_flags).err();
         }
         TokenizerKind::Unigram => {
             return Some("canonical guides need a BPE merge table; this tokenizer is a Unigram model; use method=\"agnostic\"".into())
@@ -577,6 +592,8 @@ pub(crate) fn byte_level_pre_tokenization(
     root: &Value,
     model: &Value,
     nonspecial_added: &[String],
+    nonspecial_added_ids: &[u32],
+    added_flags: &[String],
 ) -> std::result::Result<PreTokenization, String> {
     let agnostic = "use method=\"agnostic\"";
     for key in ["dropout", "continuing_subword_prefix", "end_of_word_suffix"] {
@@ -587,11 +604,10 @@ pub(crate) fn byte_level_pre_tokenization(
     if model.get("byte_fallback").and_then(Value::as_bool) == Some(true) {
         return Err(format!("byte_fallback with a byte-level pre-tokenizer is not supported by canonical guides; {agnostic}"));
     }
-    if let Some(first) = nonspecial_added.first() {
+    if let Some(first) = added_flags.first() {
         return Err(format!(
-            "the non-special added token {first:?} (one of {}) is split out of the raw text before \
-             the pre-tokenizer, which canonical guides do not model yet; {agnostic}",
-            nonspecial_added.len()
+            "the non-special added token {first}: canonical guides model added tokens matched as \
+             plain strings only; {agnostic}"
         ));
     }
     let normalization = match root.get("normalizer").filter(|v| !v.is_null()) {
@@ -687,7 +703,19 @@ pub(crate) fn byte_level_pre_tokenization(
         ));
     }
     let ignore_merges = model.get("ignore_merges").and_then(Value::as_bool) == Some(true);
-    Ok(PreTokenization { stages, normalization, ignore_merges, excluded_chars })
+    // Non-special added tokens are split out of the text first, leftmost-longest: stage 0,
+    // an alternation of their contents, longest first (leftmost-first then equals
+    // leftmost-longest on literals).
+    let mut added: Vec<(u32, String)> = nonspecial_added_ids.iter().copied().zip(nonspecial_added.iter().cloned()).collect();
+    added.retain(|(_, c)| !c.is_empty());
+    if !added.is_empty() {
+        let mut contents: Vec<&str> = added.iter().map(|(_, c)| c.as_str()).collect();
+        contents.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+        contents.dedup();
+        let alternation: Vec<String> = contents.iter().map(|c| regex_syntax::escape(c)).collect();
+        stages.insert(0, alternation.join("|"));
+    }
+    Ok(PreTokenization { stages, normalization, ignore_merges, excluded_chars, added })
 }
 
 fn as_id(v: &Value) -> Option<u32> {

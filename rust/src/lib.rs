@@ -14,6 +14,8 @@
 //!   and the lazy DFA of texts marked exactly at its piece boundaries.
 //! * [`tokenizer_dfa`] / [`algorithm3`] — the DFA of canonical token sequences.
 //! * [`cartesian`] — CartesianMerge: product search for relevant states.
+//! * [`text_automaton`] / [`pretokenized`] — canonical guides for byte-level BPE tokenizers
+//!   that split (and normalize) the text before the merges.
 //! * [`direct_merge`] / [`explicit`] / [`token_dfa`] — DirectMerge and explicit token DFAs
 //!   (`method="direct"`).
 //! * [`serialize`] — the versioned, checksummed container of the tokenizer DFA's disk cache.

@@ -11,15 +11,18 @@
 //! * added tokens decode to their content.
 //!
 //! # What "exact" needs (see [`Vocabulary::canonical_unsupported_reason`])
-//! Canonical guides are built for *character-level BPE without a pre-tokenizer*: the text is
-//! turned into characters (a space becomes "▁" when the tokenizer says so), each character
-//! present in the vocabulary is a base symbol, the others become byte-fallback tokens, and the
-//! merges then act by priority. Any component that changes this picture (a pre-tokenizer split,
-//! a normalizer such as NFC or lowercasing, non-special added tokens matched in the raw text,
-//! `ignore_merges`, dropout, subword prefixes) makes the tokenizer refused for canonical
-//! methods with a message naming the component; `agnostic` still works.
-//! The `Prepend("▁")` normalizer of Mistral-7B / Llama 2 is deliberately ignored: guides follow
-//! *continuation* semantics (DESIGN.md), where no start-of-text marker is prepended.
+//! * *Character-level BPE without a pre-tokenizer* (SentencePiece style): the text is turned into
+//!   characters (a space becomes "▁" when the tokenizer says so), each character present in the
+//!   vocabulary is a base symbol, the others become byte-fallback tokens, and the merges then act
+//!   by priority. The `Prepend("▁")` normalizer of Mistral-7B / Llama 2 is deliberately ignored:
+//!   guides follow *continuation* semantics (DESIGN.md), where no start-of-text marker is
+//!   prepended.
+//! * *Byte-level BPE*: bytes are the base symbols, and what runs before the merges is described
+//!   by a [`PreTokenization`] (`Split` / `ByteLevel` / `Digits` / `Punctuation` stages, NFC or
+//!   NFKC, `ignore_merges`, non-special added tokens), which `crate::pretokenized` models.
+//! Any other component (lowercasing, a pre-tokenizer after `ByteLevel`, dropout, subword
+//! prefixes, ...) makes the tokenizer refused for canonical methods with a message naming it;
+//! `agnostic` still works.
 
 use rustc_hash::FxHashMap;
 use serde_json::Value;

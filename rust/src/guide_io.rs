@@ -61,12 +61,9 @@ pub fn guide_to_bytes(guide: &Guide) -> Result<Vec<u8>> {
             }
             w.u32s(distance);
         }
-        Automaton::Pretokenized(_) => {
-            return Err(Error::Unsupported(
-                "saving a guide of a pre-tokenized (byte-level BPE) tokenizer is not supported yet: \
-                 compile it again, or use method=\"direct\" and save that"
-                    .into(),
-            ))
+        Automaton::Pretokenized(p) => {
+            w.u8(2);
+            p.write(&mut w);
         }
     }
     Ok(w.finish(KIND, VERSION, guide.vocab.fingerprint()))
@@ -155,6 +152,9 @@ pub fn guide_from_bytes(
                 return Err(bad("sizes"));
             }
             Automaton::Explicit { dfa: TokenDfa { start, accepting, transitions }, distance }
+        }
+        (2, Method::Cartesian) => {
+            Automaton::Pretokenized(crate::pretokenized::PretokenizedAutomaton::read(&mut r, tokenizer_dfa()?, vocab)?)
         }
         _ => return Err(bad("automaton kind does not match the method")),
     };

@@ -971,6 +971,141 @@ impl PretokenizedAutomaton {
     pub(crate) fn num_states(&self) -> usize {
         self.states.len()
     }
+
+    /// Serialises the automaton into `w` (part of a guide's serialisation).
+    pub(crate) fn write(&self, w: &mut crate::serialize::Writer) {
+        self.dfa.write(w);
+        self.text.write(w);
+        w.u32s(&self.splits.terminal.iter().map(|&t| t as u32).collect::<Vec<_>>());
+        for ch in &self.splits.children {
+            w.u32s(&ch.iter().flat_map(|&(t, u)| [t, u]).collect::<Vec<_>>());
+        }
+        let mut live: Vec<Element> = self.live.iter().copied().collect();
+        live.sort_unstable();
+        w.u32s(&live.iter().flat_map(|&(z, c, u)| [z, c, u]).collect::<Vec<_>>());
+        w.u64(self.sets.len() as u64);
+        for set in &self.sets {
+            w.u32s(&set.iter().flat_map(|&(z, u)| [z, u]).collect::<Vec<_>>());
+        }
+        w.u32s(&self.states.iter().flat_map(|&(s, c)| [s, c]).collect::<Vec<_>>());
+        w.u32s(&self.state_table);
+        w.u64(self.tables.len() as u64);
+        for t in &self.tables {
+            w.u32s(&t.all);
+            w.u32s(&t.free);
+        }
+        w.u32s(&self.state_override);
+        w.u64(self.overrides.len() as u64);
+        for o in &self.overrides {
+            w.u32s(&o.iter().flat_map(|o| [o.token, o.all, o.free]).collect::<Vec<_>>());
+        }
+        w.u32s(&self.accepting.iter().map(|&a| a as u32).collect::<Vec<_>>());
+    }
+
+    /// Reads an automaton written by [`PretokenizedAutomaton::write`], checking every index, so
+    /// that a crafted file gives an error, never a panic.
+    pub(crate) fn read(r: &mut crate::serialize::Reader<'_>, tok: Arc<TokenizerDfa>, vocab: &Vocabulary) -> Result<Self> {
+        let bad = |what: &str| Error::InvalidArgument(format!("invalid serialized guide: pre-tokenized {what}"));
+        let dfa = ByteDfa::read(r)?;
+        let text = FrozenText::read(r, dfa.num_states())?;
+        let nz = text.num_states() as u32;
+        let terminal: Vec<bool> = r.u32s()?.into_iter().map(|t| t != 0).collect();
+        let mut children = Vec::with_capacity(terminal.len());
+        for _ in 0..terminal.len() {
+            let flat = r.u32s()?;
+            let ch: Vec<(u32, u32)> = flat.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+            if flat.len() % 2 != 0 || ch.windows(2).any(|w| w[0].0 >= w[1].0) || ch.iter().any(|&(_, u)| u as usize >= terminal.len()) {
+                return Err(bad("lone-token splits"));
+            }
+            children.push(ch);
+        }
+        if terminal.is_empty() {
+            return Err(bad("lone-token splits"));
+        }
+        let splits = LoneSplits { children, terminal };
+        let nu = splits.num_nodes() as u32;
+        let node_ok = |u: u32| u < nu || u == NONE || u == SPELLED;
+        let class_ok = |c: u32| (c as usize) < tok.num_classes() || c == START || c == LONE;
+        let flat = r.u32s()?;
+        if flat.len() % 3 != 0 {
+            return Err(bad("live elements"));
+        }
+        let live: FxHashSet<Element> = flat.chunks_exact(3).map(|c| (c[0], c[1], c[2])).collect();
+        if live.iter().any(|&(z, c, u)| z >= nz || !class_ok(c) || !node_ok(u)) {
+            return Err(bad("live element out of range"));
+        }
+        let num_sets = r.u64()? as usize;
+        let mut sets: Vec<Box<[Member]>> = Vec::with_capacity(num_sets.min(1 << 20));
+        for _ in 0..num_sets {
+            let flat = r.u32s()?;
+            let set: Box<[Member]> = flat.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+            if flat.len() % 2 != 0 || set.iter().any(|&(z, u)| z >= nz || !node_ok(u)) || set.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(bad("member set"));
+            }
+            sets.push(set);
+        }
+        let set_index: FxHashMap<Box<[Member]>, u32> = sets.iter().enumerate().map(|(i, s)| (s.clone(), i as u32)).collect();
+        let flat = r.u32s()?;
+        let states: Vec<(u32, u32)> = flat.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+        if flat.len() % 2 != 0 || states.is_empty() || states.iter().any(|&(s, c)| s as usize >= sets.len() || !class_ok(c)) {
+            return Err(bad("states"));
+        }
+        let index: FxHashMap<(u32, u32), u32> = states.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
+        if index.len() != states.len() || set_index.len() != sets.len() {
+            return Err(bad("duplicate states"));
+        }
+        let state_table = r.u32s()?;
+        let num_tables = r.u64()? as usize;
+        let words = bitset::words_for(vocab.vocab_size());
+        let mut tables = Vec::with_capacity(num_tables.min(1 << 20));
+        for _ in 0..num_tables {
+            let all = r.u32s()?.into_boxed_slice();
+            let free = r.u32s()?.into_boxed_slice();
+            let past = |m: &[u32]| bitset::iter_ones(m).any(|t| t >= vocab.num_tokens());
+            if all.len() != words || free.len() != words || past(&all) || past(&free) {
+                return Err(bad("mask table"));
+            }
+            tables.push(SetTable { all, free });
+        }
+        let state_override = r.u32s()?;
+        let num_overrides = r.u64()? as usize;
+        let mut overrides = Vec::with_capacity(num_overrides.min(1 << 20));
+        for _ in 0..num_overrides {
+            let flat = r.u32s()?;
+            let list: Box<[Override]> = flat.chunks_exact(3).map(|c| Override { token: c[0], all: c[1], free: c[2] }).collect();
+            let set_ok = |s: u32| s == NONE || (s as usize) < sets.len();
+            if flat.len() % 3 != 0 || list.iter().any(|o| o.token as usize >= vocab.num_tokens() || !set_ok(o.all) || !set_ok(o.free)) {
+                return Err(bad("overrides"));
+            }
+            overrides.push(list);
+        }
+        let accepting: Vec<bool> = r.u32s()?.into_iter().map(|a| a != 0).collect();
+        let n = states.len();
+        if state_table.len() != n
+            || state_override.len() != n
+            || accepting.len() != n
+            || state_table.iter().any(|&t| t as usize >= tables.len())
+            || state_override.iter().any(|&o| o as usize >= overrides.len())
+        {
+            return Err(bad("per-state tables"));
+        }
+        Ok(PretokenizedAutomaton {
+            tokenizer_dfa: tok,
+            splits,
+            dfa,
+            text,
+            live,
+            sets,
+            set_index,
+            states,
+            index,
+            state_table,
+            tables,
+            state_override,
+            overrides,
+            accepting,
+        })
+    }
 }
 
 #[cfg(test)]

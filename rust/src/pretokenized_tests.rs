@@ -142,6 +142,15 @@ fn check(pattern: &str, ignore_merges: bool, alphabet: &[char], max_len: usize) 
     let dfa = ByteDfa::from_regex(pattern, 1000).unwrap();
     let limits = ProductLimits { max_product_states: 100_000, max_guide_bytes: 1 << 30, deadline: Deadline::none() };
     let guide = build(&vocab, &tok, &trie, dfa.clone(), SpaceJoinsWord, &splits, ContentTrie::default(), &limits).unwrap();
+    // A saved guide loads as the same automaton; corruption is refused.
+    let bytes = crate::guide_io::guide_to_bytes(&guide).unwrap();
+    let back = crate::guide_io::guide_from_bytes(&bytes, &vocab, || Ok(tok.clone())).unwrap();
+    assert_eq!(guide.first_difference(&back), None, "{pattern}: round trip");
+    for i in (0..bytes.len()).step_by(97) {
+        let mut b = bytes.clone();
+        b[i] ^= 0x10;
+        assert!(crate::guide_io::guide_from_bytes(&b, &vocab, || Ok(tok.clone())).is_err(), "flip at {i}");
+    }
     // Masks and steps agree: every allowed token has a target.
     for st in 0..guide.num_states() as u32 {
         for t in guide.allowed_tokens(st) {

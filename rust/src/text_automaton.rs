@@ -302,3 +302,45 @@ impl PieceBoundaries for crate::piece_machine::PieceMachine {
         crate::piece_machine::PieceMachine::accepts_end(self, state)
     }
 }
+
+impl FrozenText {
+    /// Serialises the automaton into `w` (part of a guide's serialisation).
+    pub(crate) fn write(&self, w: &mut crate::serialize::Writer) {
+        w.u32(self.kinds as u32);
+        let mut next: Vec<(u32, u8, u32)> = self.next.iter().map(|(&(z, b), &to)| (z, b, to)).collect();
+        next.sort_unstable();
+        w.u32s(&next.iter().flat_map(|&(z, b, to)| [z, b as u32, to]).collect::<Vec<_>>());
+        w.u32s(&self.marks);
+        w.u32s(&self.accepting.iter().zip(&self.spells_content).map(|(&a, &s)| a as u32 | (s as u32) << 1).collect::<Vec<_>>());
+        w.u32s(&self.regex_state);
+    }
+
+    /// Reads an automaton written by [`FrozenText::write`], checking every index (regex states
+    /// against `num_regex_states`).
+    pub(crate) fn read(r: &mut crate::serialize::Reader<'_>, num_regex_states: usize) -> Result<FrozenText> {
+        let bad = |what: &str| Error::InvalidArgument(format!("invalid serialized guide: text automaton {what}"));
+        let kinds = r.u32()? as usize;
+        let flat = r.u32s()?;
+        let marks = r.u32s()?;
+        let flags = r.u32s()?;
+        let regex_state = r.u32s()?;
+        let n = flags.len();
+        if kinds == 0 || flat.len() % 3 != 0 || marks.len() != n * kinds || regex_state.len() != n {
+            return Err(bad("sizes"));
+        }
+        let in_range = |z: u32| (z as usize) < n;
+        let mut next = FxHashMap::default();
+        for c in flat.chunks_exact(3) {
+            if !in_range(c[0]) || c[1] > 255 || !in_range(c[2]) {
+                return Err(bad("transition"));
+            }
+            next.insert((c[0], c[1] as u8), c[2]);
+        }
+        if marks.iter().any(|&m| m != DEAD && !in_range(m)) || regex_state.iter().any(|&q| q as usize >= num_regex_states) {
+            return Err(bad("state out of range"));
+        }
+        let accepting = flags.iter().map(|&f| f & 1 != 0).collect();
+        let spells_content = flags.iter().map(|&f| f & 2 != 0).collect();
+        Ok(FrozenText { kinds, next, marks, accepting, spells_content, regex_state })
+    }
+}

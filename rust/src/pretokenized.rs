@@ -50,6 +50,16 @@
 //! two bitsets per `(Zset, mode)`. Limits: `max_product_states` bounds text states, elements
 //! and guide states each; the compile deadline and `max_guide_bytes` apply as in CartesianMerge.
 
+mod allowed_chars;
+mod automaton;
+mod lone_splits;
+
+pub use allowed_chars::{allowed_chars, normalization_stable_chars};
+pub(crate) use automaton::PretokenizedAutomaton;
+use automaton::{Override, SetTable};
+pub use lone_splits::{lone_tokens, LoneSplits, ROOT};
+use lone_splits::SPELLED;
+
 use std::collections::VecDeque;
 use std::hash::Hash;
 use std::sync::Arc;
@@ -57,152 +67,22 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::bitset;
-use crate::bpe::MergeTable;
 use crate::bytedfa::{ByteDfa, DEAD};
 use crate::cartesian::ProductLimits;
 use crate::error::{Error, Result};
 use crate::guide::{Automaton, Guide, Method};
 use crate::index::TokenTrie;
 use crate::mask_cache::{MaskCache, DEFAULT_MAX_MASK_CACHE_BYTES};
-use crate::text_automaton::{ContentTrie, FrozenText, PieceBoundaries, TextAutomaton};
+use crate::text_automaton::{ContentTrie, PieceBoundaries, TextAutomaton};
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
-use crate::vocab::{Normalization, PreTokenization, Vocabulary};
+use crate::vocab::Vocabulary;
 
 /// Tokenizer-side state at the start of a piece.
 pub const START: u32 = u32::MAX - 2;
 /// Tokenizer-side state after a lone token: only a piece boundary may follow.
 pub const LONE: u32 = u32::MAX - 3;
 /// "Not a set" / "not on a lone token's split".
-const NONE: u32 = u32::MAX;
-
-/// The lone tokens of a vocabulary under `ignore_merges`: allowed, not special, not emittable by
-/// the merges from their own text.
-pub fn lone_tokens(vocab: &Vocabulary, tok: &TokenizerDfa) -> Vec<u32> {
-    (0..vocab.num_tokens() as u32)
-        .filter(|&t| !vocab.is_never_allowed(t) && tok.class_of(t) == NO_CLASS && tok.fallback_byte(t).is_none())
-        .filter(|&t| !vocab.token_bytes(t).is_empty())
-        .collect()
-}
-
-/// The merge-only splits of the lone tokens, as a trie over token ids: a piece whose tokens
-/// follow a whole path spells a lone token, which `ignore_merges` emits whole instead. Node 0 is
-/// the root (a piece start); [`NONE`] is "on no such path".
-#[derive(Clone, Debug, Default)]
-pub struct LoneSplits {
-    children: Vec<Vec<(u32, u32)>>,
-    terminal: Vec<bool>,
-}
-
-/// The root of [`LoneSplits`].
-pub const ROOT: u32 = 0;
-/// A projected node: on some lone token's complete split (see the state search).
-const SPELLED: u32 = u32::MAX - 1;
-
-impl LoneSplits {
-    /// The splits the merges give the lone tokens (lone tokens whose characters are not all base
-    /// symbols have none: the merges cannot spell them).
-    pub fn new(vocab: &Vocabulary, lone: &[u32]) -> LoneSplits {
-        let table = MergeTable::new(vocab.merges());
-        let mut trie = LoneSplits { children: vec![Vec::new()], terminal: vec![false] };
-        let mut symbols = Vec::new();
-        for &t in lone {
-            if !vocab.base_symbols(vocab.token_bytes(t), &mut symbols) {
-                continue;
-            }
-            table.encode(&mut symbols);
-            let mut node = ROOT as usize;
-            for &s in &symbols {
-                node = match trie.children[node].binary_search_by_key(&s, |c| c.0) {
-                    Ok(i) => trie.children[node][i].1 as usize,
-                    Err(i) => {
-                        let id = trie.children.len();
-                        trie.children[node].insert(i, (s, id as u32));
-                        trie.children.push(Vec::new());
-                        trie.terminal.push(false);
-                        id
-                    }
-                };
-            }
-            trie.terminal[node] = true;
-        }
-        trie
-    }
-    /// The node after token `t`, [`NONE`] off every path.
-    #[inline]
-    pub fn child(&self, u: u32, t: u32) -> u32 {
-        if u == NONE || u == SPELLED {
-            return NONE;
-        }
-        let ch = &self.children[u as usize];
-        ch.binary_search_by_key(&t, |c| c.0).map_or(NONE, |i| ch[i].1)
-    }
-    /// Tokens that continue a path from `u`, sorted, with their nodes.
-    pub fn next_tokens(&self, u: u32) -> &[(u32, u32)] {
-        if u == NONE || u == SPELLED {
-            &[]
-        } else {
-            &self.children[u as usize]
-        }
-    }
-    /// The piece so far is a whole lone token's merge-only split: it may not end here.
-    #[inline]
-    pub fn spells_lone_token(&self, u: u32) -> bool {
-        u == SPELLED || (u != NONE && self.terminal[u as usize])
-    }
-    pub fn num_nodes(&self) -> usize {
-        self.children.len()
-    }
-}
-
-/// The characters a guide's text may use (`None`: all): those the normalizer leaves unchanged
-/// in any context, minus those the pre-tokenizer's own character tests disagree on.
-pub fn allowed_chars(pre: &PreTokenization) -> Option<Vec<(char, char)>> {
-    let base = normalization_stable_chars(pre.normalization);
-    if pre.excluded_chars.is_empty() {
-        return base;
-    }
-    let mut allowed = base.unwrap_or_else(|| vec![('\0', char::MAX)]);
-    for &(lo, hi) in &pre.excluded_chars {
-        let mut out = Vec::with_capacity(allowed.len() + 1);
-        for &(a, b) in &allowed {
-            if b < lo || a > hi {
-                out.push((a, b));
-                continue;
-            }
-            if a < lo {
-                out.push((a, char::from_u32(lo as u32 - 1).expect("not a surrogate boundary")));
-            }
-            if b > hi {
-                out.push((char::from_u32(hi as u32 + 1).expect("not a surrogate boundary"), b));
-            }
-        }
-        allowed = out;
-    }
-    Some(allowed)
-}
-
-/// Characters a normalizer leaves unchanged in any context (quick-check Yes, combining class 0),
-/// as sorted inclusive ranges; `None` without a normalizer.
-pub fn normalization_stable_chars(normalization: Normalization) -> Option<Vec<(char, char)>> {
-    use unicode_normalization::char::canonical_combining_class;
-    use unicode_normalization::{is_nfc_quick, is_nfkc_quick, IsNormalized};
-    let quick: fn(std::iter::Once<char>) -> IsNormalized = match normalization {
-        Normalization::None => return None,
-        Normalization::Nfc => is_nfc_quick,
-        Normalization::Nfkc => is_nfkc_quick,
-    };
-    let mut ranges: Vec<(char, char)> = Vec::new();
-    for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
-        if canonical_combining_class(c) != 0 || quick(std::iter::once(c)) != IsNormalized::Yes {
-            continue;
-        }
-        match ranges.last_mut() {
-            Some((_, hi)) if (*hi as u32) + 1 == c as u32 || (*hi as u32 == 0xD7FF && c as u32 == 0xE000) => *hi = c,
-            _ => ranges.push((c, c)),
-        }
-    }
-    Some(ranges)
-}
+pub(crate) const NONE: u32 = u32::MAX;
 
 /// Token transitions from one text state with the same (target text state, class).
 struct Group {
@@ -279,7 +159,7 @@ impl<K: Copy + Eq + Hash> Registry<K> {
 
 /// How a state's tokenizer side constrains its tokens.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-enum Mode {
+pub(crate) enum Mode {
     /// At the start of the text: no pair constraint, lone tokens allowed, no boundary yet.
     Start,
     /// After a lone token: a boundary must come first.
@@ -288,7 +168,7 @@ enum Mode {
     Regular,
 }
 
-fn mode_of(c: u32) -> Mode {
+pub(crate) fn mode_of(c: u32) -> Mode {
     match c {
         START => Mode::Start,
         LONE => Mode::Lone,
@@ -300,12 +180,12 @@ fn mode_of(c: u32) -> Mode {
 /// token's content (`spells_content`): only when that token was just emitted whole (`c` is
 /// [`LONE`]); a stage-0 boundary needs it, others do not end the stage-0 piece.
 #[inline]
-fn mark_allowed(kind: usize, spells_content: bool, c: u32) -> bool {
+pub(crate) fn mark_allowed(kind: usize, spells_content: bool, c: u32) -> bool {
     kind != 0 || !spells_content || c == LONE
 }
 
 #[inline]
-fn class_or_lone(tok: &TokenizerDfa, t: u32) -> u32 {
+pub(crate) fn class_or_lone(tok: &TokenizerDfa, t: u32) -> u32 {
     match tok.class_of(t) {
         NO_CLASS => LONE,
         k => k,
@@ -328,24 +208,10 @@ struct SetSearch {
     pending_free: Vec<u32>,
 }
 
-/// Per `(members, mode)`: tokens with a live successor (`all`), and through a boundary (`free`).
-struct SetTable {
-    all: Box<[u32]>,
-    free: Box<[u32]>,
-}
-
-/// A token whose successor sets differ from its projection's table (it continues a member's
-/// lone-token split).
-struct Override {
-    token: u32,
-    all: u32,
-    free: u32,
-}
-
 /// A member of a guide state: a text state and a [`LoneSplits`] node.
-type Member = (u32, u32);
+pub(crate) type Member = (u32, u32);
 /// An element: text state, tokenizer-side state, [`LoneSplits`] node.
-type Element = (u32, u32, u32);
+pub(crate) type Element = (u32, u32, u32);
 
 /// Builds the canonical guide of `dfa` for a pre-tokenized `vocab`.
 pub fn build<M: PieceBoundaries>(
@@ -867,245 +733,6 @@ fn token_groups<M: PieceBoundaries>(
         .chunk_by(|a, b| a.0 == b.0 && a.1 == b.1)
         .map(|run| Group { to: run[0].0, class: run[0].1, tokens: run.iter().map(|x| x.2).collect() })
         .collect())
-}
-
-/// The decode-time form of a pre-tokenized guide (see the module docs).
-pub(crate) struct PretokenizedAutomaton {
-    tokenizer_dfa: Arc<TokenizerDfa>,
-    splits: LoneSplits,
-    dfa: ByteDfa,
-    text: FrozenText,
-    live: FxHashSet<Element>,
-    sets: Vec<Box<[Member]>>,
-    set_index: FxHashMap<Box<[Member]>, u32>,
-    states: Vec<(u32, u32)>,
-    index: FxHashMap<(u32, u32), u32>,
-    state_table: Vec<u32>,
-    tables: Vec<SetTable>,
-    /// Per state, an index into `overrides` (0: none).
-    state_override: Vec<u32>,
-    overrides: Vec<Box<[Override]>>,
-    accepting: Vec<bool>,
-}
-
-impl PretokenizedAutomaton {
-    pub(crate) fn is_final(&self, state: u32) -> bool {
-        self.accepting[state as usize]
-    }
-
-    /// The mask without EOS: `(A \ F(c)) ∪ (B ∩ F(c))`.
-    pub(crate) fn write_mask(&self, state: u32, out: &mut [u32]) {
-        let (_, c) = self.states[state as usize];
-        let table = &self.tables[self.state_table[state as usize] as usize];
-        out.copy_from_slice(&table.all);
-        let regular = mode_of(c) == Mode::Regular;
-        if regular {
-            for &t in self.tokenizer_dfa.forbidden(c) {
-                if bitset::contains(&table.free, t as usize) {
-                    bitset::set(out, t as usize);
-                } else {
-                    bitset::clear(out, t as usize);
-                }
-            }
-        }
-        for o in self.overrides[self.state_override[state as usize] as usize].iter() {
-            let forbidden = regular && self.tokenizer_dfa.forbidden(c).binary_search(&o.token).is_ok();
-            if (if forbidden { o.free } else { o.all }) != NONE {
-                bitset::set(out, o.token as usize);
-            } else {
-                bitset::clear(out, o.token as usize);
-            }
-        }
-    }
-
-    /// The target of a non-EOS token, `None` when it is not allowed.
-    pub(crate) fn next_state(&self, vocab: &Vocabulary, state: u32, token: u32) -> Option<u32> {
-        let (set, c) = self.states[state as usize];
-        let mode = mode_of(c);
-        let forbidden = mode == Mode::Regular && self.tokenizer_dfa.forbidden(c).binary_search(&token).is_ok();
-        let class = class_or_lone(&self.tokenizer_dfa, token);
-        let bytes = vocab.token_bytes(token);
-        let mut out: Vec<Member> = Vec::new();
-        let reach = |z: u32, u: u32, out: &mut Vec<Member>| {
-            let to = self.text.walk(z, bytes);
-            let child = self.splits.child(u, token);
-            if to != DEAD && self.live.contains(&(to, class, child)) {
-                out.push((to, child));
-            }
-        };
-        let members = &self.sets[set as usize];
-        if !forbidden && mode != Mode::Lone && (mode == Mode::Start || class != LONE) {
-            for &(z, u) in members.iter() {
-                reach(z, u, &mut out);
-            }
-        }
-        if mode != Mode::Start {
-            for &(z, u) in members.iter() {
-                if self.splits.spells_lone_token(u) {
-                    continue;
-                }
-                let spells = self.text.spells_content(z);
-                for (kind, &zm) in self.text.marks(z).iter().enumerate() {
-                    if zm != DEAD && mark_allowed(kind, spells, c) && self.live.contains(&(zm, START, ROOT)) {
-                        reach(zm, ROOT, &mut out);
-                    }
-                }
-            }
-        }
-        out.sort_unstable();
-        out.dedup();
-        let target = self.set_index.get(out.as_slice())?;
-        self.index.get(&(*target, class)).copied()
-    }
-
-    /// Fewest bytes to acceptance over the members' regex states (a hint for finishing walks).
-    pub(crate) fn distance_hint(&self, state: u32) -> u32 {
-        let (set, _) = self.states[state as usize];
-        self.sets[set as usize]
-            .iter()
-            .map(|&(z, _)| self.dfa.distance_to_accept(self.text.regex_state(z)))
-            .min()
-            .unwrap_or(u32::MAX)
-    }
-
-    pub(crate) fn num_states(&self) -> usize {
-        self.states.len()
-    }
-
-    /// Serialises the automaton into `w` (part of a guide's serialisation).
-    pub(crate) fn write(&self, w: &mut crate::serialize::Writer) {
-        self.dfa.write(w);
-        self.text.write(w);
-        w.u32s(&self.splits.terminal.iter().map(|&t| t as u32).collect::<Vec<_>>());
-        for ch in &self.splits.children {
-            w.u32s(&ch.iter().flat_map(|&(t, u)| [t, u]).collect::<Vec<_>>());
-        }
-        let mut live: Vec<Element> = self.live.iter().copied().collect();
-        live.sort_unstable();
-        w.u32s(&live.iter().flat_map(|&(z, c, u)| [z, c, u]).collect::<Vec<_>>());
-        w.u64(self.sets.len() as u64);
-        for set in &self.sets {
-            w.u32s(&set.iter().flat_map(|&(z, u)| [z, u]).collect::<Vec<_>>());
-        }
-        w.u32s(&self.states.iter().flat_map(|&(s, c)| [s, c]).collect::<Vec<_>>());
-        w.u32s(&self.state_table);
-        w.u64(self.tables.len() as u64);
-        for t in &self.tables {
-            w.u32s(&t.all);
-            w.u32s(&t.free);
-        }
-        w.u32s(&self.state_override);
-        w.u64(self.overrides.len() as u64);
-        for o in &self.overrides {
-            w.u32s(&o.iter().flat_map(|o| [o.token, o.all, o.free]).collect::<Vec<_>>());
-        }
-        w.u32s(&self.accepting.iter().map(|&a| a as u32).collect::<Vec<_>>());
-    }
-
-    /// Reads an automaton written by [`PretokenizedAutomaton::write`], checking every index, so
-    /// that a crafted file gives an error, never a panic.
-    pub(crate) fn read(r: &mut crate::serialize::Reader<'_>, tok: Arc<TokenizerDfa>, vocab: &Vocabulary) -> Result<Self> {
-        let bad = |what: &str| Error::InvalidArgument(format!("invalid serialized guide: pre-tokenized {what}"));
-        let dfa = ByteDfa::read(r)?;
-        let text = FrozenText::read(r, dfa.num_states())?;
-        let nz = text.num_states() as u32;
-        let terminal: Vec<bool> = r.u32s()?.into_iter().map(|t| t != 0).collect();
-        let mut children = Vec::with_capacity(terminal.len());
-        for _ in 0..terminal.len() {
-            let flat = r.u32s()?;
-            let ch: Vec<(u32, u32)> = flat.chunks_exact(2).map(|c| (c[0], c[1])).collect();
-            if flat.len() % 2 != 0 || ch.windows(2).any(|w| w[0].0 >= w[1].0) || ch.iter().any(|&(_, u)| u as usize >= terminal.len()) {
-                return Err(bad("lone-token splits"));
-            }
-            children.push(ch);
-        }
-        if terminal.is_empty() {
-            return Err(bad("lone-token splits"));
-        }
-        let splits = LoneSplits { children, terminal };
-        let nu = splits.num_nodes() as u32;
-        let node_ok = |u: u32| u < nu || u == NONE || u == SPELLED;
-        let class_ok = |c: u32| (c as usize) < tok.num_classes() || c == START || c == LONE;
-        let flat = r.u32s()?;
-        if flat.len() % 3 != 0 {
-            return Err(bad("live elements"));
-        }
-        let live: FxHashSet<Element> = flat.chunks_exact(3).map(|c| (c[0], c[1], c[2])).collect();
-        if live.iter().any(|&(z, c, u)| z >= nz || !class_ok(c) || !node_ok(u)) {
-            return Err(bad("live element out of range"));
-        }
-        let num_sets = r.u64()? as usize;
-        let mut sets: Vec<Box<[Member]>> = Vec::with_capacity(num_sets.min(1 << 20));
-        for _ in 0..num_sets {
-            let flat = r.u32s()?;
-            let set: Box<[Member]> = flat.chunks_exact(2).map(|c| (c[0], c[1])).collect();
-            if flat.len() % 2 != 0 || set.iter().any(|&(z, u)| z >= nz || !node_ok(u)) || set.windows(2).any(|w| w[0] >= w[1]) {
-                return Err(bad("member set"));
-            }
-            sets.push(set);
-        }
-        let set_index: FxHashMap<Box<[Member]>, u32> = sets.iter().enumerate().map(|(i, s)| (s.clone(), i as u32)).collect();
-        let flat = r.u32s()?;
-        let states: Vec<(u32, u32)> = flat.chunks_exact(2).map(|c| (c[0], c[1])).collect();
-        if flat.len() % 2 != 0 || states.is_empty() || states.iter().any(|&(s, c)| s as usize >= sets.len() || !class_ok(c)) {
-            return Err(bad("states"));
-        }
-        let index: FxHashMap<(u32, u32), u32> = states.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
-        if index.len() != states.len() || set_index.len() != sets.len() {
-            return Err(bad("duplicate states"));
-        }
-        let state_table = r.u32s()?;
-        let num_tables = r.u64()? as usize;
-        let words = bitset::words_for(vocab.vocab_size());
-        let mut tables = Vec::with_capacity(num_tables.min(1 << 20));
-        for _ in 0..num_tables {
-            let all = r.u32s()?.into_boxed_slice();
-            let free = r.u32s()?.into_boxed_slice();
-            let past = |m: &[u32]| bitset::iter_ones(m).any(|t| t >= vocab.num_tokens());
-            if all.len() != words || free.len() != words || past(&all) || past(&free) {
-                return Err(bad("mask table"));
-            }
-            tables.push(SetTable { all, free });
-        }
-        let state_override = r.u32s()?;
-        let num_overrides = r.u64()? as usize;
-        let mut overrides = Vec::with_capacity(num_overrides.min(1 << 20));
-        for _ in 0..num_overrides {
-            let flat = r.u32s()?;
-            let list: Box<[Override]> = flat.chunks_exact(3).map(|c| Override { token: c[0], all: c[1], free: c[2] }).collect();
-            let set_ok = |s: u32| s == NONE || (s as usize) < sets.len();
-            if flat.len() % 3 != 0 || list.iter().any(|o| o.token as usize >= vocab.num_tokens() || !set_ok(o.all) || !set_ok(o.free)) {
-                return Err(bad("overrides"));
-            }
-            overrides.push(list);
-        }
-        let accepting: Vec<bool> = r.u32s()?.into_iter().map(|a| a != 0).collect();
-        let n = states.len();
-        if state_table.len() != n
-            || state_override.len() != n
-            || accepting.len() != n
-            || state_table.iter().any(|&t| t as usize >= tables.len())
-            || state_override.iter().any(|&o| o as usize >= overrides.len())
-        {
-            return Err(bad("per-state tables"));
-        }
-        Ok(PretokenizedAutomaton {
-            tokenizer_dfa: tok,
-            splits,
-            dfa,
-            text,
-            live,
-            sets,
-            set_index,
-            states,
-            index,
-            state_table,
-            tables,
-            state_override,
-            overrides,
-            accepting,
-        })
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,269 @@
+//! The decode-time form of a pre-tokenized guide: masks, steps, and its serialisation.
+
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::bitset;
+use crate::bytedfa::{ByteDfa, DEAD};
+use crate::error::{Error, Result};
+use crate::text_automaton::FrozenText;
+use crate::tokenizer_dfa::TokenizerDfa;
+use crate::vocab::Vocabulary;
+
+use super::lone_splits::{LoneSplits, ROOT, SPELLED};
+use super::{class_or_lone, mark_allowed, mode_of, Element, Member, Mode, LONE, NONE, START};
+
+/// Per `(members, mode)`: tokens with a live successor (`all`), and through a boundary (`free`).
+pub(crate) struct SetTable {
+    pub(crate) all: Box<[u32]>,
+    pub(crate) free: Box<[u32]>,
+}
+
+/// A token whose successor sets differ from its projection's table (it continues a member's
+/// lone-token split).
+pub(crate) struct Override {
+    pub(crate) token: u32,
+    pub(crate) all: u32,
+    pub(crate) free: u32,
+}
+
+/// The decode-time form of a pre-tokenized guide (see the module docs).
+pub(crate) struct PretokenizedAutomaton {
+    pub(super) tokenizer_dfa: Arc<TokenizerDfa>,
+    pub(super) splits: LoneSplits,
+    pub(super) dfa: ByteDfa,
+    pub(super) text: FrozenText,
+    pub(super) live: FxHashSet<Element>,
+    pub(super) sets: Vec<Box<[Member]>>,
+    pub(super) set_index: FxHashMap<Box<[Member]>, u32>,
+    pub(super) states: Vec<(u32, u32)>,
+    pub(super) index: FxHashMap<(u32, u32), u32>,
+    pub(super) state_table: Vec<u32>,
+    pub(super) tables: Vec<SetTable>,
+    /// Per state, an index into `overrides` (0: none).
+    pub(super) state_override: Vec<u32>,
+    pub(super) overrides: Vec<Box<[Override]>>,
+    pub(super) accepting: Vec<bool>,
+}
+
+impl PretokenizedAutomaton {
+    pub(crate) fn is_final(&self, state: u32) -> bool {
+        self.accepting[state as usize]
+    }
+
+    /// The mask without EOS: `(A \ F(c)) ∪ (B ∩ F(c))`.
+    pub(crate) fn write_mask(&self, state: u32, out: &mut [u32]) {
+        let (_, c) = self.states[state as usize];
+        let table = &self.tables[self.state_table[state as usize] as usize];
+        out.copy_from_slice(&table.all);
+        let regular = mode_of(c) == Mode::Regular;
+        if regular {
+            for &t in self.tokenizer_dfa.forbidden(c) {
+                if bitset::contains(&table.free, t as usize) {
+                    bitset::set(out, t as usize);
+                } else {
+                    bitset::clear(out, t as usize);
+                }
+            }
+        }
+        for o in self.overrides[self.state_override[state as usize] as usize].iter() {
+            let forbidden = regular && self.tokenizer_dfa.forbidden(c).binary_search(&o.token).is_ok();
+            if (if forbidden { o.free } else { o.all }) != NONE {
+                bitset::set(out, o.token as usize);
+            } else {
+                bitset::clear(out, o.token as usize);
+            }
+        }
+    }
+
+    /// The target of a non-EOS token, `None` when it is not allowed.
+    pub(crate) fn next_state(&self, vocab: &Vocabulary, state: u32, token: u32) -> Option<u32> {
+        let (set, c) = self.states[state as usize];
+        let mode = mode_of(c);
+        let forbidden = mode == Mode::Regular && self.tokenizer_dfa.forbidden(c).binary_search(&token).is_ok();
+        let class = class_or_lone(&self.tokenizer_dfa, token);
+        let bytes = vocab.token_bytes(token);
+        let mut out: Vec<Member> = Vec::new();
+        let reach = |z: u32, u: u32, out: &mut Vec<Member>| {
+            let to = self.text.walk(z, bytes);
+            let child = self.splits.child(u, token);
+            if to != DEAD && self.live.contains(&(to, class, child)) {
+                out.push((to, child));
+            }
+        };
+        let members = &self.sets[set as usize];
+        if !forbidden && mode != Mode::Lone && (mode == Mode::Start || class != LONE) {
+            for &(z, u) in members.iter() {
+                reach(z, u, &mut out);
+            }
+        }
+        if mode != Mode::Start {
+            for &(z, u) in members.iter() {
+                if self.splits.spells_lone_token(u) {
+                    continue;
+                }
+                let spells = self.text.spells_content(z);
+                for (kind, &zm) in self.text.marks(z).iter().enumerate() {
+                    if zm != DEAD && mark_allowed(kind, spells, c) && self.live.contains(&(zm, START, ROOT)) {
+                        reach(zm, ROOT, &mut out);
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        let target = self.set_index.get(out.as_slice())?;
+        self.index.get(&(*target, class)).copied()
+    }
+
+    /// Fewest bytes to acceptance over the members' regex states (a hint for finishing walks).
+    pub(crate) fn distance_hint(&self, state: u32) -> u32 {
+        let (set, _) = self.states[state as usize];
+        self.sets[set as usize]
+            .iter()
+            .map(|&(z, _)| self.dfa.distance_to_accept(self.text.regex_state(z)))
+            .min()
+            .unwrap_or(u32::MAX)
+    }
+
+    pub(crate) fn num_states(&self) -> usize {
+        self.states.len()
+    }
+
+    /// Serialises the automaton into `w` (part of a guide's serialisation).
+    pub(crate) fn write(&self, w: &mut crate::serialize::Writer) {
+        self.dfa.write(w);
+        self.text.write(w);
+        w.u32s(&self.splits.terminal.iter().map(|&t| t as u32).collect::<Vec<_>>());
+        for ch in &self.splits.children {
+            w.u32s(&ch.iter().flat_map(|&(t, u)| [t, u]).collect::<Vec<_>>());
+        }
+        let mut live: Vec<Element> = self.live.iter().copied().collect();
+        live.sort_unstable();
+        w.u32s(&live.iter().flat_map(|&(z, c, u)| [z, c, u]).collect::<Vec<_>>());
+        w.u64(self.sets.len() as u64);
+        for set in &self.sets {
+            w.u32s(&set.iter().flat_map(|&(z, u)| [z, u]).collect::<Vec<_>>());
+        }
+        w.u32s(&self.states.iter().flat_map(|&(s, c)| [s, c]).collect::<Vec<_>>());
+        w.u32s(&self.state_table);
+        w.u64(self.tables.len() as u64);
+        for t in &self.tables {
+            w.u32s(&t.all);
+            w.u32s(&t.free);
+        }
+        w.u32s(&self.state_override);
+        w.u64(self.overrides.len() as u64);
+        for o in &self.overrides {
+            w.u32s(&o.iter().flat_map(|o| [o.token, o.all, o.free]).collect::<Vec<_>>());
+        }
+        w.u32s(&self.accepting.iter().map(|&a| a as u32).collect::<Vec<_>>());
+    }
+
+    /// Reads an automaton written by [`PretokenizedAutomaton::write`], checking every index, so
+    /// that a crafted file gives an error, never a panic.
+    pub(crate) fn read(r: &mut crate::serialize::Reader<'_>, tok: Arc<TokenizerDfa>, vocab: &Vocabulary) -> Result<Self> {
+        let bad = |what: &str| Error::InvalidArgument(format!("invalid serialized guide: pre-tokenized {what}"));
+        let dfa = ByteDfa::read(r)?;
+        let text = FrozenText::read(r, dfa.num_states())?;
+        let nz = text.num_states() as u32;
+        let terminal: Vec<bool> = r.u32s()?.into_iter().map(|t| t != 0).collect();
+        let mut children = Vec::with_capacity(terminal.len());
+        for _ in 0..terminal.len() {
+            let flat = r.u32s()?;
+            let ch: Vec<(u32, u32)> = flat.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+            if flat.len() % 2 != 0 || ch.windows(2).any(|w| w[0].0 >= w[1].0) || ch.iter().any(|&(_, u)| u as usize >= terminal.len()) {
+                return Err(bad("lone-token splits"));
+            }
+            children.push(ch);
+        }
+        if terminal.is_empty() {
+            return Err(bad("lone-token splits"));
+        }
+        let splits = LoneSplits { children, terminal };
+        let nu = splits.num_nodes() as u32;
+        let node_ok = |u: u32| u < nu || u == NONE || u == SPELLED;
+        let class_ok = |c: u32| (c as usize) < tok.num_classes() || c == START || c == LONE;
+        let flat = r.u32s()?;
+        if flat.len() % 3 != 0 {
+            return Err(bad("live elements"));
+        }
+        let live: FxHashSet<Element> = flat.chunks_exact(3).map(|c| (c[0], c[1], c[2])).collect();
+        if live.iter().any(|&(z, c, u)| z >= nz || !class_ok(c) || !node_ok(u)) {
+            return Err(bad("live element out of range"));
+        }
+        let num_sets = r.u64()? as usize;
+        let mut sets: Vec<Box<[Member]>> = Vec::with_capacity(num_sets.min(1 << 20));
+        for _ in 0..num_sets {
+            let flat = r.u32s()?;
+            let set: Box<[Member]> = flat.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+            if flat.len() % 2 != 0 || set.iter().any(|&(z, u)| z >= nz || !node_ok(u)) || set.windows(2).any(|w| w[0] >= w[1]) {
+                return Err(bad("member set"));
+            }
+            sets.push(set);
+        }
+        let set_index: FxHashMap<Box<[Member]>, u32> = sets.iter().enumerate().map(|(i, s)| (s.clone(), i as u32)).collect();
+        let flat = r.u32s()?;
+        let states: Vec<(u32, u32)> = flat.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+        if flat.len() % 2 != 0 || states.is_empty() || states.iter().any(|&(s, c)| s as usize >= sets.len() || !class_ok(c)) {
+            return Err(bad("states"));
+        }
+        let index: FxHashMap<(u32, u32), u32> = states.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
+        if index.len() != states.len() || set_index.len() != sets.len() {
+            return Err(bad("duplicate states"));
+        }
+        let state_table = r.u32s()?;
+        let num_tables = r.u64()? as usize;
+        let words = bitset::words_for(vocab.vocab_size());
+        let mut tables = Vec::with_capacity(num_tables.min(1 << 20));
+        for _ in 0..num_tables {
+            let all = r.u32s()?.into_boxed_slice();
+            let free = r.u32s()?.into_boxed_slice();
+            let past = |m: &[u32]| bitset::iter_ones(m).any(|t| t >= vocab.num_tokens());
+            if all.len() != words || free.len() != words || past(&all) || past(&free) {
+                return Err(bad("mask table"));
+            }
+            tables.push(SetTable { all, free });
+        }
+        let state_override = r.u32s()?;
+        let num_overrides = r.u64()? as usize;
+        let mut overrides = Vec::with_capacity(num_overrides.min(1 << 20));
+        for _ in 0..num_overrides {
+            let flat = r.u32s()?;
+            let list: Box<[Override]> = flat.chunks_exact(3).map(|c| Override { token: c[0], all: c[1], free: c[2] }).collect();
+            let set_ok = |s: u32| s == NONE || (s as usize) < sets.len();
+            if flat.len() % 3 != 0 || list.iter().any(|o| o.token as usize >= vocab.num_tokens() || !set_ok(o.all) || !set_ok(o.free)) {
+                return Err(bad("overrides"));
+            }
+            overrides.push(list);
+        }
+        let accepting: Vec<bool> = r.u32s()?.into_iter().map(|a| a != 0).collect();
+        let n = states.len();
+        if state_table.len() != n
+            || state_override.len() != n
+            || accepting.len() != n
+            || state_table.iter().any(|&t| t as usize >= tables.len())
+            || state_override.iter().any(|&o| o as usize >= overrides.len())
+        {
+            return Err(bad("per-state tables"));
+        }
+        Ok(PretokenizedAutomaton {
+            tokenizer_dfa: tok,
+            splits,
+            dfa,
+            text,
+            live,
+            sets,
+            set_index,
+            states,
+            index,
+            state_table,
+            tables,
+            state_override,
+            overrides,
+            accepting,
+        })
+    }
+}
+

@@ -153,9 +153,13 @@ class Compiler:
     def tokenizer_dfa_stats(self) -> dict[str, float]:
         """Builds the tokenizer DFA if needed; returns ``num_classes``, ``num_emittable_tokens``,
         ``num_lone_tokens`` (with ``ignore_merges``: emitted only as a whole pre-tokenizer piece),
-        ``num_unreachable_tokens`` (never emitted), ``num_forbidden_pairs``, ``build_seconds`` (load time on a cache
+        ``num_unreachable_tokens`` (never emitted), ``num_always_split_tokens`` (the pre-tokenizer
+        never leaves their text whole), ``num_forbidden_pairs``, ``build_seconds`` (load time on a cache
         hit), ``cache`` (``"hit"``, ``"miss"``, ``"write-failed"``, ``"disabled"``), ``construction``
         is not included (see ``tokenizer_dfa_construction``)."""
+    def tokens_always_split(self) -> list[int]:
+        """Token ids the merges can emit but whose text the pre-tokenizer never leaves whole, so
+        that no canonical sequence contains them (``[]`` without a pre-tokenizer)."""
     @property
     def tokenizer_dfa_construction(self) -> str:
         """``"algorithm3"`` (well-ordered merge table) or ``"priority-timeline"``."""

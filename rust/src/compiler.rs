@@ -206,6 +206,27 @@ impl Compiler {
         Ok(&self.pre_tokenized_parts()?.lone_tokens)
     }
 
+    /// Tokens of a pre-tokenized tokenizer whose text the pre-tokenizer always splits (never
+    /// whole inside one piece), among those the merges can emit; empty for others.
+    pub fn tokens_always_split(&self) -> Result<Vec<u32>> {
+        if self.vocab.pre_tokenization().is_none() {
+            return Ok(Vec::new());
+        }
+        let parts = self.pre_tokenized_parts()?;
+        let tok = self.tokenizer_dfa()?;
+        let v = &self.vocab;
+        let emittable = TokenTrie::new(
+            (0..v.num_tokens() as u32)
+                .filter(|&t| tok.class_of(t) != crate::tokenizer_dfa::NO_CLASS || parts.lone_tokens.binary_search(&t).is_ok())
+                .map(|t| (t, v.token_bytes(t))),
+        );
+        // The tokenizer's own behaviour: without the guides' restriction to normalized text.
+        let pre = self.vocab.pre_tokenization().expect("a pre-tokenized vocabulary");
+        let spec = PieceMachineSpec { stages: pre.stages.clone(), allowed_chars: None };
+        let machine = PieceMachine::new(&spec, DEFAULT_MAX_PRETOKENIZER_STATES)?;
+        pretokenized::tokens_always_split(&machine, &emittable, DEFAULT_MAX_PRETOKENIZER_STATES)
+    }
+
     fn pre_tokenized_parts(&self) -> Result<&PreTokenizedParts> {
         self.pre_tokenized
             .get_or_init(|| {

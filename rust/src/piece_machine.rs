@@ -499,6 +499,11 @@ impl PieceMachine {
         self.states.len()
     }
 
+    /// Whether `state` is between characters (not inside a UTF-8 sequence).
+    pub fn at_char_boundary(&self, state: u32) -> bool {
+        state != DEAD && self.states[state as usize].partial == NO_PARTIAL
+    }
+
     /// Character classes the machine distinguishes.
     pub fn num_char_classes(&self) -> usize {
         self.classes.num_classes()

@@ -51,10 +51,12 @@
 //! and guide states each; the compile deadline and `max_guide_bytes` apply as in CartesianMerge.
 
 mod allowed_chars;
+mod always_split;
 mod automaton;
 mod lone_splits;
 
 pub use allowed_chars::{allowed_chars, normalization_stable_chars};
+pub use always_split::tokens_always_split;
 pub(crate) use automaton::PretokenizedAutomaton;
 use automaton::{Override, SetTable};
 pub use lone_splits::{lone_tokens, LoneSplits, ROOT};

@@ -271,10 +271,20 @@ impl PyCompiler {
         // Emitted only as a whole pre-tokenizer piece (ignore_merges), never by the merges.
         d.set_item("num_lone_tokens", lone)?;
         d.set_item("num_unreachable_tokens", n - dfa.num_emittable() - fallback - special - lone)?;
+        let compiler = self.inner.clone();
+        let split = py.detach(move || compiler.tokens_always_split().map(|v| v.len())).map_err(to_py)?;
+        // Emittable by the merges, but the pre-tokenizer never leaves their text whole.
+        d.set_item("num_always_split_tokens", split)?;
         d.set_item("num_forbidden_pairs", dfa.num_forbidden_pairs())?;
         d.set_item("build_seconds", dfa.build_seconds())?;
         d.set_item("cache", self.inner.cache_status())?;
         Ok(d)
+    }
+    /// Token ids the merges can emit but whose text the pre-tokenizer never leaves whole (so no
+    /// canonical sequence contains them); empty for tokenizers without a pre-tokenizer.
+    fn tokens_always_split(&self, py: Python<'_>) -> PyResult<Vec<u32>> {
+        let compiler = self.inner.clone();
+        py.detach(move || compiler.tokens_always_split()).map_err(to_py)
     }
     #[getter]
     fn tokenizer_dfa_construction(&self, py: Python<'_>) -> PyResult<&'static str> {

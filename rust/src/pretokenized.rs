@@ -231,6 +231,7 @@ pub fn build<M: PieceBoundaries>(
     let mask_bytes = bitset::words_for(vocab.vocab_size()) * 4;
     let mut text = TextAutomaton::new(&dfa, machine, contents, max);
 
+    let debug_started = std::time::Instant::now();
     // --- Elements, forward. ---
     let mut groups: FxHashMap<u32, Vec<Group>> = FxHashMap::default();
     let mut pending: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
@@ -312,6 +313,7 @@ pub fn build<M: PieceBoundaries>(
         }
     }
 
+    let debug_forward = debug_started.elapsed().as_secs_f64();
     // --- Elements, backward: which can reach acceptance. ---
     let n = elements.items.len();
     let mut not_live: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
@@ -397,6 +399,7 @@ pub fn build<M: PieceBoundaries>(
     drop(not_live);
     drop(group_preds);
 
+    let debug_backward = debug_started.elapsed().as_secs_f64();
     // --- Guide states: (members, c), forward only (every one holds a live element). ---
     let words = bitset::words_for(vocab.vocab_size());
     let mut sets: Vec<Box<[Member]>> = Vec::new();
@@ -561,7 +564,8 @@ pub fn build<M: PieceBoundaries>(
     drop(searches);
     if std::env::var_os("PROPERTOK_DEBUG").is_some() {
         eprintln!(
-            "pretokenized: {} text states, {} elements ({} live), {} member sets, {} guide states, {} tables",
+            "pretokenized: forward {debug_forward:.3}s backward {debug_backward:.3}s states {:.3}s; {} text states, {} elements ({} live), {} member sets, {} guide states, {} tables",
+            debug_started.elapsed().as_secs_f64(),
             text.num_states(),
             elements.items.len(),
             live_set.len(),

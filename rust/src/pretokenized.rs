@@ -229,7 +229,9 @@ pub fn build<M: PieceBoundaries>(
     let tok = tokenizer_dfa.as_ref();
     let max = limits.max_product_states;
     let mask_bytes = bitset::words_for(vocab.vocab_size()) * 4;
-    let mut text = TextAutomaton::new(&dfa, machine, contents, max);
+    // Each text state costs a 1 KiB row of byte transitions.
+    let text_limit = if limits.max_guide_bytes / 1024 < max { ("max_guide_bytes", limits.max_guide_bytes) } else { ("max_product_states", max) };
+    let mut text = TextAutomaton::new(&dfa, machine, contents, max.min(limits.max_guide_bytes / 1024), text_limit);
 
     let debug_started = std::time::Instant::now();
     // --- Elements, forward. ---

@@ -90,6 +90,9 @@ impl ContentTrie {
     }
 }
 
+/// A byte transition not computed yet.
+const UNKNOWN: u32 = u32::MAX - 1;
+
 /// The lazily built automaton (see the module docs).
 pub struct TextAutomaton<'a, M: PieceBoundaries> {
     dfa: &'a ByteDfa,
@@ -97,14 +100,19 @@ pub struct TextAutomaton<'a, M: PieceBoundaries> {
     contents: ContentTrie,
     states: Vec<(u32, u32, u32)>,
     index: FxHashMap<(u32, u32, u32), u32>,
-    next: FxHashMap<(u32, u8), u32>,
+    /// Byte transitions, 256 per state: a dense table because the trie walks that build a
+    /// guide step through it hundreds of thousands of times per text state.
+    next: Vec<u32>,
     marks: FxHashMap<u32, Vec<u32>>,
     accepting: FxHashMap<u32, bool>,
     max_states: usize,
+    /// The limit `max_states` comes from, and its value.
+    limit: (&'static str, usize),
 }
 
 impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
-    pub fn new(dfa: &'a ByteDfa, machine: M, contents: ContentTrie, max_states: usize) -> TextAutomaton<'a, M> {
+    /// At most `max_states` states (`limit` names the user-facing limit behind it).
+    pub fn new(dfa: &'a ByteDfa, machine: M, contents: ContentTrie, max_states: usize, limit: (&'static str, usize)) -> TextAutomaton<'a, M> {
         let n0 = if contents.is_active() { 0 } else { NOT_A_PREFIX };
         let mut t = TextAutomaton {
             dfa,
@@ -112,14 +120,16 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
             contents,
             states: Vec::new(),
             index: FxHashMap::default(),
-            next: FxHashMap::default(),
+            next: Vec::new(),
             marks: FxHashMap::default(),
             accepting: FxHashMap::default(),
             max_states,
+            limit,
         };
         let start = (dfa.start(), t.machine.start(), n0);
         t.states.push(start);
         t.index.insert(start, 0);
+        t.next.resize(256, UNKNOWN);
         t
     }
 
@@ -138,22 +148,28 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
             return Ok(id);
         }
         if self.states.len() >= self.max_states {
+            let (limit, value) = self.limit;
             return Err(Error::LimitExceeded {
-                limit: "max_product_states",
-                value: self.max_states.to_string(),
-                what: "text states (regex state, pre-tokenizer state) of a pre-tokenized guide".into(),
+                limit,
+                value: value.to_string(),
+                what: format!(
+                    "{} text states (regex state, pre-tokenizer state, added-token prefix) of a pre-tokenized guide, 1 KiB each",
+                    self.max_states
+                ),
             });
         }
         let id = self.states.len() as u32;
         self.states.push(s);
         self.index.insert(s, id);
+        self.next.resize(self.next.len() + 256, UNKNOWN);
         Ok(id)
     }
 
     /// The state after `b`, `DEAD` when the regex or the pre-tokenizer rules it out.
     pub fn byte(&mut self, z: u32, b: u8) -> Result<u32> {
-        if let Some(&to) = self.next.get(&(z, b)) {
-            return Ok(to);
+        let slot = z as usize * 256 + b as usize;
+        if self.next[slot] != UNKNOWN {
+            return Ok(self.next[slot]);
         }
         let (q, m, n) = self.states[z as usize];
         let q2 = self.dfa.next(q, b);
@@ -168,7 +184,7 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
                 }
             }
         };
-        self.next.insert((z, b), to);
+        self.next[slot] = to;
         Ok(to)
     }
 
@@ -237,7 +253,13 @@ impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
         }
         let spells_content = (0..n as u32).map(|z| self.spells_content(z)).collect();
         let regex_state = self.states.iter().map(|s| s.0).collect();
-        let next = self.next.into_iter().filter(|&(_, to)| to != DEAD).collect();
+        let next = self
+            .next
+            .iter()
+            .enumerate()
+            .filter(|&(_, &to)| to != DEAD && to != UNKNOWN)
+            .map(|(slot, &to)| (((slot / 256) as u32, (slot % 256) as u8), to))
+            .collect();
         Ok(FrozenText { kinds, next, marks, accepting, spells_content, regex_state })
     }
 }

@@ -53,7 +53,8 @@ pub const NO_CLASS: u32 = u32::MAX;
 
 const SERIAL_KIND: &[u8; 4] = b"TDFA";
 /// 2: forbidden sets stored flat (offsets, then values), so a cache load is two bulk reads.
-const SERIAL_VERSION: u32 = 2;
+/// 3: non-special added tokens are never emittable by the merges.
+const SERIAL_VERSION: u32 = 3;
 
 /// Which construction produced a [`TokenizerDfa`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -405,9 +406,16 @@ impl Derivations {
         let mut start = Vec::with_capacity(n + 1);
         let mut steps = Vec::new();
         let mut symbols = Vec::new();
+        let mut added: Vec<u32> = vocab.pre_tokenization().map(|p| p.added.iter().map(|a| a.0).collect()).unwrap_or_default();
+        added.sort_unstable();
         for t in 0..n as u32 {
             start.push(steps.len() as u32);
             if vocab.is_never_allowed(t) || vocab.byte_fallback_tokens().is_some_and(|fb| fb.contains(&t)) {
+                continue;
+            }
+            // A non-special added token is split out of the text before the merges run: they
+            // never emit it, even where they could build it (`crate::pretokenized`).
+            if added.binary_search(&t).is_ok() {
                 continue;
             }
             if !vocab.base_symbols(vocab.token_bytes(t), &mut symbols) {

@@ -324,15 +324,14 @@ impl Vocabulary {
 
         let byte_fallback_token = (byte_fallback && fallback.iter().all(|&t| t != u32::MAX))
             .then(|| Box::new(fallback));
-        let pre_tokenization = (kind == TokenizerKind::ByteLevelBpe)
-            .then(|| byte_level_pre_tokenization(&root, model, &nonspecial_added, &nonspecial_added_ids, &added_flags).ok())
-            .flatten();
+        let byte_level_support = (kind == TokenizerKind::ByteLevelBpe)
+            .then(|| byte_level_pre_tokenization(&root, model, &nonspecial_added, &nonspecial_added_ids, &added_flags));
         let canonical_unsupported = canonical_support(
             &root,
             model,
             kind,
+            byte_level_support.as_ref(),
             &nonspecial_added,
-            &added_flags,
             byte_fallback,
             byte_fallback_token.as_deref(),
             &merges,
@@ -392,7 +391,7 @@ impl Vocabulary {
             }
             h.write(canonical_unsupported.as_deref().unwrap_or("").as_bytes());
             // The tokenizer DFA keeps only pairs that can share a pre-tokenizer piece.
-            if let Some(p) = &pre_tokenization {
+            if let Some(Ok(p)) = &byte_level_support {
                 h.write(format!("{:?}", p).as_bytes());
             }
             h.finish()
@@ -410,7 +409,7 @@ impl Vocabulary {
             byte_fallback_token,
             space_is_metaspace: metaspace,
             canonical_unsupported,
-            pre_tokenization,
+            pre_tokenization: byte_level_support.and_then(|r| r.ok()),
             by_string,
         })
     }
@@ -516,15 +515,15 @@ fn canonical_support(
     root: &Value,
     model: &Value,
     kind: TokenizerKind,
+    byte_level_support: Option<&std::result::Result<PreTokenization, String>>,
     nonspecial_added: &[String],
-    added_flags: &[String],
     byte_fallback: bool,
     fallback_tokens: Option<&[u32; 256]>,
     merges: &[Merge],
 ) -> Option<String> {
     match kind {
         TokenizerKind::ByteLevelBpe => {
-            return byte_level_pre_tokenization(root, model, nonspecial_added, &[], added_flags).err();
+            return byte_level_support.and_then(|r| r.as_ref().err().cloned());
         }
         TokenizerKind::Unigram => {
             return Some("canonical guides need a BPE merge table; this tokenizer is a Unigram model; use method=\"agnostic\"".into())
@@ -712,6 +711,22 @@ pub(crate) fn byte_level_pre_tokenization(
     let mut added: Vec<(u32, String)> = nonspecial_added_ids.iter().copied().zip(nonspecial_added.iter().cloned()).collect();
     added.retain(|(_, c)| !c.is_empty());
     if !added.is_empty() {
+        // Hugging Face never pre-tokenizes an added token's match; we model its stage-0 piece
+        // as going through the later stages too, which is the same exactly when they leave the
+        // content whole.
+        let later = crate::piece_machine::PieceMachineSpec { stages: stages.clone(), allowed_chars: None };
+        let mut machine = crate::piece_machine::PieceMachine::new(&later, 200_000)
+            .map_err(|e| format!("the pre-tokenizer cannot be modelled: {e}; {agnostic}"))?;
+        for (_, content) in &added {
+            let pieces = machine.split(content).map_err(|e| format!("the pre-tokenizer cannot be modelled: {e}; {agnostic}"))?;
+            if pieces.len() != 1 {
+                return Err(format!(
+                    "the non-special added token {content:?} is split out of the raw text before the \
+                     pre-tokenizer, which would cut it into {pieces:?}; canonical guides model added \
+                     tokens only when the pre-tokenizer leaves their text whole; {agnostic}"
+                ));
+            }
+        }
         let mut contents: Vec<&str> = added.iter().map(|(_, c)| c.as_str()).collect();
         contents.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
         contents.dedup();

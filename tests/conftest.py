@@ -10,7 +10,9 @@ The shared folder is ``$PROPERTOK_SHARED`` (default ``<repo root>/../shared``).
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hypothesis import settings  # noqa: E402
 
 from workloads import oracle_scale  # noqa: E402
-from helpers import TokenizerUnderTest  # noqa: E402
+from helpers import TOKENIZER_DFA_CACHE_ENV, TokenizerUnderTest  # noqa: E402
 from oracle import shared_dir  # noqa: E402
 
 
@@ -43,6 +45,24 @@ def _shared_dir_exists():
             f"shared material not found at {shared_dir()} (set PROPERTOK_SHARED to the folder that "
             "holds tokenizers/ and data/)"
         )
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _tokenizer_dfa_cache():
+    """A tokenizer-DFA cache folder for this session only (helpers.TokenizerUnderTest uses it for
+    byte-level tokenizers; the oracle's worker processes inherit it), removed at the end, so that a
+    tokenizer DFA is built once per session, never trusted from an earlier build of propertok.
+    An outer ``$PROPERTOK_TEST_TOKENIZER_DFA_CACHE`` is used as it is (and kept)."""
+    if os.environ.get(TOKENIZER_DFA_CACHE_ENV):
+        yield
+        return
+    folder = tempfile.mkdtemp(prefix="propertok-test-tokenizer-dfa-")
+    os.environ[TOKENIZER_DFA_CACHE_ENV] = folder
+    try:
+        yield
+    finally:
+        os.environ.pop(TOKENIZER_DFA_CACHE_ENV, None)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -74,3 +94,24 @@ def mistral(tokenizer_under_test) -> TokenizerUnderTest:
 @pytest.fixture(scope="session")
 def llama2(tokenizer_under_test) -> TokenizerUnderTest:
     return tokenizer_under_test("llama2")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """test_pretokenized.py: its tests run grouped by tokenizer (the ``slug`` parameter, in
+    manifest order; unparametrized ones first), so that one tokenizer's compiler and guides are
+    alive at a time (test_pretokenized releases them when the tokenizer changes). The positions of
+    other modules' tests are unchanged."""
+    from oracle import manifest
+
+    order = {m["slug"]: i for i, m in enumerate(manifest())}
+    positions = [i for i, item in enumerate(items) if item.path.name == "test_pretokenized.py"]
+
+    def key(k):
+        item = items[positions[k]]
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        slug = params.get("slug")
+        return (-1 if slug is None else order.get(slug, len(order)), k)
+
+    grouped = [items[positions[k]] for k in sorted(range(len(positions)), key=key)]
+    for i, item in zip(positions, grouped):
+        items[i] = item

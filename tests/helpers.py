@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
+import subprocess
+import sys
+import time
 import warnings
+from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 import numpy as np
@@ -121,6 +127,9 @@ def iter_chunks(items: Sequence, size: int) -> Iterator[Sequence]:
 # ---------------------------------------------------------------------------------------------
 
 
+TOKENIZER_DFA_CACHE_ENV = "PROPERTOK_TEST_TOKENIZER_DFA_CACHE"
+
+
 class TokenizerUnderTest:
     """A shared tokenizer: its oracle and, built lazily once, its Vocabulary, Compiler and guides."""
 
@@ -132,6 +141,7 @@ class TokenizerUnderTest:
         self._vocab = None
         self._vocab_any_eos = None
         self._compiler = None
+        self._generous = None
         self._guides: dict = {}
 
     @property
@@ -156,6 +166,34 @@ class TokenizerUnderTest:
                 )
         return self._vocab_any_eos
 
+    def _cache_kwargs(self) -> dict:
+        """``cache_dir``: the session's tokenizer-DFA cache (``$PROPERTOK_TEST_TOKENIZER_DFA_CACHE``,
+        a temporary folder conftest.py creates per session, inherited by the oracle workers) for
+        byte-level tokenizers, whose tokenizer DFA takes seconds to build; none otherwise.
+
+        The first time, the tokenizer DFA is built in a child process that writes it to the
+        cache, and this process loads it: building one takes several GB at its peak (o200k about
+        5 GB, cl100k 2.4 GB) that the allocator keeps, while a loaded one takes about 0.4 GB, and a
+        test session holds a dozen tokenizers."""
+        cache = os.environ.get(TOKENIZER_DFA_CACHE_ENV)
+        if not cache or self.oracle.family != "byte-level":
+            return {}
+        marker = Path(cache) / f"{self.name}.built"
+        if not marker.exists():
+            # (a tokenizer whose canonical guides are refused has no tokenizer DFA to build: the
+            # child does nothing)
+            proc = subprocess.run(
+                [sys.executable, str(Path(__file__).resolve()), "--build-tokenizer-dfa", self.name, cache],
+                capture_output=True, text=True, timeout=1800,
+            )
+            if proc.returncode != 0:
+                raise RuntimeError(
+                    f"building the tokenizer DFA of {self.name} in a child process failed with status "
+                    f"{proc.returncode} (-9: killed, e.g. out of memory):\n{proc.stdout[-3000:]}{proc.stderr[-3000:]}"
+                )
+            marker.touch()
+        return {"cache_dir": cache}
+
     @property
     def compiler(self):
         if self._compiler is None:
@@ -164,9 +202,29 @@ class TokenizerUnderTest:
             # refuses the few huge ones earlier (they are counted as LimitExceeded).
             # vocab_any_eos: the same Vocabulary as `vocab` wherever propertok finds the EOS by name.
             self._compiler = self.pt.Compiler(
-                self.vocab_any_eos, max_product_states=250_000, max_compile_seconds=20.0
+                self.vocab_any_eos, max_product_states=250_000, max_compile_seconds=20.0, **self._cache_kwargs()
             )
         return self._compiler
+
+    def generous_compiler(self, max_product_states: int = 50_000_000, max_compile_seconds: float = 600.0):
+        """A second Compiler (created once, until ``release_generous``) with wide limits, for the
+        guides a test needs whole (e.g. ``(?s:.*)``); it shares the session's tokenizer-DFA cache."""
+        if self._generous is None:
+            self._generous = self.fresh_compiler(
+                max_product_states=max_product_states,
+                max_compile_seconds=max_compile_seconds,
+                max_mask_cache_bytes=64 << 20,
+            )
+        return self._generous
+
+    def release_generous(self) -> None:
+        """Drop the generous compiler (a loaded byte-level tokenizer DFA takes 0.3-2 GB)."""
+        self._generous = None
+
+    def fresh_compiler(self, **limits):
+        """A new Compiler (not kept here) over ``vocab_any_eos`` with the session's tokenizer-DFA
+        cache: for a test that wants its memory back when it is done."""
+        return self.pt.Compiler(self.vocab_any_eos, **limits, **self._cache_kwargs())
 
     def guide(self, regex: str, method: str = "cartesian"):
         """A compiled guide, cached for the session (guides are immutable)."""
@@ -175,5 +233,54 @@ class TokenizerUnderTest:
             self._guides[key] = self.compiler.compile_regex(regex, method=method)
         return self._guides[key]
 
+    def large_guide(self, pattern: str):
+        """``generous_compiler().compile_regex(pattern)`` (cartesian), compiled in a child process
+        when the session has a tokenizer-DFA cache folder and loaded here with ``guide_from_bytes``:
+        a large guide's compile can peak at several GB (Command-R's ``(?s:.*)``: about 6 GB) that
+        the allocator would keep for the rest of the session. The child's errors are raised here
+        (as RuntimeError with its output). Returns ``(guide, compile_seconds)``."""
+        cache = os.environ.get(TOKENIZER_DFA_CACHE_ENV)
+        if not cache or self.oracle.family != "byte-level":
+            t0 = time.perf_counter()
+            guide = self.generous_compiler().compile_regex(pattern, method="cartesian")
+            return guide, time.perf_counter() - t0
+        self._cache_kwargs()  # the tokenizer DFA, built once into the cache
+        out = Path(cache) / f"guide-{self.name}-{hashlib.sha256(pattern.encode()).hexdigest()[:16]}.bin"
+        proc = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--compile-guide", self.name, cache, pattern, str(out)],
+            capture_output=True, text=True, timeout=1800,
+        )
+        if proc.returncode != 0:
+            raise RuntimeError(f"compiling {pattern!r} for {self.name} in a child process failed:\n{proc.stdout}{proc.stderr}")
+        seconds = float(proc.stdout.split()[-1])
+        guide = self.generous_compiler().guide_from_bytes(out.read_bytes())
+        out.unlink()
+        return guide, seconds
+
     def __repr__(self) -> str:
         return f"TokenizerUnderTest({self.name!r})"
+
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--build-tokenizer-dfa"]:
+    # `python helpers.py --build-tokenizer-dfa NAME CACHE_DIR` (TokenizerUnderTest._cache_kwargs)
+    import propertok
+
+    _name, _cache = sys.argv[2], sys.argv[3]
+    _vocab = TokenizerUnderTest(propertok, _name).vocab_any_eos
+    if _vocab.canonical_unsupported_reason is None:
+        propertok.Compiler(_vocab, cache_dir=_cache).tokenizer_dfa_stats()
+
+if __name__ == "__main__" and sys.argv[1:2] == ["--compile-guide"]:
+    # `python helpers.py --compile-guide NAME CACHE_DIR PATTERN OUT` (TokenizerUnderTest.large_guide):
+    # prints the compile seconds last
+    import propertok
+
+    os.environ[TOKENIZER_DFA_CACHE_ENV] = sys.argv[3]
+    _tut = TokenizerUnderTest(propertok, sys.argv[2])
+    _compiler = _tut.generous_compiler()
+    _compiler.tokenizer_dfa_stats()
+    _t0 = time.perf_counter()
+    _guide = _compiler.compile_regex(sys.argv[4], method="cartesian")
+    _seconds = time.perf_counter() - _t0
+    Path(sys.argv[5]).write_bytes(_guide.to_bytes())
+    print(_seconds)

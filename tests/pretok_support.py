@@ -17,13 +17,14 @@ import copy
 import functools
 import json
 import random
+import re
 import unicodedata
 from typing import Optional, Sequence
 
 import numpy as np
 from tokenizers import Tokenizer
 
-from oracle import Oracle, manifest
+from oracle import Oracle, manifest, oracle_for
 
 # DESIGN.md names these four as the byte-level tokenizers the work is for: they must be supported.
 MAIN_BYTE_LEVEL = ("gpt2", "llama3", "qwen2", "cl100k")
@@ -98,6 +99,39 @@ def stable_text(s: str, form: Optional[str]) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
+# what a refusal may name
+# ---------------------------------------------------------------------------------------------
+
+
+def missing_utf8_bytes(o: Oracle) -> list[int]:
+    """Bytes that occur in UTF-8 text but are no token of their own (falcon, starcoder2...)."""
+    single = {o.token_bytes(t) for t in range(o.num_tokens) if o.has_token(t) and len(o.token_bytes(t)) == 1}
+    return [b for b in range(0xF5) if b not in (0xC0, 0xC1) and bytes([b]) not in single]
+
+
+@functools.lru_cache(maxsize=None)
+def present_components(slug: str) -> dict[str, str]:
+    """The components of this tokenizer a refusal may name, each with a regex for its name."""
+    entry = manifest_entry(slug)
+    o = oracle_for(slug)
+    out = {"pre-tokenizer": r"pre-?tokeni[sz]|\bSplit\b|\bDigits\b|\bPunctuation\b"}
+    if normalization_form(o) is not None or entry["normalizer"] not in ("none", "Sequence[] (no-op)"):
+        out["normalizer"] = r"normali[sz]|\bNFK?C\b"
+    if entry["nonspecial_added_tokens"]:
+        out["added tokens"] = r"added[ _-]?tokens?"
+    if missing_utf8_bytes(o):
+        out["missing bytes"] = r"\bbytes?\b"
+    if o.doc["model"].get("ignore_merges"):
+        out["ignore_merges"] = r"ignore.?merges"
+    return out
+
+
+def named_component(slug: str, message: str) -> Optional[str]:
+    """The first component of ``present_components(slug)`` that ``message`` names, or None."""
+    return next((name for name, rx in present_components(slug).items() if re.search(rx, message, re.I)), None)
+
+
+# ---------------------------------------------------------------------------------------------
 # merge-only variants (the naive approaches)
 # ---------------------------------------------------------------------------------------------
 
@@ -121,8 +155,6 @@ def naive_variants(slug: str) -> dict[str, Tokenizer]:
       (no split and ``ignore_merges=false``: the appendix's pure merge table) and
       ``split-no-ignore`` (the real split, but ``ignore_merges=false``).
     """
-    from oracle import oracle_for
-
     o = oracle_for(slug)
     out = {}
     doc = copy.deepcopy(o.doc)
@@ -318,8 +350,9 @@ class TokenSequenceSampler:
     """Seeded token sequences of a fixed length ``n`` (2 or 3), drawn from the non-special ids:
 
     * windows of canonical encodings of random texts (often canonical, always plausible);
-    * the same windows cut differently (the text of the window split into ``n`` other tokens:
-      the near misses a pre-tokenizer makes non-canonical);
+    * windows across the junction of ``canonical(t[:i]) + canonical(t[i:])`` (a text encoded in two
+      chunks: the same text, often cut where the tokenizer would not cut);
+    * windows cut differently (the bytes of a canonical window split into ``n`` other tokens);
     * windows of the naive (merge-only) encodings of the same texts;
     * one token of a window replaced by a random one, or by a token sharing its first byte;
     * uniformly random tokens.
@@ -330,17 +363,17 @@ class TokenSequenceSampler:
         self.naive = list(naive)
         self.rng = random.Random(seed)
         special = set(oracle.special_ids)
+        self.special = special
         self.ids = np.array(
             [t for t in range(oracle.num_tokens) if oracle.has_token(t) and t not in special], dtype=np.int64
         )
-        self.by_bytes = {}
-        self.by_first = {}
+        self.by_bytes: dict[bytes, int] = {}
+        self.by_first: dict[int, list[int]] = {}
         for t in self.ids.tolist():
             b = oracle.token_bytes(t)
             self.by_bytes.setdefault(b, t)
             if b:
                 self.by_first.setdefault(b[0], []).append(t)
-        self.max_token_len = max(len(b) for b in self.by_bytes)
 
     def _texts(self, k: int) -> list[str]:
         return [random_text(self.rng) for _ in range(k)]
@@ -348,9 +381,25 @@ class TokenSequenceSampler:
     def _windows(self, encodings, n: int) -> list[list[int]]:
         out = []
         for ids in encodings:
-            ids = [t for t in ids if t not in self.o.special_ids]
+            ids = [t for t in ids if t not in self.special]
             for i in range(0, max(0, len(ids) - n + 1)):
                 out.append(list(ids[i : i + n]))
+        return out
+
+    def _junctions(self, texts: list[str], n: int) -> list[list[int]]:
+        cuts = [(t, self.rng.randrange(1, len(t))) for t in texts if len(t) > 1]
+        lefts = self.o.canonical_batch([t[:i] for t, i in cuts])
+        rights = self.o.canonical_batch([t[i:] for t, i in cuts])
+        out = []
+        for left, right in zip(lefts, rights):
+            seq = [t for t in left + right if t not in self.special]
+            j = len([t for t in left if t not in self.special])
+            if len(seq) < n or j == 0 or j == len(seq):
+                continue
+            lo, hi = max(0, j - n + 1), min(j - 1, len(seq) - n)
+            if lo <= hi:
+                k = self.rng.randint(lo, hi)
+                out.append(seq[k : k + n])
         return out
 
     def _recut(self, seq: list[int], n: int) -> Optional[list[int]]:
@@ -382,24 +431,29 @@ class TokenSequenceSampler:
     def sample(self, count: int, n: int) -> list[list[int]]:
         out: list[list[int]] = []
         pool: list[list[int]] = []
+        junctions: list[list[int]] = []
         naive_pool: list[list[int]] = []
         while len(out) < count:
-            if len(pool) < 64:
+            if len(pool) < 64 or len(junctions) < 64:
                 texts = self._texts(256)
                 pool.extend(self._windows(self.o.canonical_batch(texts), n))
+                junctions.extend(self._junctions(texts, n))
                 for tok in self.naive:
                     naive_pool.extend(self._windows(encode_with(tok, texts), n))
                 self.rng.shuffle(pool)
+                self.rng.shuffle(junctions)
                 self.rng.shuffle(naive_pool)
                 continue
             r = self.rng.random()
-            if r < 0.35:
+            if r < 0.25:
                 out.append(pool.pop())
-            elif r < 0.6:
+            elif r < 0.5:
+                out.append(junctions.pop())
+            elif r < 0.65:
                 seq = pool.pop()
                 alt = self._recut(seq, n)
-                out.append(alt if alt is not None else seq)
-            elif r < 0.7 and naive_pool:
+                out.append(alt if alt is not None else junctions.pop())
+            elif r < 0.75 and naive_pool:
                 out.append(naive_pool.pop())
             elif r < 0.9:
                 out.append(self._mutate(pool.pop()))

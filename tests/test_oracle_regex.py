@@ -18,16 +18,31 @@ The checks run in worker processes under a hang guard (``regex_checks.run_guarde
 whose compile does not finish within ``$PROPERTOK_HANG_GUARD_S`` seconds (default 240; a guard
 against hangs, not a performance target) fails with its name, and the others still run.
 ``$PROPERTOK_ORACLE_SCALE`` (default 1.0) scales the number of regexes.
+
+Byte-level BPE tokenizers with a pre-tokenizer (``test_oracle_byte_level``): in CI, GPT-2, Llama 3,
+Qwen2 and cl100k on a seeded share of the regexes (``BYTE_LEVEL_CI_SUITE`` suite rows and
+``BYTE_LEVEL_CI_JSB`` JSONSchemaBench rows each, a different share per tokenizer, scaled by
+``$PROPERTOK_ORACLE_SCALE``). With ``PROPERTOK_FULL_ORACLE=1``: every byte-level tokenizer of
+MANIFEST.json (one whose canonical guides are refused must be refused with NotImplementedError, and
+must not be one of those four), every row of regex_suite.jsonl (pathological ones included) and the
+JSONSchemaBench sample (at least 200), 50 samples and 50 walks each; the totals are printed per
+tokenizer at the end. For NFC/NFKC tokenizers completeness is required for the representable
+samples made of normalization-stable characters; the others are counted as ``unstable_chars``.
 """
 
 from __future__ import annotations
 
 import collections
+import math
 import os
+import random
+import zlib
 
 import pytest
 
 from helpers import iter_chunks
+from oracle import oracle_for
+from pretok_support import MAIN_BYTE_LEVEL, byte_level_slugs, missing_utf8_bytes, normalization_form
 from regex_checks import WALKS_PER_REGEX, run_guarded
 from workloads import jsonschemabench_sample, oracle_scale, regex_suite_sample
 
@@ -99,3 +114,78 @@ def test_pathological_regex(pt, row, record_property):
     _report("mistral7b", row["name"], counts, failures, timings, record_property)
     assert not failures, "\n".join(failures[:30])
     assert counts["compiled"] + counts["skipped_limit"] == 1, dict(counts)
+
+
+# ---------------------------------------------------------------------------------------------
+# byte-level BPE tokenizers with a pre-tokenizer
+# ---------------------------------------------------------------------------------------------
+
+FULL_ORACLE = os.environ.get("PROPERTOK_FULL_ORACLE", "") not in ("", "0")
+BYTE_LEVEL_CI_SUITE = 12
+BYTE_LEVEL_CI_JSB = 8
+JSB_FULL = jsonschemabench_sample(max(1.0, oracle_scale()))
+
+
+def _byte_level_rows(name: str) -> list[tuple[str, dict]]:
+    """``[(dataset, row)]`` checked for tokenizer ``name``: everything in full mode, else a seeded
+    share that differs per tokenizer."""
+    if FULL_ORACLE:
+        return [("suite", r) for r in _SUITE_ALL] + [("jsb", r) for r in JSB_FULL]
+    rng = random.Random(zlib.crc32(name.encode()))
+    n_suite = min(len(SUITE), math.ceil(BYTE_LEVEL_CI_SUITE * oracle_scale()))
+    n_jsb = min(len(JSB), math.ceil(BYTE_LEVEL_CI_JSB * oracle_scale()))
+    return [("suite", r) for r in rng.sample(SUITE, n_suite)] + [("jsb", r) for r in rng.sample(JSB, n_jsb)]
+
+
+def _byte_level_cases():
+    names = byte_level_slugs() if FULL_ORACLE else list(MAIN_BYTE_LEVEL)
+    out = []
+    for name in names:
+        for i, _ in enumerate(iter_chunks(_byte_level_rows(name), CHUNK)):
+            out.append(pytest.param(name, i, id=f"{name}-{i}"))
+    return out
+
+
+def _clean(name: str) -> bool:
+    """No normalizer and every byte that occurs in UTF-8 is a token: almost every sample is
+    representable and stable."""
+    o = oracle_for(name)
+    return normalization_form(o) is None and not missing_utf8_bytes(o) and not o.nonspecial_added_ids
+
+
+@pytest.mark.parametrize("name, chunk", _byte_level_cases())
+def test_oracle_byte_level(pt, tokenizer_under_test, name, chunk, record_property):
+    tut = tokenizer_under_test(name)
+    reason = tut.vocab_any_eos.canonical_unsupported_reason
+    if reason is not None:
+        assert name not in MAIN_BYTE_LEVEL, f"{name} must be supported, but: {reason}"
+        with pytest.raises(NotImplementedError):
+            tut.compiler.compile_regex("[a-z]+", method="cartesian")
+        _TOTALS[name]["refused_tokenizer"] = 1
+        print(f"\n{name}: canonical guides refused: {reason}")
+        return
+    rows = _byte_level_rows(name)[chunk * CHUNK : (chunk + 1) * CHUNK]
+    counts: collections.Counter = collections.Counter()
+    failures: list[str] = []
+    timings: list = []
+    for dataset, max_len in (("suite", 128), ("jsb", 256)):
+        jobs = [
+            (zlib.crc32(f"{name}/{row.get('id') or row.get('name') or row['regex']}".encode()) % 1_000_000, row)
+            for d, row in rows
+            if d == dataset
+        ]
+        if jobs:
+            c, f, t = run_guarded(name, jobs, max_len, HANG_GUARD_S)
+            counts.update(c)
+            failures.extend(f)
+            timings.extend(t)
+    _report(name, f"byte-level[{chunk}]", counts, failures, timings, record_property)
+    assert not failures, f"{len(failures)} failures:\n" + "\n".join(failures[:30])
+    assert counts["regexes"] == len(rows)
+    # not vacuous: most regexes compile and many samples are checked
+    assert counts["compiled"] >= 0.6 * len(rows), dict(counts)
+    assert counts["walks"] == WALKS_PER_REGEX * counts["compiled"]
+    checked = counts["complete_checked"]
+    assert checked + counts["unstable_chars"] + counts["unrepresentable"] == counts["strings"], dict(counts)
+    # (NFKC makes most random characters unrepresentable: claude-legacy keeps about a quarter)
+    assert checked >= (0.9 if _clean(name) else 0.15) * counts["strings"], dict(counts)

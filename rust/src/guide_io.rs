@@ -23,7 +23,8 @@ use crate::tokenizer_dfa::TokenizerDfa;
 use crate::vocab::Vocabulary;
 
 const KIND: &[u8; 4] = b"GUID";
-const VERSION: u32 = 1;
+/// 2: pre-tokenized guides store deduplicated sparse-or-dense token sets.
+const VERSION: u32 = 2;
 
 fn bad(what: &str) -> Error {
     Error::InvalidArgument(format!("invalid serialized guide: {what}"))

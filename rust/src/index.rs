@@ -10,42 +10,90 @@
 use crate::bytedfa::{ByteDfa, DEAD};
 
 /// A byte trie of token strings. Node 0 is the root.
-#[derive(Clone, Debug, Default)]
+///
+/// Stored flat, nodes numbered in depth-first preorder: node `n`'s children are
+/// `edge_bytes/edge_nodes[edges[n]..edges[n + 1]]` (sorted by byte) and its tokens
+/// `token_ids[tokens[n]..tokens[n + 1]]`. A walk then reads memory mostly forwards, which
+/// matters for pre-tokenized guides: they walk a 128k-token trie once per text state.
+#[derive(Clone, Debug)]
 pub struct TokenTrie {
-    /// Children of each node as `(byte, node)`, sorted by byte.
-    children: Vec<Vec<(u8, u32)>>,
-    /// Tokens ending at each node.
-    tokens: Vec<Vec<u32>>,
+    edges: Vec<u32>,
+    edge_bytes: Vec<u8>,
+    edge_nodes: Vec<u32>,
+    tokens: Vec<u32>,
+    token_ids: Vec<u32>,
+}
+
+impl Default for TokenTrie {
+    fn default() -> TokenTrie {
+        TokenTrie::new(std::iter::empty())
+    }
 }
 
 impl TokenTrie {
     /// A trie of the given `(token, bytes)` pairs (tokens with empty bytes are ignored).
     pub fn new<'a>(tokens: impl IntoIterator<Item = (u32, &'a [u8])>) -> TokenTrie {
-        let mut trie = TokenTrie { children: vec![Vec::new()], tokens: vec![Vec::new()] };
+        // Built as nested vectors, then laid out flat in preorder.
+        let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
+        let mut ends: Vec<Vec<u32>> = vec![Vec::new()];
         for (t, bytes) in tokens {
             if bytes.is_empty() {
                 continue;
             }
             let mut node = 0usize;
             for &b in bytes {
-                node = match trie.children[node].binary_search_by_key(&b, |c| c.0) {
-                    Ok(i) => trie.children[node][i].1 as usize,
+                node = match children[node].binary_search_by_key(&b, |c| c.0) {
+                    Ok(i) => children[node][i].1 as usize,
                     Err(i) => {
-                        let id = trie.children.len();
-                        trie.children[node].insert(i, (b, id as u32));
-                        trie.children.push(Vec::new());
-                        trie.tokens.push(Vec::new());
+                        let id = children.len();
+                        children[node].insert(i, (b, id as u32));
+                        children.push(Vec::new());
+                        ends.push(Vec::new());
                         id
                     }
                 };
             }
-            trie.tokens[node].push(t);
+            ends[node].push(t);
+        }
+        let mut order = Vec::with_capacity(children.len());
+        let mut renumber = vec![0u32; children.len()];
+        let mut stack = vec![0u32];
+        while let Some(n) = stack.pop() {
+            renumber[n as usize] = order.len() as u32;
+            order.push(n);
+            stack.extend(children[n as usize].iter().rev().map(|c| c.1));
+        }
+        let mut trie = TokenTrie {
+            edges: vec![0],
+            edge_bytes: Vec::new(),
+            edge_nodes: Vec::new(),
+            tokens: vec![0],
+            token_ids: Vec::new(),
+        };
+        for &n in &order {
+            for &(b, child) in &children[n as usize] {
+                trie.edge_bytes.push(b);
+                trie.edge_nodes.push(renumber[child as usize]);
+            }
+            trie.edges.push(trie.edge_bytes.len() as u32);
+            trie.token_ids.extend_from_slice(&ends[n as usize]);
+            trie.tokens.push(trie.token_ids.len() as u32);
         }
         trie
     }
 
     pub fn num_nodes(&self) -> usize {
-        self.children.len()
+        self.edges.len() - 1
+    }
+
+    #[inline]
+    fn edge_range(&self, node: u32) -> std::ops::Range<usize> {
+        self.edges[node as usize] as usize..self.edges[node as usize + 1] as usize
+    }
+
+    #[inline]
+    fn tokens_at(&self, node: u32) -> &[u32] {
+        &self.token_ids[self.tokens[node as usize] as usize..self.tokens[node as usize + 1] as usize]
     }
 
     /// Walks the trie alongside any automaton: `step(state, byte)` gives the next state (`None`
@@ -59,12 +107,13 @@ impl TokenTrie {
     ) -> Result<(), E> {
         let mut stack: Vec<(u32, S)> = vec![(0, start)];
         while let Some((node, q)) = stack.pop() {
-            for &(b, child) in &self.children[node as usize] {
-                let Some(next) = step(q, b)? else { continue };
-                for &t in &self.tokens[child as usize] {
+            for e in self.edge_range(node) {
+                let Some(next) = step(q, self.edge_bytes[e])? else { continue };
+                let child = self.edge_nodes[e];
+                for &t in self.tokens_at(child) {
                     emit(t, next);
                 }
-                if !self.children[child as usize].is_empty() {
+                if !self.edge_range(child).is_empty() {
                     stack.push((child, next));
                 }
             }
@@ -74,21 +123,15 @@ impl TokenTrie {
 
     /// Calls `emit(token, target)` for every token that is a transition from `state`.
     pub fn for_each_transition(&self, dfa: &ByteDfa, state: u32, mut emit: impl FnMut(u32, u32)) {
-        let mut stack: Vec<(u32, u32)> = vec![(0, state)];
-        while let Some((node, q)) = stack.pop() {
-            for &(b, child) in &self.children[node as usize] {
+        self.for_each_walk(
+            state,
+            |q, b| {
                 let next = dfa.next(q, b);
-                if next == DEAD {
-                    continue;
-                }
-                for &t in &self.tokens[child as usize] {
-                    emit(t, next);
-                }
-                if !self.children[child as usize].is_empty() {
-                    stack.push((child, next));
-                }
-            }
-        }
+                Ok::<_, std::convert::Infallible>((next != DEAD).then_some(next))
+            },
+            |t, q| emit(t, q),
+        )
+        .unwrap_or_else(|never| match never {});
     }
 }
 

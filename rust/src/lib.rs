@@ -61,6 +61,7 @@ pub mod serialize;
 pub mod split_pattern;
 pub mod text_automaton;
 pub mod token_dfa;
+pub mod token_set;
 pub mod tokenizer_dfa;
 pub mod vocab;
 

@@ -54,13 +54,15 @@ mod allowed_chars;
 mod always_split;
 mod automaton;
 mod lone_splits;
+mod pending;
 
 pub use allowed_chars::{allowed_chars, normalization_stable_chars};
 pub use always_split::tokens_always_split;
 pub(crate) use automaton::PretokenizedAutomaton;
-use automaton::{Override, SetTable};
+use automaton::{Override, SetTable, TokenSetPool};
 pub use lone_splits::{lone_tokens, LoneSplits, ROOT};
 use lone_splits::SPELLED;
+use pending::{PendingGroups, Wanted};
 
 use std::collections::VecDeque;
 use std::hash::Hash;
@@ -76,6 +78,7 @@ use crate::guide::{Automaton, Guide, Method};
 use crate::index::TokenTrie;
 use crate::mask_cache::{MaskCache, DEFAULT_MAX_MASK_CACHE_BYTES};
 use crate::text_automaton::{ContentTrie, PieceBoundaries, TextAutomaton};
+use crate::token_set::TokenSet;
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::vocab::Vocabulary;
 
@@ -103,28 +106,6 @@ fn some_allowed(tokens: &[u32], forbidden: &[u32], except: &[(u32, u32)]) -> boo
     tokens
         .iter()
         .any(|t| forbidden.binary_search(t).is_err() && except.binary_search_by_key(t, |e| e.0).is_err())
-}
-
-#[inline]
-fn some_forbidden(tokens: &[u32], forbidden: &[u32]) -> bool {
-    if forbidden.is_empty() {
-        return false;
-    }
-    if tokens.len() < forbidden.len() {
-        tokens.iter().any(|t| forbidden.binary_search(t).is_ok())
-    } else {
-        forbidden.iter().any(|t| tokens.binary_search(t).is_ok())
-    }
-}
-
-#[inline]
-fn some_forbidden_except(tokens: &[u32], forbidden: &[u32], except: &[(u32, u32)]) -> bool {
-    if except.is_empty() {
-        return some_forbidden(tokens, forbidden);
-    }
-    tokens
-        .iter()
-        .any(|t| forbidden.binary_search(t).is_ok() && except.binary_search_by_key(t, |e| e.0).is_err())
 }
 
 /// Items with ids, discovered once each, and a work queue.
@@ -206,8 +187,10 @@ struct SetGroup {
 /// The groups of a `(members, mode)` and those whose targets are not reached yet.
 struct SetSearch {
     groups: Vec<SetGroup>,
-    pending_all: Vec<u32>,
-    pending_free: Vec<u32>,
+    /// Lone-token groups with an `all` target (tested one by one: never forbidden).
+    lone_all: Vec<u32>,
+    pending_all: PendingGroups,
+    pending_free: PendingGroups,
 }
 
 /// A member of a guide state: a text state and a [`LoneSplits`] node.
@@ -228,7 +211,8 @@ pub fn build<M: PieceBoundaries>(
 ) -> Result<Guide> {
     let tok = tokenizer_dfa.as_ref();
     let max = limits.max_product_states;
-    let mask_bytes = bitset::words_for(vocab.vocab_size()) * 4;
+    // Compile temporaries that grow with the text states: their token groups.
+    let mut group_bytes = 0usize;
     // Each text state costs a 1 KiB row of byte transitions.
     let text_limit = if limits.max_guide_bytes / 1024 < max { ("max_guide_bytes", limits.max_guide_bytes) } else { ("max_product_states", max) };
     let mut text = TextAutomaton::new(&dfa, machine, contents, max.min(limits.max_guide_bytes / 1024), text_limit);
@@ -236,7 +220,7 @@ pub fn build<M: PieceBoundaries>(
     let debug_started = std::time::Instant::now();
     // --- Elements, forward. ---
     let mut groups: FxHashMap<u32, Vec<Group>> = FxHashMap::default();
-    let mut pending: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+    let mut pending: FxHashMap<u32, PendingGroups> = FxHashMap::default();
     let mut marks_of: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
     // Edges on tokens that continue a lone token's split: (source element, target element).
     let mut split_edges: Vec<(u32, Element)> = Vec::new();
@@ -247,8 +231,10 @@ pub fn build<M: PieceBoundaries>(
         let (z, c, u) = elements.items[id as usize];
         if !groups.contains_key(&z) {
             let g = token_groups(&mut text, trie, tok, z)?;
-            limits.check_bytes(elements.items.len(), groups.len() + 1, mask_bytes)?;
-            pending.insert(z, (0..g.len() as u32).filter(|&i| g[i as usize].class != LONE).collect());
+            group_bytes += g.iter().map(|g| g.tokens.len() * 4 + std::mem::size_of::<Group>()).sum::<usize>();
+            limits.check_bytes(elements.items.len(), 1, group_bytes)?;
+            let regular = g.iter().enumerate().filter(|(_, g)| g.class != LONE);
+            pending.insert(z, PendingGroups::new(regular.map(|(i, g)| (i as u32, &g.tokens[..])), g.len()));
             groups.insert(z, g);
         }
         let special = splits.next_tokens(u);
@@ -262,30 +248,22 @@ pub fn build<M: PieceBoundaries>(
                 }
             }
             Mode::Lone => {}
-            Mode::Regular if u != NONE => {
-                // Few elements: test every group, without the lone-split tokens.
-                let forbidden = tok.forbidden(c);
-                for g in gs.iter().filter(|g| g.class != LONE) {
-                    if some_allowed(&g.tokens, forbidden, special) {
-                        elements.add((g.to, g.class, NONE))?;
-                    }
-                }
-            }
             Mode::Regular => {
-                let forbidden = tok.forbidden(c);
-                let mut keep = Vec::new();
-                for &gi in &pending[&z] {
+                // Groups not pending have their target reached already. Tokens continuing the
+                // lone-token split of `u` are left to the edges below.
+                let pending = pending.get_mut(&z).expect("groups of z computed above");
+                pending.retain(tok.forbidden(c), special, Wanted::Allowed, |gi, allowed| {
                     let g = &gs[gi as usize];
-                    if elements.index.contains_key(&(g.to, g.class, NONE)) {
-                        continue;
+                    let target = (g.to, g.class, NONE);
+                    if elements.index.contains_key(&target) {
+                        return Ok(false);
                     }
-                    if some_allowed(&g.tokens, forbidden, &[]) {
-                        elements.add((g.to, g.class, NONE))?;
-                    } else {
-                        keep.push(gi);
+                    if allowed {
+                        elements.add(target)?;
+                        return Ok(false);
                     }
-                }
-                pending.insert(z, keep);
+                    Ok(true)
+                })?;
             }
         }
         for &(t, child) in special {
@@ -426,6 +404,7 @@ pub fn build<M: PieceBoundaries>(
     // *projection* of the member set; the few other tokens are overrides per (set, mode).
     let mut tables: FxHashMap<(u32, Mode), u32> = FxHashMap::default();
     let mut table_list: Vec<SetTable> = Vec::new();
+    let mut token_sets = TokenSetPool::default();
     let mut searches: Vec<SetSearch> = Vec::new();
     let mut state_table: Vec<u32> = Vec::new();
     let mut overrides: FxHashMap<(u32, Mode), u32> = FxHashMap::default();
@@ -448,8 +427,7 @@ pub fn build<M: PieceBoundaries>(
                 let spells = |z: u32| text.spells_content(z);
                 let entries = successor_entries(&projection, mode, &groups, &marks_of, &live_set, splits, &spells);
                 let mut by_target: FxHashMap<(u32, u32, u32), Vec<u32>> = FxHashMap::default();
-                let mut all_bits = vec![0u32; words].into_boxed_slice();
-                let mut free_bits = vec![0u32; words].into_boxed_slice();
+                let (mut all_tokens, mut free_tokens) = (Vec::new(), Vec::new());
                 let (mut all, mut free) = (Vec::new(), Vec::new());
                 for run in entries.chunk_by(|a, b| a.0 == b.0) {
                     let t = run[0].0;
@@ -462,10 +440,10 @@ pub fn build<M: PieceBoundaries>(
                     let all_id = intern(&all, &mut sets);
                     let free_id = intern(&free, &mut sets);
                     if all_id != NONE {
-                        bitset::set(&mut all_bits, t as usize);
+                        all_tokens.push(t);
                     }
                     if free_id != NONE {
-                        bitset::set(&mut free_bits, t as usize);
+                        free_tokens.push(t);
                     }
                     by_target.entry((all_id, free_id, class_or_lone(tok, t))).or_default().push(t);
                 }
@@ -473,15 +451,20 @@ pub fn build<M: PieceBoundaries>(
                     .into_iter()
                     .map(|((all, free, class), tokens)| SetGroup { all, free, class, tokens: tokens.into_boxed_slice() })
                     .collect();
-                let pending_all = (0..groups.len() as u32).filter(|&g| groups[g as usize].all != NONE).collect();
-                let pending_free = (0..groups.len() as u32)
-                    .filter(|&g| groups[g as usize].free != NONE && groups[g as usize].class != LONE)
-                    .collect();
+                let pick = |f: &dyn Fn(&SetGroup) -> bool| {
+                    let picked = groups.iter().enumerate().filter(|(_, g)| f(g));
+                    PendingGroups::new(picked.map(|(i, g)| (i as u32, &g.tokens[..])), groups.len())
+                };
+                let pending_all = pick(&|g| g.all != NONE && g.class != LONE);
+                let pending_free = pick(&|g| g.free != NONE && g.class != LONE);
+                let lone_all = (0..groups.len() as u32).filter(|&g| groups[g as usize].all != NONE && groups[g as usize].class == LONE).collect();
                 let tid = table_list.len() as u32;
                 tables.insert((proj, mode), tid);
-                table_list.push(SetTable { all: all_bits, free: free_bits });
-                searches.push(SetSearch { groups, pending_all, pending_free });
-                limits.check_bytes(states.items.len(), table_list.len() * 2, mask_bytes)?;
+                let all = token_sets.intern(TokenSet::from_sorted(&all_tokens, words));
+                let free = token_sets.intern(TokenSet::from_sorted(&free_tokens, words));
+                table_list.push(SetTable { all, free });
+                searches.push(SetSearch { groups, lone_all, pending_all, pending_free });
+                limits.check_bytes(states.items.len(), 1, token_sets.heap_bytes())?;
                 tid
             }
         };
@@ -526,32 +509,31 @@ pub fn build<M: PieceBoundaries>(
             Mode::Regular => {
                 // As in CartesianMerge: each group is tested until its target is reached.
                 let forbidden = tok.forbidden(c);
-                let mut keep = Vec::new();
-                for &gi in &search.pending_all {
-                    let g = &search.groups[gi as usize];
-                    if states.index.contains_key(&(g.all, g.class)) {
-                        continue;
-                    }
-                    if (g.class == LONE && except.is_empty()) || some_allowed(&g.tokens, forbidden, &except) {
+                let SetSearch { groups, lone_all, pending_all, pending_free } = search;
+                for &gi in lone_all.iter() {
+                    let g = &groups[gi as usize];
+                    if except.is_empty() || some_allowed(&g.tokens, forbidden, &except) {
                         states.add((g.all, g.class))?;
-                    } else {
-                        keep.push(gi);
                     }
                 }
-                search.pending_all = keep;
-                let mut keep = Vec::new();
-                for &gi in &search.pending_free {
-                    let g = &search.groups[gi as usize];
-                    if states.index.contains_key(&(g.free, g.class)) {
-                        continue;
+                let mut reach = |target: (u32, u32), found: bool| -> Result<bool> {
+                    if states.index.contains_key(&target) {
+                        return Ok(false);
                     }
-                    if some_forbidden_except(&g.tokens, forbidden, &except) {
-                        states.add((g.free, g.class))?;
-                    } else {
-                        keep.push(gi);
+                    if found {
+                        states.add(target)?;
+                        return Ok(false);
                     }
-                }
-                search.pending_free = keep;
+                    Ok(true)
+                };
+                pending_all.retain(forbidden, &except, Wanted::Allowed, |gi, found| {
+                    let g = &groups[gi as usize];
+                    reach((g.all, g.class), found)
+                })?;
+                pending_free.retain(forbidden, &except, Wanted::Forbidden, |gi, found| {
+                    let g = &groups[gi as usize];
+                    reach((g.free, g.class), found)
+                })?;
             }
         }
         for o in override_list[oid as usize].iter() {
@@ -599,6 +581,7 @@ pub fn build<M: PieceBoundaries>(
         index: states.index,
         state_table,
         tables: table_list,
+        token_sets: token_sets.sets,
         state_override,
         overrides: override_list,
         accepting,

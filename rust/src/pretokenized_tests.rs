@@ -151,10 +151,16 @@ fn check(pattern: &str, ignore_merges: bool, alphabet: &[char], max_len: usize) 
         b[i] ^= 0x10;
         assert!(crate::guide_io::guide_from_bytes(&b, &vocab, || Ok(tok.clone())).is_err(), "flip at {i}");
     }
-    // Masks and steps agree: every allowed token has a target.
+    // Masks and steps agree: a token is in the mask exactly when it has a target.
     for st in 0..guide.num_states() as u32 {
-        for t in guide.allowed_tokens(st) {
-            assert!(guide.step(st, t).is_some(), "{pattern}: token {:?} allowed in state {st} has no target", vocab.token_string(t));
+        let allowed = guide.allowed_tokens(st);
+        for t in 0..vocab.num_tokens() as u32 {
+            assert_eq!(
+                allowed.contains(&t),
+                guide.step(st, t).is_some(),
+                "{pattern}: mask and step disagree on {:?} in state {st}",
+                vocab.token_string(t)
+            );
         }
     }
     let table = MergeTable::new(vocab.merges());

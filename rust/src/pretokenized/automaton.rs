@@ -8,16 +8,44 @@ use crate::bitset;
 use crate::bytedfa::{ByteDfa, DEAD};
 use crate::error::{Error, Result};
 use crate::text_automaton::FrozenText;
+use crate::token_set::TokenSet;
 use crate::tokenizer_dfa::TokenizerDfa;
 use crate::vocab::Vocabulary;
 
 use super::lone_splits::{LoneSplits, ROOT, SPELLED};
 use super::{class_or_lone, mark_allowed, mode_of, Element, Member, Mode, LONE, NONE, START};
 
-/// Per `(members, mode)`: tokens with a live successor (`all`), and through a boundary (`free`).
+/// Per `(members, mode)`: tokens with a live successor (`all`), and through a boundary
+/// (`free`, a subset of `all`), as indices into the guide's deduplicated [`TokenSet`]s.
 pub(crate) struct SetTable {
-    pub(crate) all: Box<[u32]>,
-    pub(crate) free: Box<[u32]>,
+    pub(crate) all: u32,
+    pub(crate) free: u32,
+}
+
+/// Token sets deduplicated by value (many projections share theirs; most `free` sets are
+/// empty).
+#[derive(Default)]
+pub(crate) struct TokenSetPool {
+    pub(crate) sets: Vec<TokenSet>,
+    index: FxHashMap<TokenSet, u32>,
+    bytes: usize,
+}
+
+impl TokenSetPool {
+    pub(crate) fn intern(&mut self, set: TokenSet) -> u32 {
+        if let Some(&id) = self.index.get(&set) {
+            return id;
+        }
+        let id = self.sets.len() as u32;
+        self.bytes += set.heap_bytes();
+        self.sets.push(set.clone());
+        self.index.insert(set, id);
+        id
+    }
+    /// Heap bytes of the distinct sets.
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.bytes
+    }
 }
 
 /// A token whose successor sets differ from its projection's table (it continues a member's
@@ -41,6 +69,7 @@ pub(crate) struct PretokenizedAutomaton {
     pub(super) index: FxHashMap<(u32, u32), u32>,
     pub(super) state_table: Vec<u32>,
     pub(super) tables: Vec<SetTable>,
+    pub(super) token_sets: Vec<TokenSet>,
     /// Per state, an index into `overrides` (0: none).
     pub(super) state_override: Vec<u32>,
     pub(super) overrides: Vec<Box<[Override]>>,
@@ -56,16 +85,12 @@ impl PretokenizedAutomaton {
     pub(crate) fn write_mask(&self, state: u32, out: &mut [u32]) {
         let (_, c) = self.states[state as usize];
         let table = &self.tables[self.state_table[state as usize] as usize];
-        out.copy_from_slice(&table.all);
         let regular = mode_of(c) == Mode::Regular;
+        let all = &self.token_sets[table.all as usize];
+        // `free ⊆ all`, so `(A \ F) ∪ (B ∩ F)` is `(A \ F) ∪ B`.
+        all.write_minus(if regular { self.tokenizer_dfa.forbidden(c) } else { &[] }, out);
         if regular {
-            for &t in self.tokenizer_dfa.forbidden(c) {
-                if bitset::contains(&table.free, t as usize) {
-                    bitset::set(out, t as usize);
-                } else {
-                    bitset::clear(out, t as usize);
-                }
-            }
+            self.token_sets[table.free as usize].or_into(out);
         }
         for o in self.overrides[self.state_override[state as usize] as usize].iter() {
             let forbidden = regular && self.tokenizer_dfa.forbidden(c).binary_search(&o.token).is_ok();
@@ -148,11 +173,11 @@ impl PretokenizedAutomaton {
         }
         w.u32s(&self.states.iter().flat_map(|&(s, c)| [s, c]).collect::<Vec<_>>());
         w.u32s(&self.state_table);
-        w.u64(self.tables.len() as u64);
-        for t in &self.tables {
-            w.u32s(&t.all);
-            w.u32s(&t.free);
+        w.u64(self.token_sets.len() as u64);
+        for set in &self.token_sets {
+            set.write(w);
         }
+        w.u32s(&self.tables.iter().flat_map(|t| [t.all, t.free]).collect::<Vec<_>>());
         w.u32s(&self.state_override);
         w.u64(self.overrides.len() as u64);
         for o in &self.overrides {
@@ -214,17 +239,23 @@ impl PretokenizedAutomaton {
             return Err(bad("duplicate states"));
         }
         let state_table = r.u32s()?;
-        let num_tables = r.u64()? as usize;
+        let num_sets = r.u64()? as usize;
         let words = bitset::words_for(vocab.vocab_size());
-        let mut tables = Vec::with_capacity(num_tables.min(1 << 20));
-        for _ in 0..num_tables {
-            let all = r.u32s()?.into_boxed_slice();
-            let free = r.u32s()?.into_boxed_slice();
-            let past = |m: &[u32]| bitset::iter_ones(m).any(|t| t >= vocab.num_tokens());
-            if all.len() != words || free.len() != words || past(&all) || past(&free) {
-                return Err(bad("mask table"));
-            }
-            tables.push(SetTable { all, free });
+        let mut token_sets = Vec::with_capacity(num_sets.min(1 << 20));
+        for _ in 0..num_sets {
+            token_sets.push(TokenSet::read(r, vocab.num_tokens(), words)?.ok_or_else(|| bad("token set"))?);
+        }
+        let flat = r.u32s()?;
+        let tables: Vec<SetTable> = flat.chunks_exact(2).map(|p| SetTable { all: p[0], free: p[1] }).collect();
+        let set_of = |i: u32| token_sets.get(i as usize);
+        // The masks rely on `free ⊆ all`.
+        if flat.len() % 2 != 0
+            || tables.iter().any(|t| match (set_of(t.all), set_of(t.free)) {
+                (Some(all), Some(free)) => !free.is_subset(all),
+                _ => true,
+            })
+        {
+            return Err(bad("mask table"));
         }
         let state_override = r.u32s()?;
         let num_overrides = r.u64()? as usize;
@@ -260,6 +291,7 @@ impl PretokenizedAutomaton {
             index,
             state_table,
             tables,
+            token_sets,
             state_override,
             overrides,
             accepting,

@@ -1,0 +1,184 @@
+//! The token groups of one text state whose target element is not reached yet, tested
+//! against a forbidden set all at once.
+//!
+//! The forward element search visits a text state once per tokenizer class that reaches it —
+//! on Llama 3 the contents of a JSON string are one text state reached by ~33,000 classes —
+//! and each visit asks, for every group still pending, whether some token of the group is not
+//! forbidden after the visiting class. Asking group by group costs a binary search per token
+//! (about 60 M of them for one glaive schema). Here the pending tokens are kept in ascending
+//! order, so one galloping merge with the sorted forbidden set answers for every group:
+//! `O(p · log(f / p))` for `p` pending tokens and `f` forbidden ones.
+//!
+//! # Invariants
+//! * `tokens` holds `(token, group)` for exactly the tokens of the groups in `groups`,
+//!   ascending by token.
+//! * `stamp[g] == round` exactly when group `g` was found to hold an allowed token in the
+//!   current round; `dropped[g]` exactly when `g` was pending once and is not any more.
+
+/// What makes a group's token count in [`PendingGroups::retain`].
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum Wanted {
+    /// A token outside the forbidden set (the pair constraint lets it through).
+    Allowed,
+    /// A token inside the forbidden set (only a piece boundary lets it through).
+    Forbidden,
+}
+
+/// See the module docs.
+pub(super) struct PendingGroups {
+    groups: Vec<u32>,
+    tokens: Vec<(u32, u32)>,
+    stamp: Vec<u32>,
+    round: u32,
+    /// Groups no longer pending.
+    dropped: Vec<bool>,
+}
+
+impl PendingGroups {
+    /// The groups `(index, sorted tokens)`, all pending; `num_groups` bounds the indices.
+    pub(super) fn new<'a>(groups: impl Iterator<Item = (u32, &'a [u32])>, num_groups: usize) -> PendingGroups {
+        let mut ids = Vec::new();
+        let mut tokens = Vec::new();
+        for (g, ts) in groups {
+            ids.push(g);
+            tokens.extend(ts.iter().map(|&t| (t, g)));
+        }
+        tokens.sort_unstable();
+        PendingGroups { groups: ids, tokens, stamp: vec![0; num_groups], round: 0, dropped: vec![false; num_groups] }
+    }
+
+    /// Calls `keep(group, found)` for every pending group, `found` telling whether one of its
+    /// tokens is absent from `except` (sorted `(token, _)` pairs) and, as `wanted` says,
+    /// absent from or present in the sorted `forbidden`; the group stays pending when `keep`
+    /// returns `Ok(true)`. An error stops the visit (the groups not visited stay pending).
+    pub(super) fn retain<E>(
+        &mut self,
+        forbidden: &[u32],
+        except: &[(u32, u32)],
+        wanted: Wanted,
+        mut keep: impl FnMut(u32, bool) -> Result<bool, E>,
+    ) -> Result<(), E> {
+        if self.groups.is_empty() {
+            return Ok(());
+        }
+        self.round = self.round.wrapping_add(1);
+        if self.round == 0 {
+            self.stamp.fill(0);
+            self.round = 1;
+        }
+        let round = self.round;
+        let mut from = 0;
+        for &(t, g) in &self.tokens {
+            if self.stamp[g as usize] == round {
+                continue;
+            }
+            from = gallop(forbidden, from, t);
+            let in_forbidden = forbidden.get(from) == Some(&t);
+            if in_forbidden == (wanted == Wanted::Forbidden) && except.binary_search_by_key(&t, |e| e.0).is_err() {
+                self.stamp[g as usize] = round;
+            }
+        }
+        let mut dropped = false;
+        let mut failure = None;
+        let stamp = &self.stamp;
+        let dropped_groups = &mut self.dropped;
+        self.groups.retain(|&g| {
+            if failure.is_some() {
+                return true;
+            }
+            match keep(g, stamp[g as usize] == round) {
+                Ok(true) => true,
+                Ok(false) => {
+                    dropped_groups[g as usize] = true;
+                    dropped = true;
+                    false
+                }
+                Err(e) => {
+                    failure = Some(e);
+                    true
+                }
+            }
+        });
+        if dropped {
+            let dropped_groups = &self.dropped;
+            self.tokens.retain(|&(_, g)| !dropped_groups[g as usize]);
+        }
+        failure.map_or(Ok(()), Err)
+    }
+}
+
+/// The first index `>= from` of the sorted `values` whose value is `>= t` (`values.len()` if
+/// none), found by doubling steps from `from` and then a binary search.
+fn gallop(values: &[u32], from: usize, t: u32) -> usize {
+    let mut lo = from;
+    let mut step = 1;
+    while lo + step < values.len() && values[lo + step] < t {
+        lo += step;
+        step *= 2;
+    }
+    let hi = (lo + step + 1).min(values.len());
+    lo + values[lo..hi].partition_point(|&v| v < t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::random::SplitMix64;
+
+    #[test]
+    fn gallop_finds_the_lower_bound() {
+        let values = [2, 4, 4, 9, 15, 30, 31, 100];
+        for from in 0..values.len() {
+            for t in 0..110 {
+                let want = from + values[from..].partition_point(|&v| v < t);
+                assert_eq!(gallop(&values, from, t), want, "from {from} t {t}");
+            }
+        }
+        assert_eq!(gallop(&[], 0, 5), 0);
+    }
+
+    /// Rounds of random forbidden sets against a direct per-group check; groups are dropped at
+    /// random, and a dropped group is never visited again.
+    #[test]
+    fn retain_reports_exactly_the_groups_with_an_allowed_token() {
+        let mut rng = SplitMix64::new(3);
+        for _ in 0..50 {
+            let num_groups = 1 + rng.below(40);
+            let groups: Vec<Vec<u32>> = (0..num_groups)
+                .map(|_| {
+                    let mut ts: Vec<u32> = (0..1 + rng.below(4)).map(|_| rng.below(200) as u32).collect();
+                    ts.sort_unstable();
+                    ts.dedup();
+                    ts
+                })
+                .collect();
+            let mut pending = PendingGroups::new(groups.iter().enumerate().map(|(g, ts)| (g as u32, ts.as_slice())), num_groups);
+            let mut alive = vec![true; num_groups];
+            for round in 0..20 {
+                let wanted = if round % 3 == 2 { Wanted::Forbidden } else { Wanted::Allowed };
+                let forbidden: Vec<u32> = (0..200).filter(|_| rng.one_in(2)).collect();
+                let except: Vec<(u32, u32)> = (0..200).filter(|_| rng.one_in(8)).map(|t| (t, 0)).collect();
+                let mut seen = Vec::new();
+                pending
+                    .retain::<()>(&forbidden, &except, wanted, |g, allowed| {
+                        let want = groups[g as usize].iter().any(|t| {
+                            forbidden.binary_search(t).is_ok() == (wanted == Wanted::Forbidden)
+                                && except.binary_search_by_key(t, |e| e.0).is_err()
+                        });
+                        assert_eq!(allowed, want, "group {g}");
+                        seen.push(g);
+                        Ok(!rng.one_in(4))
+                    })
+                    .unwrap();
+                let mut expected: Vec<u32> = (0..num_groups as u32).filter(|&g| alive[g as usize]).collect();
+                seen.sort_unstable();
+                assert_eq!(seen, expected);
+                expected.retain(|g| pending.groups.contains(g));
+                for g in 0..num_groups {
+                    alive[g] = pending.groups.contains(&(g as u32));
+                }
+                assert!(pending.tokens.iter().all(|&(_, g)| alive[g as usize]));
+            }
+        }
+    }
+}

@@ -1,0 +1,256 @@
+//! Token sets stored sparse (sorted ids) or dense (a bitset), whichever is smaller, and the
+//! mask fills that combine them with a tokenizer DFA's forbidden set.
+//!
+//! A pre-tokenized guide keeps, per member-set projection, the tokens with a live successor
+//! (`all`) and those with one through a piece boundary (`free`). Most are small: on Llama 3's
+//! glaive guides the average `all` holds ~800 of 128,256 tokens and 97 % of the `free` sets are
+//! empty, so a dense 16 KB bitset each (the first layout) cost ~90 MB per guide where sorted ids
+//! cost a few. Only the sets of free-text states (a JSON string's contents) are dense.
+//!
+//! # Invariants
+//! * `Sparse` ids are strictly increasing and hold at most `words` ids (past that, `Dense` is
+//!   smaller); `Dense` bitsets have exactly `words` words. [`TokenSet::from_sorted`] picks the
+//!   layout, so equal sets have equal representations (sets can be deduplicated by value).
+//! * Every id is below the vocabulary size the set was built for.
+
+use crate::bitset;
+
+/// A set of token ids; see the module docs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum TokenSet {
+    /// Strictly increasing ids.
+    Sparse(Box<[u32]>),
+    /// A bitset of `words` words.
+    Dense(Box<[u32]>),
+}
+
+impl TokenSet {
+    /// The set of the strictly increasing `tokens`, in the smaller layout for `words`-word
+    /// masks.
+    pub fn from_sorted(tokens: &[u32], words: usize) -> TokenSet {
+        debug_assert!(tokens.windows(2).all(|w| w[0] < w[1]));
+        if tokens.len() <= words {
+            return TokenSet::Sparse(tokens.into());
+        }
+        let mut bits = vec![0u32; words].into_boxed_slice();
+        for &t in tokens {
+            bitset::set(&mut bits, t as usize);
+        }
+        TokenSet::Dense(bits)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        match self {
+            TokenSet::Sparse(ids) => ids.is_empty(),
+            TokenSet::Dense(bits) => bits.iter().all(|&w| w == 0),
+        }
+    }
+
+    pub fn contains(&self, t: u32) -> bool {
+        match self {
+            TokenSet::Sparse(ids) => ids.binary_search(&t).is_ok(),
+            TokenSet::Dense(bits) => bitset::contains(bits, t as usize),
+        }
+    }
+
+    /// The ids, ascending.
+    pub fn to_sorted(&self) -> Vec<u32> {
+        match self {
+            TokenSet::Sparse(ids) => ids.to_vec(),
+            TokenSet::Dense(bits) => bitset::iter_ones(bits).map(|t| t as u32).collect(),
+        }
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        match self {
+            TokenSet::Sparse(ids) | TokenSet::Dense(ids) => ids.len() * 4,
+        }
+    }
+
+    /// Sets the set's bits in `out` (other bits are left as they are).
+    pub fn or_into(&self, out: &mut [u32]) {
+        match self {
+            TokenSet::Sparse(ids) => {
+                for &t in ids.iter() {
+                    bitset::set(out, t as usize);
+                }
+            }
+            TokenSet::Dense(bits) => {
+                for (o, &b) in out.iter_mut().zip(bits.iter()) {
+                    *o |= b;
+                }
+            }
+        }
+    }
+
+    /// Writes `self \ forbidden` into `out` (every word is overwritten); `forbidden` is sorted.
+    ///
+    /// A small sparse set looks its ids up in `forbidden` (`|self| · log |forbidden|`);
+    /// otherwise the set is written and `forbidden` cleared from it a word at a time, without a
+    /// data-dependent branch per id.
+    pub fn write_minus(&self, forbidden: &[u32], out: &mut [u32]) {
+        match self {
+            TokenSet::Sparse(ids) if ids.len() * 8 < forbidden.len() => {
+                out.fill(0);
+                let mut rest = forbidden;
+                for &t in ids.iter() {
+                    rest = &rest[rest.partition_point(|&f| f < t)..];
+                    if rest.first() != Some(&t) {
+                        bitset::set(out, t as usize);
+                    }
+                }
+            }
+            TokenSet::Sparse(_) => {
+                out.fill(0);
+                self.or_into(out);
+                clear_sorted(out, forbidden);
+            }
+            TokenSet::Dense(bits) => {
+                out.copy_from_slice(bits);
+                clear_sorted(out, forbidden);
+            }
+        }
+    }
+
+    /// Appends the serialised set to `w`: a layout tag, then the ids or words.
+    pub(crate) fn write(&self, w: &mut crate::serialize::Writer) {
+        match self {
+            TokenSet::Sparse(ids) => {
+                w.u8(0);
+                w.u32s(ids);
+            }
+            TokenSet::Dense(bits) => {
+                w.u8(1);
+                w.u32s(bits);
+            }
+        }
+    }
+
+    /// Reads a set written by [`TokenSet::write`], `None` when it breaks an invariant for
+    /// `num_tokens` tokens in `words`-word masks (so a crafted file is refused, not trusted).
+    pub(crate) fn read(r: &mut crate::serialize::Reader<'_>, num_tokens: usize, words: usize) -> crate::error::Result<Option<TokenSet>> {
+        let tag = r.u8()?;
+        let values = r.u32s()?;
+        Ok(match tag {
+            0 if values.len() <= words
+                && values.windows(2).all(|w| w[0] < w[1])
+                && values.last().is_none_or(|&t| (t as usize) < num_tokens) =>
+            {
+                Some(TokenSet::Sparse(values.into_boxed_slice()))
+            }
+            1 if values.len() == words
+                && bitset::count(&values) > words
+                && bitset::iter_ones(&values).all(|t| t < num_tokens) =>
+            {
+                Some(TokenSet::Dense(values.into_boxed_slice()))
+            }
+            _ => None,
+        })
+    }
+
+    /// Whether every id of `self` is in `other`.
+    pub fn is_subset(&self, other: &TokenSet) -> bool {
+        match (self, other) {
+            (TokenSet::Dense(a), TokenSet::Dense(b)) => a.iter().zip(b.iter()).all(|(&x, &y)| x & !y == 0),
+            _ => self.to_sorted().iter().all(|&t| other.contains(t)),
+        }
+    }
+}
+
+/// Clears the sorted ids `ids` from the bitset `out`, one read-modify-write per word touched.
+pub fn clear_sorted(out: &mut [u32], ids: &[u32]) {
+    let mut i = 0;
+    while i < ids.len() {
+        let word = (ids[i] >> 5) as usize;
+        let mut bits = 0u32;
+        while i < ids.len() && (ids[i] >> 5) as usize == word {
+            bits |= 1 << (ids[i] & 31);
+            i += 1;
+        }
+        out[word] &= !bits;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::random::SplitMix64;
+
+    fn random_sorted(rng: &mut SplitMix64, n: usize, density: u64) -> Vec<u32> {
+        (0..n as u32).filter(|_| rng.next_u64() % 1000 < density).collect()
+    }
+
+    #[test]
+    fn layout_is_the_smaller_one_and_canonical() {
+        let words = bitset::words_for(100);
+        assert_eq!(words, 4);
+        assert!(matches!(TokenSet::from_sorted(&[1, 2, 3, 4], words), TokenSet::Sparse(_)));
+        assert!(matches!(TokenSet::from_sorted(&[1, 2, 3, 4, 99], words), TokenSet::Dense(_)));
+        assert_eq!(TokenSet::from_sorted(&[], words), TokenSet::Sparse(Box::new([])));
+    }
+
+    /// Every operation against a plain `Vec<bool>` model, over densities that pick each path
+    /// of `write_minus` (sparse lookup, sparse bulk, dense).
+    #[test]
+    fn operations_agree_with_a_boolean_model() {
+        let mut rng = SplitMix64::new(7);
+        let n = 1000;
+        let words = bitset::words_for(n);
+        for round in 0..300 {
+            let density = [1, 5, 20, 60, 300, 900][round % 6];
+            let ids = random_sorted(&mut rng, n, density);
+            let forbidden = random_sorted(&mut rng, n, [2, 40, 500][round % 3]);
+            let set = TokenSet::from_sorted(&ids, words);
+            let member: Vec<bool> = (0..n as u32).map(|t| ids.binary_search(&t).is_ok()).collect();
+            assert_eq!(set.to_sorted(), ids);
+            assert_eq!(set.is_empty(), ids.is_empty());
+            for t in 0..n as u32 {
+                assert_eq!(set.contains(t), member[t as usize]);
+            }
+            let mut out = vec![u32::MAX; words];
+            set.write_minus(&forbidden, &mut out);
+            let expected: Vec<usize> =
+                (0..n).filter(|&t| member[t] && forbidden.binary_search(&(t as u32)).is_err()).collect();
+            assert_eq!(bitset::iter_ones(&out).collect::<Vec<_>>(), expected, "round {round}");
+            let mut or = vec![0u32; words];
+            bitset::set(&mut or, 0);
+            set.or_into(&mut or);
+            let mut expected_or: Vec<usize> = ids.iter().map(|&t| t as usize).collect();
+            if !member[0] {
+                expected_or.insert(0, 0);
+            }
+            assert_eq!(bitset::iter_ones(&or).collect::<Vec<_>>(), expected_or);
+            let sub = TokenSet::from_sorted(&ids.iter().copied().step_by(2).collect::<Vec<_>>(), words);
+            assert!(sub.is_subset(&set));
+            let other = TokenSet::from_sorted(&forbidden, words);
+            assert_eq!(other.is_subset(&set), forbidden.iter().all(|t| ids.binary_search(t).is_ok()));
+        }
+    }
+
+    #[test]
+    fn serialisation_round_trips_and_refuses_broken_sets() {
+        let words = bitset::words_for(200);
+        let dense: Vec<u32> = (0..150).collect();
+        for set in [TokenSet::from_sorted(&[3, 9, 77], words), TokenSet::from_sorted(&dense, words)] {
+            let mut w = crate::serialize::Writer::default();
+            set.write(&mut w);
+            let bytes = w.finish(b"TEST", 1, 0);
+            let mut r = crate::serialize::Reader::open(&bytes, b"TEST", 1, 0).unwrap();
+            assert_eq!(TokenSet::read(&mut r, 200, words).unwrap(), Some(set));
+        }
+        let refused = |tag: u8, values: &[u32], num_tokens: usize| {
+            let mut w = crate::serialize::Writer::default();
+            w.u8(tag);
+            w.u32s(values);
+            let bytes = w.finish(b"TEST", 1, 0);
+            let mut r = crate::serialize::Reader::open(&bytes, b"TEST", 1, 0).unwrap();
+            TokenSet::read(&mut r, num_tokens, words).unwrap().is_none()
+        };
+        assert!(refused(0, &[5, 5], 200), "not strictly increasing");
+        assert!(refused(0, &[5, 300], 200), "past the vocabulary");
+        assert!(refused(1, &[1; 3], 200), "dense set of the wrong width");
+        assert!(refused(1, &[0, 0, 0, 1, 0, 0, 0], 200), "dense layout for a small set");
+        assert!(refused(2, &[], 200), "unknown layout");
+    }
+}

@@ -60,6 +60,11 @@ pub struct ByteDfa {
 }
 
 impl ByteDfa {
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.trans.len() * 4 + self.accepting.len() + self.distance_to_accept.len() * 4
+    }
+
     /// Compiles `pattern` (full-match semantics) with at most `max_states` states.
     pub fn from_regex(pattern: &str, max_states: usize) -> Result<ByteDfa> {
         let hir = parse_regex(pattern)?;

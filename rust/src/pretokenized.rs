@@ -55,6 +55,7 @@ mod always_split;
 mod automaton;
 mod lone_splits;
 mod pending;
+mod successor_table;
 
 pub use allowed_chars::{allowed_chars, normalization_stable_chars};
 pub use always_split::tokens_always_split;
@@ -63,6 +64,7 @@ use automaton::{Override, SetTable, TokenSetPool};
 pub use lone_splits::{lone_tokens, LoneSplits, ROOT};
 use lone_splits::SPELLED;
 use pending::{PendingGroups, Wanted};
+use successor_table::{successor_table, SuccessorTable, TableScratch};
 
 use std::collections::VecDeque;
 use std::hash::Hash;
@@ -181,16 +183,25 @@ struct SetGroup {
     all: u32,
     free: u32,
     class: u32,
-    tokens: Box<[u32]>,
+    /// A range of its table's [`SetSearch::tokens`].
+    tokens: std::ops::Range<u32>,
 }
 
 /// The groups of a `(members, mode)` and those whose targets are not reached yet.
 struct SetSearch {
     groups: Vec<SetGroup>,
+    /// The groups' tokens, group after group.
+    tokens: Box<[u32]>,
     /// Lone-token groups with an `all` target (tested one by one: never forbidden).
     lone_all: Vec<u32>,
     pending_all: PendingGroups,
     pending_free: PendingGroups,
+}
+
+impl SetSearch {
+    fn tokens_of(&self, g: &SetGroup) -> &[u32] {
+        &self.tokens[g.tokens.start as usize..g.tokens.end as usize]
+    }
 }
 
 /// A member of a guide state: a text state and a [`LoneSplits`] node.
@@ -233,8 +244,6 @@ pub fn build<M: PieceBoundaries>(
             let g = token_groups(&mut text, trie, tok, z)?;
             group_bytes += g.iter().map(|g| g.tokens.len() * 4 + std::mem::size_of::<Group>()).sum::<usize>();
             limits.check_bytes(elements.items.len(), 1, group_bytes)?;
-            let regular = g.iter().enumerate().filter(|(_, g)| g.class != LONE);
-            pending.insert(z, PendingGroups::new(regular.map(|(i, g)| (i as u32, &g.tokens[..])), g.len()));
             groups.insert(z, g);
         }
         let special = splits.next_tokens(u);
@@ -251,7 +260,11 @@ pub fn build<M: PieceBoundaries>(
             Mode::Regular => {
                 // Groups not pending have their target reached already. Tokens continuing the
                 // lone-token split of `u` are left to the edges below.
-                let pending = pending.get_mut(&z).expect("groups of z computed above");
+                // (Made on the first visit in this mode: most text states never get one.)
+                let pending = pending.entry(z).or_insert_with(|| {
+                    let regular = gs.iter().enumerate().filter(|(_, g)| g.class != LONE);
+                    PendingGroups::new(regular.map(|(i, g)| (i as u32, &g.tokens[..])), gs.len())
+                });
                 pending.retain(tok.forbidden(c), special, Wanted::Allowed, |gi, allowed| {
                     let g = &gs[gi as usize];
                     let target = (g.to, g.class, NONE);
@@ -405,6 +418,8 @@ pub fn build<M: PieceBoundaries>(
     let mut tables: FxHashMap<(u32, Mode), u32> = FxHashMap::default();
     let mut table_list: Vec<SetTable> = Vec::new();
     let mut token_sets = TokenSetPool::default();
+    let mut table_scratch = TableScratch::new(vocab.num_tokens(), splits);
+    let mut set_info: Vec<Option<(u32, std::rc::Rc<[(u32, u32)]>)>> = Vec::new();
     let mut searches: Vec<SetSearch> = Vec::new();
     let mut state_table: Vec<u32> = Vec::new();
     let mut overrides: FxHashMap<(u32, Mode), u32> = FxHashMap::default();
@@ -414,56 +429,58 @@ pub fn build<M: PieceBoundaries>(
         limits.deadline.check("the pre-tokenized guide's state search")?;
         let (set, c) = states.items[id as usize];
         let mode = mode_of(c);
-        let members = sets[set as usize].clone();
-        // (Whether a member's piece spells a lone token must survive: it may not end there.)
-        let mut projection: Vec<Member> =
-            members.iter().map(|&(z, u)| (z, if splits.spells_lone_token(u) { SPELLED } else { NONE })).collect();
-        projection.sort_unstable();
-        projection.dedup();
-        let proj = intern(&projection, &mut sets);
+        // Per member set, once: its projection and the tokens continuing some member's
+        // lone-token split (as `(token, _)` pairs).
+        if set_info.len() <= set as usize {
+            set_info.resize(set as usize + 1, None);
+        }
+        if set_info[set as usize].is_none() {
+            let members = &sets[set as usize];
+            // (Whether a member's piece spells a lone token must survive: it may not end there.)
+            let mut projection: Vec<Member> =
+                members.iter().map(|&(z, u)| (z, if splits.spells_lone_token(u) { SPELLED } else { NONE })).collect();
+            projection.sort_unstable();
+            projection.dedup();
+            let mut special: Vec<(u32, u32)> = members.iter().flat_map(|&(_, u)| splits.next_tokens(u).iter().map(|e| (e.0, 0))).collect();
+            special.sort_unstable();
+            special.dedup();
+            let proj = intern(&projection, &mut sets);
+            set_info[set as usize] = Some((proj, special.into()));
+        }
+        let (proj, special_pairs) = set_info[set as usize].clone().expect("set info computed above");
         let tid = match tables.get(&(proj, mode)) {
             Some(&tid) => tid,
             None => {
-                let spells = |z: u32| text.spells_content(z);
-                let entries = successor_entries(&projection, mode, &groups, &marks_of, &live_set, splits, &spells);
-                let mut by_target: FxHashMap<(u32, u32, u32), Vec<u32>> = FxHashMap::default();
-                let (mut all_tokens, mut free_tokens) = (Vec::new(), Vec::new());
-                let (mut all, mut free) = (Vec::new(), Vec::new());
-                for run in entries.chunk_by(|a, b| a.0 == b.0) {
-                    let t = run[0].0;
-                    all.clear();
-                    all.extend(run.iter().map(|e| e.1));
-                    all.dedup();
-                    free.clear();
-                    free.extend(run.iter().filter(|e| e.2).map(|e| e.1));
-                    free.dedup();
-                    let all_id = intern(&all, &mut sets);
-                    let free_id = intern(&free, &mut sets);
-                    if all_id != NONE {
-                        all_tokens.push(t);
-                    }
-                    if free_id != NONE {
-                        free_tokens.push(t);
-                    }
-                    by_target.entry((all_id, free_id, class_or_lone(tok, t))).or_default().push(t);
-                }
-                let groups: Vec<SetGroup> = by_target
-                    .into_iter()
-                    .map(|((all, free, class), tokens)| SetGroup { all, free, class, tokens: tokens.into_boxed_slice() })
-                    .collect();
+                let projection = sets[proj as usize].clone();
+                let member_spells: Vec<bool> = projection.iter().map(|&(z, _)| text.spells_content(z)).collect();
+                let SuccessorTable { groups, tokens, by_token, free_tokens } = successor_table(
+                    &mut table_scratch,
+                    &projection,
+                    &member_spells,
+                    mode,
+                    tok,
+                    &groups,
+                    &marks_of,
+                    &live_set,
+                    splits,
+                    &mut |m: &[Member]| intern(m, &mut sets),
+                    &mut |t: u32| exact_successors(&mut text, vocab, tok, splits, &live_set, &projection, mode, t),
+                )?;
                 let pick = |f: &dyn Fn(&SetGroup) -> bool| {
-                    let picked = groups.iter().enumerate().filter(|(_, g)| f(g));
-                    PendingGroups::new(picked.map(|(i, g)| (i as u32, &g.tokens[..])), groups.len())
+                    let ids = (0..groups.len() as u32).filter(|&g| f(&groups[g as usize])).collect();
+                    let pairs = by_token.iter().filter(|&&(_, g)| f(&groups[g as usize])).copied().collect();
+                    PendingGroups::from_sorted(ids, pairs, groups.len())
                 };
                 let pending_all = pick(&|g| g.all != NONE && g.class != LONE);
                 let pending_free = pick(&|g| g.free != NONE && g.class != LONE);
                 let lone_all = (0..groups.len() as u32).filter(|&g| groups[g as usize].all != NONE && groups[g as usize].class == LONE).collect();
                 let tid = table_list.len() as u32;
                 tables.insert((proj, mode), tid);
+                let all_tokens: Vec<u32> = by_token.iter().map(|&(t, _)| t).collect();
                 let all = token_sets.intern(TokenSet::from_sorted(&all_tokens, words));
                 let free = token_sets.intern(TokenSet::from_sorted(&free_tokens, words));
                 table_list.push(SetTable { all, free });
-                searches.push(SetSearch { groups, lone_all, pending_all, pending_free });
+                searches.push(SetSearch { groups, tokens, lone_all, pending_all, pending_free });
                 limits.check_bytes(states.items.len(), 1, token_sets.heap_bytes())?;
                 tid
             }
@@ -471,21 +488,15 @@ pub fn build<M: PieceBoundaries>(
         state_table.push(tid);
         // Tokens continuing some member's lone-token split (never in the Lone mode: no
         // unmarked successors there).
-        let mut special: Vec<u32> = Vec::new();
-        if mode != Mode::Lone {
-            for &(_, u) in members.iter() {
-                special.extend(splits.next_tokens(u).iter().map(|e| e.0));
-            }
-            special.sort_unstable();
-            special.dedup();
-        }
-        let oid = if special.is_empty() {
+        let except: &[(u32, u32)] = if mode == Mode::Lone { &[] } else { &special_pairs };
+        let oid = if except.is_empty() {
             0
         } else if let Some(&oid) = overrides.get(&(set, mode)) {
             oid
         } else {
-            let mut list = Vec::with_capacity(special.len());
-            for &t in &special {
+            let members = sets[set as usize].clone();
+            let mut list = Vec::with_capacity(except.len());
+            for &(t, _) in except {
                 let (all, free) = exact_successors(&mut text, vocab, tok, splits, &live_set, &members, mode, t)?;
                 list.push(Override { token: t, all: intern(&all, &mut sets), free: intern(&free, &mut sets) });
             }
@@ -495,13 +506,12 @@ pub fn build<M: PieceBoundaries>(
             oid
         };
         state_override.push(oid);
-        let except: Vec<(u32, u32)> = special.iter().map(|&t| (t, 0)).collect();
         let search = &mut searches[tid as usize];
         match mode {
             Mode::Start | Mode::Lone => {
                 for g in &search.groups {
                     let target = if mode == Mode::Start { g.all } else { g.free };
-                    if target != NONE && some_allowed(&g.tokens, &[], &except) {
+                    if target != NONE && some_allowed(search.tokens_of(g), &[], except) {
                         states.add((target, g.class))?;
                     }
                 }
@@ -509,10 +519,10 @@ pub fn build<M: PieceBoundaries>(
             Mode::Regular => {
                 // As in CartesianMerge: each group is tested until its target is reached.
                 let forbidden = tok.forbidden(c);
-                let SetSearch { groups, lone_all, pending_all, pending_free } = search;
+                let SetSearch { groups, tokens, lone_all, pending_all, pending_free } = search;
                 for &gi in lone_all.iter() {
                     let g = &groups[gi as usize];
-                    if except.is_empty() || some_allowed(&g.tokens, forbidden, &except) {
+                    if except.is_empty() || some_allowed(&tokens[g.tokens.start as usize..g.tokens.end as usize], forbidden, except) {
                         states.add((g.all, g.class))?;
                     }
                 }
@@ -526,11 +536,11 @@ pub fn build<M: PieceBoundaries>(
                     }
                     Ok(true)
                 };
-                pending_all.retain(forbidden, &except, Wanted::Allowed, |gi, found| {
+                pending_all.retain(forbidden, except, Wanted::Allowed, |gi, found| {
                     let g = &groups[gi as usize];
                     reach((g.all, g.class), found)
                 })?;
-                pending_free.retain(forbidden, &except, Wanted::Forbidden, |gi, found| {
+                pending_free.retain(forbidden, except, Wanted::Forbidden, |gi, found| {
                     let g = &groups[gi as usize];
                     reach((g.free, g.class), found)
                 })?;
@@ -586,6 +596,11 @@ pub fn build<M: PieceBoundaries>(
         overrides: override_list,
         accepting,
     };
+    if std::env::var_os("PROPERTOK_DEBUG").is_some() {
+        let parts = automaton.heap_bytes_by_part();
+        let shown: Vec<String> = parts.iter().map(|(n, b)| format!("{n} {:.2}", *b as f64 / 1e6)).collect();
+        eprintln!("pretokenized: ~{:.2} MB retained ({})", parts.iter().map(|p| p.1).sum::<usize>() as f64 / 1e6, shown.join(", "));
+    }
     Ok(Guide {
         method: Method::Cartesian,
         vocab: vocab.clone(),
@@ -593,61 +608,6 @@ pub fn build<M: PieceBoundaries>(
         initial: 0,
         masks: MaskCache::new(num_states, DEFAULT_MAX_MASK_CACHE_BYTES),
     })
-}
-
-/// `(token, successor member, through a boundary)` for every token with a live successor from
-/// the members of a guide state, sorted.
-#[allow(clippy::too_many_arguments)]
-fn successor_entries(
-    members: &[Member],
-    mode: Mode,
-    groups: &FxHashMap<u32, Vec<Group>>,
-    marks_of: &FxHashMap<u32, Vec<u32>>,
-    live: &FxHashSet<Element>,
-    splits: &LoneSplits,
-    spells_content: &dyn Fn(u32) -> bool,
-) -> Vec<(u32, Member, bool)> {
-    let mut entries: Vec<(u32, Member, bool)> = Vec::new();
-    let from = |z: u32, u: u32, marked: bool, lone_ok: bool, entries: &mut Vec<(u32, Member, bool)>| {
-        for g in &groups[&z] {
-            if g.class == LONE && !lone_ok {
-                continue;
-            }
-            if u == NONE || u == SPELLED {
-                if live.contains(&(g.to, g.class, NONE)) {
-                    entries.extend(g.tokens.iter().map(|&t| (t, (g.to, NONE), marked)));
-                }
-            } else {
-                for &t in g.tokens.iter() {
-                    let child = splits.child(u, t);
-                    if live.contains(&(g.to, g.class, child)) {
-                        entries.push((t, (g.to, child), marked));
-                    }
-                }
-            }
-        }
-    };
-    if mode != Mode::Lone {
-        for &(z, u) in members {
-            from(z, u, false, mode == Mode::Start, &mut entries);
-        }
-    }
-    if mode != Mode::Start {
-        let c = if mode == Mode::Lone { LONE } else { 0 };
-        for &(z, u) in members {
-            if splits.spells_lone_token(u) {
-                continue;
-            }
-            let spells = spells_content(z);
-            for (kind, &zm) in marks_of.get(&z).map_or(&[][..], |v| v.as_slice()).iter().enumerate() {
-                if zm != DEAD && mark_allowed(kind, spells, c) && live.contains(&(zm, START, ROOT)) {
-                    from(zm, ROOT, true, true, &mut entries);
-                }
-            }
-        }
-    }
-    entries.sort_unstable();
-    entries
 }
 
 /// The live successor member sets of token `t` from `members` in `mode`: through any element,

@@ -156,6 +156,21 @@ impl PretokenizedAutomaton {
         self.states.len()
     }
 
+    /// Approximate heap bytes, by part: `(name, bytes)`.
+    pub(crate) fn heap_bytes_by_part(&self) -> Vec<(&'static str, usize)> {
+        // Hash tables: entry plus one control byte, at their capacity.
+        let hashed = |cap: usize, entry: usize| cap * (entry + 1);
+        vec![
+            ("text automaton", self.text.heap_bytes()),
+            ("live elements", hashed(self.live.capacity(), 12)),
+            ("member sets", self.sets.iter().map(|s| s.len() * 8 * 2 + 16).sum::<usize>() + hashed(self.set_index.capacity(), 20)),
+            ("states", self.states.len() * 8 + hashed(self.index.capacity(), 12) + self.states.len() * 9),
+            ("token sets", self.token_sets.iter().map(|s| s.heap_bytes() + 24).sum::<usize>() + self.tables.len() * 8),
+            ("overrides", self.overrides.iter().map(|o| o.len() * 12 + 16).sum::<usize>()),
+            ("regex DFA", self.dfa.heap_bytes()),
+        ]
+    }
+
     /// Serialises the automaton into `w` (part of a guide's serialisation).
     pub(crate) fn write(&self, w: &mut crate::serialize::Writer) {
         self.dfa.write(w);

@@ -47,6 +47,13 @@ impl PendingGroups {
         PendingGroups { groups: ids, tokens, stamp: vec![0; num_groups], round: 0, dropped: vec![false; num_groups] }
     }
 
+    /// The groups `groups`, all pending, given with their `(token, group)` pairs ascending by
+    /// token; `num_groups` bounds the indices.
+    pub(super) fn from_sorted(groups: Vec<u32>, tokens: Vec<(u32, u32)>, num_groups: usize) -> PendingGroups {
+        debug_assert!(tokens.windows(2).all(|w| w[0] < w[1]));
+        PendingGroups { groups, tokens, stamp: vec![0; num_groups], round: 0, dropped: vec![false; num_groups] }
+    }
+
     /// Calls `keep(group, found)` for every pending group, `found` telling whether one of its
     /// tokens is absent from `except` (sorted `(token, _)` pairs) and, as `wanted` says,
     /// absent from or present in the sorted `forbidden`; the group stays pending when `keep`

@@ -45,6 +45,24 @@ pub fn iter_ones(words: &[u32]) -> impl Iterator<Item = usize> + '_ {
     })
 }
 
+/// Clears the ids `ids` from the bitset `out`: one read-modify-write per id, without a
+/// data-dependent branch (grouping ids by word costs a mispredicted branch per word change,
+/// which made this ~2.5 ns per id instead of ~1).
+#[inline]
+pub fn clear_sorted(out: &mut [u32], ids: &[u32]) {
+    for &i in ids {
+        out[(i >> 5) as usize] &= !(1 << (i & 31));
+    }
+}
+
+/// Clears the bits of `bits` from `out` (`out &= !bits` over their common words).
+#[inline]
+pub fn clear_all(out: &mut [u32], bits: &[u32]) {
+    for (o, &b) in out.iter_mut().zip(bits) {
+        *o &= !b;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -61,5 +79,15 @@ mod tests {
         assert_eq!(iter_ones(&w).collect::<Vec<_>>(), vec![0, 31, 32, 69]);
         clear(&mut w, 31);
         assert_eq!(count(&w), 3);
+        let mut all = vec![u32::MAX; 3];
+        clear_sorted(&mut all, &[0, 1, 33, 69]);
+        let mut other = vec![u32::MAX; 3];
+        let mut bits = vec![0u32; 3];
+        for i in [0, 1, 33, 69] {
+            set(&mut bits, i);
+        }
+        clear_all(&mut other, &bits);
+        assert_eq!(all, other);
+        assert_eq!(count(&all), 96 - 4);
     }
 }

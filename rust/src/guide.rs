@@ -539,9 +539,7 @@ impl ProductAutomaton {
         } else {
             out.copy_from_slice(&self.base_masks[q1 as usize]);
             if let Some(d) = &self.tokenizer_dfa {
-                for &t in d.forbidden(q2) {
-                    bitset::clear(out, t as usize);
-                }
+                d.clear_forbidden(q2, out);
             }
         }
         if let Some(edges) = &self.byte_edges[state as usize] {

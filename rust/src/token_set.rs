@@ -84,14 +84,28 @@ impl TokenSet {
         }
     }
 
-    /// Writes `self \ forbidden` into `out` (every word is overwritten); `forbidden` is sorted.
+    /// Writes `self \ forbidden` into `out` (every word is overwritten); `forbidden` is sorted,
+    /// and `forbidden_bits`, when given, is the same set as a bitset.
     ///
-    /// A small sparse set looks its ids up in `forbidden` (`|self| · log |forbidden|`);
-    /// otherwise the set is written and `forbidden` cleared from it a word at a time, without a
-    /// data-dependent branch per id.
-    pub fn write_minus(&self, forbidden: &[u32], out: &mut [u32]) {
-        match self {
-            TokenSet::Sparse(ids) if ids.len() * 8 < forbidden.len() => {
+    /// A small sparse set looks its ids up (in the bitset, else by galloping through
+    /// `forbidden`: `|self| · log |forbidden|`); otherwise the set is written and `forbidden`
+    /// cleared from it, word by word from the bitset, else a word at a time from the ids,
+    /// without a data-dependent branch per id.
+    pub fn write_minus(&self, forbidden: &[u32], forbidden_bits: Option<&[u32]>, out: &mut [u32]) {
+        match (self, forbidden_bits) {
+            (TokenSet::Sparse(ids), Some(bits)) => {
+                out.fill(0);
+                for &t in ids.iter() {
+                    if !bitset::contains(bits, t as usize) {
+                        bitset::set(out, t as usize);
+                    }
+                }
+            }
+            (TokenSet::Dense(set), Some(bits)) => {
+                out.copy_from_slice(set);
+                bitset::clear_all(out, bits);
+            }
+            (TokenSet::Sparse(ids), None) if ids.len() * 8 < forbidden.len() => {
                 out.fill(0);
                 let mut rest = forbidden;
                 for &t in ids.iter() {
@@ -101,14 +115,14 @@ impl TokenSet {
                     }
                 }
             }
-            TokenSet::Sparse(_) => {
+            (TokenSet::Sparse(_), None) => {
                 out.fill(0);
                 self.or_into(out);
-                clear_sorted(out, forbidden);
+                bitset::clear_sorted(out, forbidden);
             }
-            TokenSet::Dense(bits) => {
-                out.copy_from_slice(bits);
-                clear_sorted(out, forbidden);
+            (TokenSet::Dense(set), None) => {
+                out.copy_from_slice(set);
+                bitset::clear_sorted(out, forbidden);
             }
         }
     }
@@ -158,20 +172,6 @@ impl TokenSet {
     }
 }
 
-/// Clears the sorted ids `ids` from the bitset `out`, one read-modify-write per word touched.
-pub fn clear_sorted(out: &mut [u32], ids: &[u32]) {
-    let mut i = 0;
-    while i < ids.len() {
-        let word = (ids[i] >> 5) as usize;
-        let mut bits = 0u32;
-        while i < ids.len() && (ids[i] >> 5) as usize == word {
-            bits |= 1 << (ids[i] & 31);
-            i += 1;
-        }
-        out[word] &= !bits;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -208,11 +208,17 @@ mod tests {
             for t in 0..n as u32 {
                 assert_eq!(set.contains(t), member[t as usize]);
             }
-            let mut out = vec![u32::MAX; words];
-            set.write_minus(&forbidden, &mut out);
             let expected: Vec<usize> =
                 (0..n).filter(|&t| member[t] && forbidden.binary_search(&(t as u32)).is_err()).collect();
-            assert_eq!(bitset::iter_ones(&out).collect::<Vec<_>>(), expected, "round {round}");
+            let mut forbidden_bits = vec![0u32; words];
+            for &t in &forbidden {
+                bitset::set(&mut forbidden_bits, t as usize);
+            }
+            for bits in [None, Some(&forbidden_bits[..])] {
+                let mut out = vec![u32::MAX; words];
+                set.write_minus(&forbidden, bits, &mut out);
+                assert_eq!(bitset::iter_ones(&out).collect::<Vec<_>>(), expected, "round {round}, bitset {}", bits.is_some());
+            }
             let mut or = vec![0u32; words];
             bitset::set(&mut or, 0);
             set.or_into(&mut or);

@@ -39,10 +39,12 @@
 //! A token whose own text does not encode to itself (unreachable by the merges, or only ever
 //! produced inside a larger token) has no class and is never allowed.
 
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use rustc_hash::FxHashMap;
 
+use crate::bitset;
 use crate::bpe::{MergeTable, Step, NO_MERGE};
 use crate::bytedfa::{ByteDfa, DEAD};
 use crate::error::{Error, Result};
@@ -154,6 +156,20 @@ pub struct TokenizerDfa {
     num_emittable: usize,
     num_forbidden_pairs: usize,
     build_seconds: f64,
+    /// Per class, its forbidden set as a bitset, made on first use and only for large sets
+    /// (see [`TokenizerDfa::forbidden_bits`]).
+    forbidden_bits: Box<[OnceLock<Box<[u32]>>]>,
+}
+
+/// Forbidden sets of at least this many times a bitset's word count also get a bitset, made
+/// on first use: clearing the set from a mask is then one pass over the mask's words (~0.5 µs
+/// for 128k tokens) instead of a step per id (~1 ns each; Llama 3 has sets of up to 120,000),
+/// for at most a quarter of the memory of the ids. On Llama 3, 443 of the 36,464 classes
+/// qualify (7 MB if every one of them is used).
+const BITSET_MIN_IDS_PER_WORD: usize = 4;
+
+fn empty_forbidden_bits(num_classes: usize) -> Box<[OnceLock<Box<[u32]>>]> {
+    (0..num_classes).map(|_| OnceLock::new()).collect()
 }
 
 /// A state of the tokenizer DFA: a class (`< num_classes`) or, past them, a state inside a
@@ -244,6 +260,7 @@ impl TokenizerDfa {
         Ok(TokenizerDfa {
             construction,
             class_of,
+            forbidden_bits: empty_forbidden_bits(forbidden.len()),
             forbidden,
             byte_of_token,
             fallback_tokens,
@@ -312,6 +329,7 @@ impl TokenizerDfa {
         let emittable: Vec<bool> = class_of.iter().map(|&c| c != NO_CLASS).collect();
         let mut dfa = Self::from_forbidden(vocab, construction, &emittable, vec![Vec::new(); n], trie)?;
         dfa.class_of = class_of;
+        dfa.forbidden_bits = empty_forbidden_bits(forbidden.len());
         dfa.forbidden = forbidden;
         dfa.num_forbidden_pairs = num_forbidden_pairs;
         Ok(dfa)
@@ -339,8 +357,33 @@ impl TokenizerDfa {
     pub fn class_of(&self, token: u32) -> u32 {
         self.class_of.get(token as usize).copied().unwrap_or(NO_CLASS)
     }
+    /// The sorted forbidden next tokens of `class`.
     pub fn forbidden(&self, class: u32) -> &[u32] {
         self.forbidden.get(class as usize)
+    }
+    /// The forbidden set of `class` as a bitset over the tokens (`words_for(num_tokens)`
+    /// words) when it is large enough to be worth one (see `BITSET_MIN_IDS_PER_WORD`), made on
+    /// the first call and kept.
+    pub fn forbidden_bits(&self, class: u32) -> Option<&[u32]> {
+        let ids = self.forbidden(class);
+        let words = bitset::words_for(self.class_of.len());
+        if ids.len() < BITSET_MIN_IDS_PER_WORD * words.max(1) {
+            return None;
+        }
+        Some(self.forbidden_bits[class as usize].get_or_init(|| {
+            let mut bits = vec![0u32; words];
+            for &t in ids {
+                bitset::set(&mut bits, t as usize);
+            }
+            bits.into_boxed_slice()
+        }))
+    }
+    /// Clears the forbidden next tokens of `class` from the bitset `mask`.
+    pub fn clear_forbidden(&self, class: u32, mask: &mut [u32]) {
+        match self.forbidden_bits(class) {
+            Some(bits) => bitset::clear_all(mask, bits),
+            None => bitset::clear_sorted(mask, self.forbidden(class)),
+        }
     }
     pub fn num_emittable(&self) -> usize {
         self.num_emittable
@@ -636,6 +679,34 @@ mod tests {
         assert_eq!(back.forbidden, dfa.forbidden);
         let other = Vocabulary::char_bpe_for_tests(&["a", "b", "c", "ab", "aa", "ac"], &[("a", "b"), ("a", "c"), ("a", "a")]).unwrap();
         assert!(TokenizerDfa::from_bytes(&bytes, &other).is_err(), "another merge order is another tokenizer");
+    }
+
+    /// Clearing a class's forbidden set from a mask gives the same bits whether it goes through
+    /// the ids or the bitset (a 4-token-per-word threshold makes the larger sets of this small
+    /// vocabulary take the bitset path), before and after a cache round trip.
+    #[test]
+    fn clearing_forbidden_sets_through_ids_or_bitsets() {
+        let tokens = ["a", "b", "c", "ab", "aa", "ac", "ba", "ca", "bb", "abc", "aab"];
+        let merges = [("a", "b"), ("a", "a"), ("a", "c"), ("b", "a"), ("c", "a"), ("b", "b"), ("ab", "c"), ("a", "ab")];
+        let vocab = Vocabulary::char_bpe_for_tests(&tokens, &merges).unwrap();
+        let dfa = TokenizerDfa::build(&vocab).unwrap();
+        let back = TokenizerDfa::from_bytes(&dfa.to_bytes(&vocab), &vocab).unwrap();
+        let words = bitset::words_for(vocab.vocab_size());
+        let mut with_bits = 0;
+        for d in [&dfa, &back] {
+            for c in 0..d.num_classes() as u32 {
+                let ids = d.forbidden(c);
+                if let Some(bits) = d.forbidden_bits(c) {
+                    with_bits += 1;
+                    assert_eq!(bitset::iter_ones(bits).map(|t| t as u32).collect::<Vec<_>>(), ids);
+                }
+                let mut mask = vec![u32::MAX; words];
+                d.clear_forbidden(c, &mut mask);
+                let want: Vec<usize> = (0..words * 32).filter(|&t| ids.binary_search(&(t as u32)).is_err()).collect();
+                assert_eq!(bitset::iter_ones(&mask).collect::<Vec<_>>(), want, "class {c}");
+            }
+        }
+        assert!(with_bits > 0, "no class took the bitset path: the test would not cover it");
     }
 
     #[test]

@@ -88,7 +88,11 @@ impl PretokenizedAutomaton {
         let regular = mode_of(c) == Mode::Regular;
         let all = &self.token_sets[table.all as usize];
         // `free ⊆ all`, so `(A \ F) ∪ (B ∩ F)` is `(A \ F) ∪ B`.
-        all.write_minus(if regular { self.tokenizer_dfa.forbidden(c) } else { &[] }, out);
+        if regular {
+            all.write_minus(self.tokenizer_dfa.forbidden(c), self.tokenizer_dfa.forbidden_bits(c), out);
+        } else {
+            all.write_minus(&[], None, out);
+        }
         if regular {
             self.token_sets[table.free as usize].or_into(out);
         }

@@ -15,6 +15,11 @@ fn main() {
     let compiler = Compiler::new(vocab, Limits::default()).with_cache_dir(Some("/tmp/ptcache".into()));
     let guide = compiler.compile_regex(&args[1], Method::Cartesian).expect("compile");
     let mut out = vec![0u32; guide.mask_words()];
+    for _ in 0..2 {
+        let started = Instant::now();
+        guide.write_mask(guide.initial_state(), &mut out);
+        println!("initial state: {:.2} µs", started.elapsed().as_secs_f64() * 1e6);
+    }
     let mut times: Vec<(f64, u32)> = (0..guide.num_states() as u32)
         .map(|s| {
             let started = Instant::now();

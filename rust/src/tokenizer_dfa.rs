@@ -39,7 +39,6 @@
 //! A token whose own text does not encode to itself (unreachable by the merges, or only ever
 //! produced inside a larger token) has no class and is never allowed.
 
-use std::sync::OnceLock;
 use std::time::Instant;
 
 use rustc_hash::FxHashMap;
@@ -156,20 +155,49 @@ pub struct TokenizerDfa {
     num_emittable: usize,
     num_forbidden_pairs: usize,
     build_seconds: f64,
-    /// Per class, its forbidden set as a bitset, made on first use and only for large sets
-    /// (see [`TokenizerDfa::forbidden_bits`]).
-    forbidden_bits: Box<[OnceLock<Box<[u32]>>]>,
+    /// The large forbidden sets as bitsets (see [`TokenizerDfa::forbidden_bits`]).
+    forbidden_bits: ForbiddenBits,
 }
 
-/// Forbidden sets of at least this many times a bitset's word count also get a bitset, made
-/// on first use: clearing the set from a mask is then one pass over the mask's words (~0.5 µs
+/// Forbidden sets of at least this many ids per word of a bitset over the tokens also get
+/// the bitset: clearing the set from a mask is then one pass over the mask's words (~0.5 µs
 /// for 128k tokens) instead of a step per id (~1 ns each; Llama 3 has sets of up to 120,000),
 /// for at most a quarter of the memory of the ids. On Llama 3, 443 of the 36,464 classes
-/// qualify (7 MB if every one of them is used).
+/// qualify: 7 MB, made in ~15 ms when the DFA is built or loaded.
 const BITSET_MIN_IDS_PER_WORD: usize = 4;
 
-fn empty_forbidden_bits(num_classes: usize) -> Box<[OnceLock<Box<[u32]>>]> {
-    (0..num_classes).map(|_| OnceLock::new()).collect()
+/// Bitsets of the large forbidden sets: class `c`'s is
+/// `bits[slot[c] * words..(slot[c] + 1) * words]` when `slot[c] != u32::MAX`.
+#[derive(Clone, Debug, Default)]
+struct ForbiddenBits {
+    words: usize,
+    slot: Vec<u32>,
+    bits: Vec<u32>,
+}
+
+impl ForbiddenBits {
+    fn new(sets: &ForbiddenSets, num_tokens: usize) -> ForbiddenBits {
+        let words = bitset::words_for(num_tokens).max(1);
+        let mut out = ForbiddenBits { words, slot: vec![u32::MAX; sets.len()], bits: Vec::new() };
+        for c in 0..sets.len() {
+            let ids = sets.get(c);
+            if ids.len() >= BITSET_MIN_IDS_PER_WORD * words {
+                out.slot[c] = (out.bits.len() / words) as u32;
+                let start = out.bits.len();
+                out.bits.resize(start + words, 0);
+                for &t in ids {
+                    bitset::set(&mut out.bits[start..], t as usize);
+                }
+            }
+        }
+        out
+    }
+    fn get(&self, class: usize) -> Option<&[u32]> {
+        match self.slot.get(class) {
+            Some(&s) if s != u32::MAX => Some(&self.bits[s as usize * self.words..(s as usize + 1) * self.words]),
+            _ => None,
+        }
+    }
 }
 
 /// A state of the tokenizer DFA: a class (`< num_classes`) or, past them, a state inside a
@@ -260,7 +288,7 @@ impl TokenizerDfa {
         Ok(TokenizerDfa {
             construction,
             class_of,
-            forbidden_bits: empty_forbidden_bits(forbidden.len()),
+            forbidden_bits: ForbiddenBits::new(&forbidden, n),
             forbidden,
             byte_of_token,
             fallback_tokens,
@@ -329,7 +357,7 @@ impl TokenizerDfa {
         let emittable: Vec<bool> = class_of.iter().map(|&c| c != NO_CLASS).collect();
         let mut dfa = Self::from_forbidden(vocab, construction, &emittable, vec![Vec::new(); n], trie)?;
         dfa.class_of = class_of;
-        dfa.forbidden_bits = empty_forbidden_bits(forbidden.len());
+        dfa.forbidden_bits = ForbiddenBits::new(&forbidden, n);
         dfa.forbidden = forbidden;
         dfa.num_forbidden_pairs = num_forbidden_pairs;
         Ok(dfa)
@@ -362,21 +390,9 @@ impl TokenizerDfa {
         self.forbidden.get(class as usize)
     }
     /// The forbidden set of `class` as a bitset over the tokens (`words_for(num_tokens)`
-    /// words) when it is large enough to be worth one (see `BITSET_MIN_IDS_PER_WORD`), made on
-    /// the first call and kept.
+    /// words) when it is large enough to have one (see `BITSET_MIN_IDS_PER_WORD`).
     pub fn forbidden_bits(&self, class: u32) -> Option<&[u32]> {
-        let ids = self.forbidden(class);
-        let words = bitset::words_for(self.class_of.len());
-        if ids.len() < BITSET_MIN_IDS_PER_WORD * words.max(1) {
-            return None;
-        }
-        Some(self.forbidden_bits[class as usize].get_or_init(|| {
-            let mut bits = vec![0u32; words];
-            for &t in ids {
-                bitset::set(&mut bits, t as usize);
-            }
-            bits.into_boxed_slice()
-        }))
+        self.forbidden_bits.get(class as usize)
     }
     /// Clears the forbidden next tokens of `class` from the bitset `mask`.
     pub fn clear_forbidden(&self, class: u32, mask: &mut [u32]) {

@@ -18,7 +18,8 @@
 //! # Invariants
 //! * `block[t] == NONE` for every token outside the current table (the scratch is reset through
 //!   the list of tokens touched), and `remap` is all `NONE` between sources.
-//! * Block `b`'s sources are those of `parent[b]` plus `source[b]`.
+//! * Block `b`'s sources are those of `parent[b]` plus `source_of[b]` (`parent[b]` is `NONE` for
+//!   a block made from tokens in no block yet).
 
 use rustc_hash::{FxHashMap, FxHashSet};
 

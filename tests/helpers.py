@@ -117,6 +117,25 @@ def python_re_verdict(compiled: Optional[re.Pattern], pattern: str, text: str) -
     return compiled.fullmatch(text) is not None
 
 
+def check_walks(o, guide, pattern: str, dfa, seeds, problems: list, counts) -> None:
+    """Sound: every random walk re-encodes to itself and decodes into the language."""
+    py = python_regex(pattern)
+    walks = [guide.random_walk(seed) for seed in seeds]
+    counts["walks"] += len(walks)
+    for seq, canonical in zip(walks, o.is_canonical_batch(walks)):
+        text = o.decode(seq)
+        if not canonical:
+            try:
+                redo = o.canonical(text.decode("utf-8"))
+            except UnicodeDecodeError:
+                redo = "not UTF-8"
+            problems.append(f"{pattern!r}: walk {seq[:20]} text {text[:80]!r} is not canonical (canonical: {redo})")
+        if not dfa.matches(text):
+            problems.append(f"{pattern!r}: walk {seq[:20]} decodes outside the language: {text[:80]!r}")
+        elif canonical and python_re_verdict(py, pattern, text.decode("utf-8")) is False:
+            problems.append(f"{pattern!r}: Python re refuses walk text {text[:80]!r}")
+
+
 def iter_chunks(items: Sequence, size: int) -> Iterator[Sequence]:
     for i in range(0, len(items), size):
         yield items[i : i + size]

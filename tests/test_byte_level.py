@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import pytest
 
-from helpers import python_re_verdict, python_regex, representable_encodings, walk
+from helpers import check_walks, python_re_verdict, python_regex, representable_encodings, walk
 from oracle import manifest
 from pretok_support import MAIN_BYTE_LEVEL, named_component, normalization_form, present_components
 from regex_checks import complete_candidates
@@ -37,7 +37,6 @@ def check_complete_and_sound(pt, tut, guide, pattern, seed, counts, problems, n=
     o = tut.oracle
     form = normalization_form(o)
     dfa = pt.ByteDfa(pattern)
-    py = python_regex(pattern)
     strings = [b.decode("utf-8") for b in dfa.sample(n, seed, max_len=max_len)]
     for s, ids, required in complete_candidates(o, form, strings, counts):
         if not required:
@@ -45,16 +44,7 @@ def check_complete_and_sound(pt, tut, guide, pattern, seed, counts, problems, n=
         ok, why = walk(guide, ids)
         if not ok:
             problems.append(f"{pattern!r}: canonical({s!r}) = {ids} refused: {why}")
-    walks = [guide.random_walk(seed * 1000 + i) for i in range(n)]
-    counts["walks"] += len(walks)
-    for seq, canonical in zip(walks, o.is_canonical_batch(walks)):
-        text = o.decode(seq)
-        if not canonical:
-            problems.append(f"{pattern!r}: walk {seq} (text {text!r}) is not canonical")
-        if not dfa.matches(text):
-            problems.append(f"{pattern!r}: walk {seq} decodes to {text!r}, outside the language")
-        elif canonical and python_re_verdict(py, pattern, text.decode("utf-8")) is False:
-            problems.append(f"{pattern!r}: Python re refuses walk text {text!r}")
+    check_walks(o, guide, pattern, dfa, [seed * 1000 + i for i in range(n)], problems, counts)
 
 
 @pytest.mark.parametrize("name", BYTE_LEVEL)

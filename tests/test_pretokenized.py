@@ -49,7 +49,7 @@ import zlib
 
 import pytest
 
-from helpers import bit_is_set, mask_bits, python_re_verdict, python_regex, walk
+from helpers import bit_is_set, check_walks, mask_bits, python_re_verdict, python_regex, walk
 from oracle import oracle_for
 from pretok_support import (
     MAIN_BYTE_LEVEL,
@@ -230,25 +230,6 @@ def single_byte_ids(slug: str) -> dict[int, int]:
                     m.setdefault(b[0], t)
         _SINGLE[slug] = m
     return _SINGLE[slug]
-
-
-def check_walks(o, guide, pattern: str, dfa, seeds, problems: list, counts) -> None:
-    """Sound: every random walk re-encodes to itself and decodes into the language."""
-    py = python_regex(pattern)
-    walks = [guide.random_walk(seed) for seed in seeds]
-    counts["walks"] += len(walks)
-    for seq, canonical in zip(walks, o.is_canonical_batch(walks)):
-        text = o.decode(seq)
-        if not canonical:
-            try:
-                redo = o.canonical(text.decode("utf-8"))
-            except UnicodeDecodeError:
-                redo = "not UTF-8"
-            problems.append(f"{pattern!r}: walk {seq[:20]} text {text[:80]!r} is not canonical (canonical: {redo})")
-        if not dfa.matches(text):
-            problems.append(f"{pattern!r}: walk {seq[:20]} decodes outside the language: {text[:80]!r}")
-        elif canonical and python_re_verdict(py, pattern, text.decode("utf-8")) is False:
-            problems.append(f"{pattern!r}: Python re refuses walk text {text[:80]!r}")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -144,6 +144,20 @@ impl<K: Copy + Eq + Hash> Registry<K> {
         self.queue.push_back(id);
         Ok(id)
     }
+
+    /// For a pending group with target `k` (the callback of [`PendingGroups::retain`]):
+    /// whether it stays pending — no, once `k` is registered, or registered now because the
+    /// group has a usable token (`found`).
+    fn keep_pending(&mut self, k: K, found: bool) -> Result<bool> {
+        if self.index.contains_key(&k) {
+            return Ok(false);
+        }
+        if found {
+            self.add(k)?;
+            return Ok(false);
+        }
+        Ok(true)
+    }
 }
 
 /// How a state's tokenizer side constrains its tokens.
@@ -202,9 +216,10 @@ struct SetSearch {
     pending_free: PendingGroups,
 }
 
-impl SetSearch {
-    fn tokens_of(&self, g: &SetGroup) -> &[u32] {
-        &self.tokens[g.tokens.start as usize..g.tokens.end as usize]
+impl SetGroup {
+    /// Its tokens, out of its table's [`SetSearch::tokens`].
+    fn tokens_in<'a>(&self, table_tokens: &'a [u32]) -> &'a [u32] {
+        &table_tokens[self.tokens.start as usize..self.tokens.end as usize]
     }
 }
 
@@ -271,15 +286,7 @@ pub fn build<M: PieceBoundaries>(
                 });
                 pending.retain(tok.forbidden(c), special, Wanted::Allowed, |gi, allowed| {
                     let g = &gs[gi as usize];
-                    let target = (g.to, g.class, NONE);
-                    if elements.index.contains_key(&target) {
-                        return Ok(false);
-                    }
-                    if allowed {
-                        elements.add(target)?;
-                        return Ok(false);
-                    }
-                    Ok(true)
+                    elements.keep_pending((g.to, g.class, NONE), allowed)
                 })?;
             }
         }
@@ -515,7 +522,7 @@ pub fn build<M: PieceBoundaries>(
             Mode::Start | Mode::Lone => {
                 for g in &search.groups {
                     let target = if mode == Mode::Start { g.all } else { g.free };
-                    if target != NONE && some_allowed(search.tokens_of(g), &[], except) {
+                    if target != NONE && some_allowed(g.tokens_in(&search.tokens), &[], except) {
                         states.add((target, g.class))?;
                     }
                 }
@@ -526,27 +533,17 @@ pub fn build<M: PieceBoundaries>(
                 let SetSearch { groups, tokens, lone_all, pending_all, pending_free } = search;
                 for &gi in lone_all.iter() {
                     let g = &groups[gi as usize];
-                    if except.is_empty() || some_allowed(&tokens[g.tokens.start as usize..g.tokens.end as usize], forbidden, except) {
+                    if except.is_empty() || some_allowed(g.tokens_in(tokens), forbidden, except) {
                         states.add((g.all, g.class))?;
                     }
                 }
-                let mut reach = |target: (u32, u32), found: bool| -> Result<bool> {
-                    if states.index.contains_key(&target) {
-                        return Ok(false);
-                    }
-                    if found {
-                        states.add(target)?;
-                        return Ok(false);
-                    }
-                    Ok(true)
-                };
                 pending_all.retain(forbidden, except, Wanted::Allowed, |gi, found| {
                     let g = &groups[gi as usize];
-                    reach((g.all, g.class), found)
+                    states.keep_pending((g.all, g.class), found)
                 })?;
                 pending_free.retain(forbidden, except, Wanted::Forbidden, |gi, found| {
                     let g = &groups[gi as usize];
-                    reach((g.free, g.class), found)
+                    states.keep_pending((g.free, g.class), found)
                 })?;
             }
         }

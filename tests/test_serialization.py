@@ -56,10 +56,15 @@ def test_tokenizer_dfa_cache(pt, mistral, tmp_path):
     a = first.compile_regex(REGEX)
     b = second.compile_regex(REGEX)
     assert a.first_difference(b) is None
-    # A corrupted cache file is rebuilt, not trusted.
-    raw = bytearray(files[0].read_bytes())
-    raw[len(raw) // 2] ^= 0x01
-    files[0].write_bytes(bytes(raw))
-    third = pt.Compiler(mistral.vocab, cache_dir=str(tmp_path))
-    assert third.tokenizer_dfa_stats()["cache"] == "miss"
-    assert third.compile_regex(REGEX).first_difference(a) is None
+    # A corrupted or truncated cache file is rebuilt, not trusted. It is replaced by renaming a
+    # new file over it, as propertok's own writes do: `second` still maps the old one, whose
+    # bytes must not change in place (see `forbidden_sets` in the Rust crate).
+    raw = files[0].read_bytes()
+    for damaged in (raw[: len(raw) // 2] + bytes([raw[len(raw) // 2] ^ 0x01]) + raw[len(raw) // 2 + 1 :], raw[:-8]):
+        tmp = tmp_path / "damaged.tmp"
+        tmp.write_bytes(damaged)
+        tmp.replace(files[0])
+        third = pt.Compiler(mistral.vocab, cache_dir=str(tmp_path))
+        assert third.tokenizer_dfa_stats()["cache"] == "miss"
+        assert third.compile_regex(REGEX).first_difference(a) is None
+    assert second.compile_regex(REGEX).first_difference(b) is None

@@ -130,7 +130,9 @@ class Compiler:
 
         ``cache_dir`` (default: env ``PROPERTOK_CACHE_DIR``, else no cache): where the tokenizer
         DFA is kept between processes, keyed by the tokenizer's content fingerprint; a corrupt or
-        stale file is rebuilt, never trusted."""
+        stale file is rebuilt, never trusted. A loaded file is memory-mapped (its pages are shared
+        by every process that loads it): replace a cache file by renaming, never edit it in
+        place while a process uses it."""
     @property
     def vocabulary(self) -> Vocabulary: ...
     def compile_regex(self, pattern: str, method: str = "cartesian") -> "Guide":

@@ -156,12 +156,10 @@ impl Compiler {
         };
         let path = dir.join(format!("tokenizer-dfa-{:016x}.bin", self.vocab.fingerprint()));
         let started = std::time::Instant::now();
-        if let Ok(bytes) = std::fs::read(&path) {
-            if let Ok(mut dfa) = TokenizerDfa::from_bytes(&bytes, &self.vocab) {
-                dfa.set_build_seconds(started.elapsed().as_secs_f64());
-                let _ = self.cache_status.set("hit");
-                return Ok(dfa);
-            }
+        if let Some(mut dfa) = load_cached(&path, &self.vocab) {
+            dfa.set_build_seconds(started.elapsed().as_secs_f64());
+            let _ = self.cache_status.set("hit");
+            return Ok(dfa);
         }
         let dfa = TokenizerDfa::build(&self.vocab)?;
         let tmp = dir.join(format!(".tokenizer-dfa-{:016x}.{}.tmp", self.vocab.fingerprint(), std::process::id()));
@@ -362,6 +360,19 @@ impl Compiler {
             parts.contents.clone(),
             &self.product_limits(deadline),
         )
+    }
+}
+
+/// The tokenizer DFA cached at `path`, `None` when it is missing, unreadable, stale or corrupt
+/// (the caller rebuilds it). The file is memory-mapped and its forbidden sets used in place;
+/// where mapping fails it is read instead.
+fn load_cached(path: &std::path::Path, vocab: &Vocabulary) -> Option<TokenizerDfa> {
+    let file = std::fs::File::open(path).ok()?;
+    // SAFETY: cache files are only ever replaced by renaming a complete file over them, never
+    // written in place, so the mapped bytes do not change while mapped (see `forbidden_sets`).
+    match unsafe { memmap2::Mmap::map(&file) } {
+        Ok(map) => TokenizerDfa::from_mapped_file(Arc::new(map), vocab).ok(),
+        Err(_) => TokenizerDfa::from_bytes(&std::fs::read(path).ok()?, vocab).ok(),
     }
 }
 

@@ -12,7 +12,8 @@
 //! * [`bpe`] — the reference priority BPE and token derivations.
 //! * [`split_pattern`] / [`piece_machine`] — a pre-tokenizer's `Split` regexes as priority NFAs,
 //!   and the lazy DFA of texts marked exactly at its piece boundaries.
-//! * [`tokenizer_dfa`] / [`algorithm3`] — the DFA of canonical token sequences.
+//! * [`tokenizer_dfa`] / [`algorithm3`] — the DFA of canonical token sequences;
+//!   `forbidden_sets` stores its per-class forbidden sets (owned, or mapped from the cache).
 //! * [`cartesian`] — CartesianMerge: product search for relevant states.
 //! * [`text_automaton`] / [`pretokenized`] — canonical guides for byte-level BPE tokenizers
 //!   that split (and normalize) the text before the merges.
@@ -45,6 +46,7 @@ pub mod deadline;
 pub mod direct_merge;
 pub mod error;
 pub mod explicit;
+mod forbidden_sets;
 /// Property checks shared by the cargo-fuzz targets (`fuzz/`) and the stable-Rust regression
 /// tests that replay their findings (`fuzz/regressions/`).
 pub mod fuzz_checks;

@@ -86,6 +86,7 @@ impl Writer {
     }
     pub fn u32s(&mut self, v: &[u32]) {
         self.u64(v.len() as u64);
+        self.0.reserve(v.len() * 4);
         for &x in v {
             self.u32(x);
         }
@@ -105,8 +106,29 @@ impl Writer {
     }
 }
 
+/// Decodes little-endian `u32`s (`bytes.len()` a multiple of 4).
+pub fn u32s_from_le(bytes: &[u8]) -> Vec<u32> {
+    bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect()
+}
+
 fn corrupt(what: &str) -> Error {
     Error::InvalidArgument(format!("invalid propertok cache/serialized data: {what}"))
+}
+
+/// A payload and the checksum its container header records.
+pub struct PayloadChecksum<'a> {
+    payload: &'a [u8],
+    expected: u64,
+}
+
+impl PayloadChecksum<'_> {
+    pub fn verify(&self) -> Result<()> {
+        if checksum(self.payload) == self.expected {
+            Ok(())
+        } else {
+            Err(corrupt("checksum mismatch"))
+        }
+    }
 }
 
 /// Bounds-checked reads over a payload.
@@ -118,6 +140,23 @@ pub struct Reader<'a> {
 impl<'a> Reader<'a> {
     /// Checks the container and returns a reader over its payload.
     pub fn open(bytes: &'a [u8], kind: &[u8; 4], version: u32, fingerprint: u64) -> Result<Reader<'a>> {
+        let (reader, checksum) = Reader::open_unverified(bytes, kind, version, fingerprint)?;
+        checksum.verify()?;
+        Ok(reader)
+    }
+
+    /// Checks the container's header and returns a reader over its payload, and the payload's
+    /// checksum check to run alongside (a large cache is parsed on one core while the other
+    /// checksums it). The caller must not return anything read before [`PayloadChecksum::verify`]
+    /// succeeds, and must validate what it reads as [`Reader::open`]'s callers do: the reads
+    /// are bounds-checked, so unverified bytes can give wrong values but never read out of
+    /// bounds.
+    pub fn open_unverified(
+        bytes: &'a [u8],
+        kind: &[u8; 4],
+        version: u32,
+        fingerprint: u64,
+    ) -> Result<(Reader<'a>, PayloadChecksum<'a>)> {
         if bytes.len() < 40 || &bytes[..7] != MAGIC {
             return Err(corrupt("not a propertok file (bad magic or truncated header)"));
         }
@@ -144,10 +183,7 @@ impl<'a> Reader<'a> {
         if payload.len() as u64 != len {
             return Err(corrupt("truncated payload"));
         }
-        if checksum(payload) != sum {
-            return Err(corrupt("checksum mismatch"));
-        }
-        Ok(Reader { data: payload, pos: 0 })
+        Ok((Reader { data: payload, pos: 0 }, PayloadChecksum { payload, expected: sum }))
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
@@ -166,10 +202,14 @@ impl<'a> Reader<'a> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
     pub fn u32s(&mut self) -> Result<Vec<u32>> {
+        Ok(u32s_from_le(self.u32s_bytes()?))
+    }
+    /// The raw little-endian bytes of a `u32s` field (a multiple of 4), for callers that use
+    /// them in place (see `forbidden_sets::U32Storage`).
+    pub fn u32s_bytes(&mut self) -> Result<&'a [u8]> {
         let n = self.u64()?;
         let n = usize::try_from(n).ok().filter(|&n| n <= self.data.len() / 4).ok_or_else(|| corrupt("bad length"))?;
-        let bytes = self.take(n * 4)?;
-        Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect())
+        self.take(n * 4)
     }
     pub fn expect_end(&self) -> Result<()> {
         if self.pos == self.data.len() {

@@ -39,6 +39,7 @@
 //! A token whose own text does not encode to itself (unreachable by the merges, or only ever
 //! produced inside a larger token) has no class and is never allowed.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use rustc_hash::FxHashMap;
@@ -47,6 +48,7 @@ use crate::bitset;
 use crate::bpe::{MergeTable, Step, NO_MERGE};
 use crate::bytedfa::{ByteDfa, DEAD};
 use crate::error::{Error, Result};
+use crate::forbidden_sets::{ForbiddenBits, ForbiddenSets, U32Storage};
 use crate::vocab::Vocabulary;
 
 /// No class: the token is never emitted (or is a byte-fallback token, see `byte_of_token`).
@@ -55,7 +57,9 @@ pub const NO_CLASS: u32 = u32::MAX;
 const SERIAL_KIND: &[u8; 4] = b"TDFA";
 /// 2: forbidden sets stored flat (offsets, then values), so a cache load is two bulk reads.
 /// 3: non-special added tokens are never emittable by the merges.
-const SERIAL_VERSION: u32 = 3;
+/// 4: the construction is a u32, so every u32 array lies 4-byte aligned in the file and a cache
+/// load uses the forbidden sets where they lie in a memory map (see `forbidden_sets`).
+const SERIAL_VERSION: u32 = 4;
 
 /// Which construction produced a [`TokenizerDfa`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -98,49 +102,6 @@ impl FallbackTrie {
     }
 }
 
-/// Sorted token sets stored back to back: set `i` is `values[offsets[i]..offsets[i + 1]]`.
-/// One allocation for all classes (Mistral-7B: 9,364 sets, ~10 M values) instead of one each,
-/// so building, dropping and loading them from a cache are bulk operations.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct ForbiddenSets {
-    offsets: Vec<u32>,
-    values: Vec<u32>,
-}
-
-impl ForbiddenSets {
-    fn new() -> ForbiddenSets {
-        ForbiddenSets { offsets: vec![0], values: Vec::new() }
-    }
-    fn len(&self) -> usize {
-        self.offsets.len() - 1
-    }
-    fn push(&mut self, set: &[u32]) {
-        self.values.extend_from_slice(set);
-        self.offsets.push(self.values.len() as u32);
-    }
-    #[inline]
-    fn get(&self, i: usize) -> &[u32] {
-        &self.values[self.offsets[i] as usize..self.offsets[i + 1] as usize]
-    }
-    /// Checks what `get` and the masks rely on: offsets start at 0, never decrease and end at
-    /// the values' length; every set is strictly increasing with values `< n`.
-    fn validate(&self, n: usize) -> std::result::Result<(), &'static str> {
-        if self.offsets.first() != Some(&0) || self.offsets.last().map(|&o| o as usize) != Some(self.values.len()) {
-            return Err("forbidden-set offsets do not span the values");
-        }
-        if self.offsets.windows(2).any(|w| w[0] > w[1]) {
-            return Err("forbidden-set offsets decrease");
-        }
-        for i in 0..self.len() {
-            let set = self.get(i);
-            if set.windows(2).any(|w| w[0] >= w[1]) || set.last().is_some_and(|&t| t as usize >= n) {
-                return Err("forbidden set not sorted or out of range");
-            }
-        }
-        Ok(())
-    }
-}
-
 /// The DFA of canonical token sequences. Immutable; shared by every guide of a compiler.
 #[derive(Clone, Debug)]
 pub struct TokenizerDfa {
@@ -157,47 +118,6 @@ pub struct TokenizerDfa {
     build_seconds: f64,
     /// The large forbidden sets as bitsets (see [`TokenizerDfa::forbidden_bits`]).
     forbidden_bits: ForbiddenBits,
-}
-
-/// Forbidden sets of at least this many ids per word of a bitset over the tokens also get
-/// the bitset: clearing the set from a mask is then one pass over the mask's words (~0.5 µs
-/// for 128k tokens) instead of a step per id (~1 ns each; Llama 3 has sets of up to 120,000),
-/// for at most a quarter of the memory of the ids. On Llama 3, 443 of the 36,464 classes
-/// qualify: 7 MB, made in ~15 ms when the DFA is built or loaded.
-const BITSET_MIN_IDS_PER_WORD: usize = 4;
-
-/// Bitsets of the large forbidden sets: class `c`'s is
-/// `bits[slot[c] * words..(slot[c] + 1) * words]` when `slot[c] != u32::MAX`.
-#[derive(Clone, Debug, Default)]
-struct ForbiddenBits {
-    words: usize,
-    slot: Vec<u32>,
-    bits: Vec<u32>,
-}
-
-impl ForbiddenBits {
-    fn new(sets: &ForbiddenSets, num_tokens: usize) -> ForbiddenBits {
-        let words = bitset::words_for(num_tokens).max(1);
-        let mut out = ForbiddenBits { words, slot: vec![u32::MAX; sets.len()], bits: Vec::new() };
-        for c in 0..sets.len() {
-            let ids = sets.get(c);
-            if ids.len() >= BITSET_MIN_IDS_PER_WORD * words {
-                out.slot[c] = (out.bits.len() / words) as u32;
-                let start = out.bits.len();
-                out.bits.resize(start + words, 0);
-                for &t in ids {
-                    bitset::set(&mut out.bits[start..], t as usize);
-                }
-            }
-        }
-        out
-    }
-    fn get(&self, class: usize) -> Option<&[u32]> {
-        match self.slot.get(class) {
-            Some(&s) if s != u32::MAX => Some(&self.bits[s as usize * self.words..(s as usize + 1) * self.words]),
-            _ => None,
-        }
-    }
 }
 
 /// A state of the tokenizer DFA: a class (`< num_classes`) or, past them, a state inside a
@@ -225,7 +145,7 @@ impl TokenizerDfa {
         } else {
             (Construction::PriorityTimeline, build_priority_timeline(&table, &words))
         };
-        let mut dfa = Self::from_forbidden(vocab, construction, &words.emittable, forbidden_by_token, None)?;
+        let mut dfa = Self::from_forbidden(vocab, construction, &words.emittable, forbidden_by_token)?;
         dfa.build_seconds = started.elapsed().as_secs_f64();
         Ok(dfa)
     }
@@ -238,17 +158,16 @@ impl TokenizerDfa {
         let table = MergeTable::new(vocab.merges());
         let words = Derivations::compute(vocab, &table);
         let f = build_priority_timeline(&table, &words);
-        Self::from_forbidden(vocab, Construction::PriorityTimeline, &words.emittable, f, None)
+        Self::from_forbidden(vocab, Construction::PriorityTimeline, &words.emittable, f)
     }
 
-    /// Fuses tokens with equal forbidden sets into classes and adds the byte-fallback trie
-    /// (`loaded_trie` when a cache supplies it, else built: ~40 ms for Mistral-7B).
+    /// Fuses tokens with equal forbidden sets into classes, then [`TokenizerDfa::assemble`]s
+    /// the DFA (building the byte-fallback trie: ~40 ms for Mistral-7B).
     fn from_forbidden(
         vocab: &Vocabulary,
         construction: Construction,
         emittable: &[bool],
         forbidden_by_token: Vec<Vec<u32>>,
-        loaded_trie: Option<FallbackTrie>,
     ) -> Result<TokenizerDfa> {
         let n = vocab.num_tokens();
         let mut class_of = vec![NO_CLASS; n];
@@ -271,6 +190,22 @@ impl TokenizerDfa {
             });
             class_of[t] = c;
         }
+        let num_forbidden_pairs = pairs;
+        Self::assemble(vocab, construction, class_of, forbidden, num_forbidden_pairs, None)
+    }
+
+    /// The DFA of classes already fused: adds the byte-fallback tables and trie (`loaded_trie`
+    /// when a cache supplies it, else built) and the bitsets of the large forbidden sets.
+    fn assemble(
+        vocab: &Vocabulary,
+        construction: Construction,
+        class_of: Vec<u32>,
+        forbidden: ForbiddenSets,
+        num_forbidden_pairs: usize,
+        loaded_trie: Option<FallbackTrie>,
+    ) -> Result<TokenizerDfa> {
+        let n = vocab.num_tokens();
+        let emittable: Vec<bool> = class_of.iter().map(|&c| c != NO_CLASS).collect();
         let mut byte_of_token = vec![u16::MAX; n];
         let (fallback_tokens, trie) = match vocab.byte_fallback_tokens() {
             Some(fb) => {
@@ -279,7 +214,7 @@ impl TokenizerDfa {
                 }
                 let trie = match loaded_trie {
                     Some(trie) => trie,
-                    None => absent_char_trie(vocab, emittable)?,
+                    None => absent_char_trie(vocab, &emittable)?,
                 };
                 (Some(*fb), Some(trie))
             }
@@ -287,28 +222,30 @@ impl TokenizerDfa {
         };
         Ok(TokenizerDfa {
             construction,
-            class_of,
             forbidden_bits: ForbiddenBits::new(&forbidden, n),
             forbidden,
             byte_of_token,
             fallback_tokens,
             trie,
             num_emittable: emittable.iter().filter(|&&e| e).count(),
-            num_forbidden_pairs: pairs,
+            num_forbidden_pairs,
             build_seconds: 0.0,
+            class_of,
         })
     }
 
     /// Serialises the DFA (see [`crate::serialize`]); keyed by the vocabulary's fingerprint.
+    /// Every u32 array starts 4-byte aligned in the file (the container header is 40 bytes and
+    /// every field before the arrays is 4 or 8 bytes), so a load can map the forbidden sets.
     pub fn to_bytes(&self, vocab: &Vocabulary) -> Vec<u8> {
         let mut w = crate::serialize::Writer::default();
-        w.u8(match self.construction {
+        w.u32(match self.construction {
             Construction::Algorithm3 => 0,
             Construction::PriorityTimeline => 1,
         });
         w.u32s(&self.class_of);
-        w.u32s(&self.forbidden.offsets);
-        w.u32s(&self.forbidden.values);
+        w.u32s(self.forbidden.offsets());
+        w.u32s(self.forbidden.values());
         w.u8(self.trie.is_some() as u8);
         if let Some(trie) = &self.trie {
             trie.dfa.write(&mut w);
@@ -318,11 +255,44 @@ impl TokenizerDfa {
     }
 
     /// Reads a DFA written by [`TokenizerDfa::to_bytes`] for the same vocabulary, checking its
-    /// structure; the byte-fallback automaton is rebuilt from the vocabulary.
+    /// structure (the forbidden sets are copied out of `bytes`).
     pub fn from_bytes(bytes: &[u8], vocab: &Vocabulary) -> Result<TokenizerDfa> {
+        Self::read(bytes, vocab, |values| U32Storage::Owned(crate::serialize::u32s_from_le(values)))
+    }
+
+    /// Like [`TokenizerDfa::from_bytes`] over a memory map of a cache file, whose forbidden sets
+    /// are then used in place (module `forbidden_sets` states the map's contract: the file is
+    /// never changed in place while mapped).
+    pub fn from_mapped_file(map: Arc<memmap2::Mmap>, vocab: &Vocabulary) -> Result<TokenizerDfa> {
+        Self::read(&map, vocab, |values| {
+            let start = values.as_ptr() as usize - map.as_ptr() as usize;
+            U32Storage::mapped(&map, start, values.len() / 4)
+                .unwrap_or_else(|| U32Storage::Owned(crate::serialize::u32s_from_le(values)))
+        })
+    }
+
+    /// The reader behind both loads; `store_values` keeps the forbidden sets' raw bytes. The
+    /// payload is checksummed on a second thread while this one parses and validates it
+    /// (Llama 3's 463 MB: checksum ~24 ms, checks and bitsets ~30 ms).
+    fn read(bytes: &[u8], vocab: &Vocabulary, store_values: impl FnOnce(&[u8]) -> U32Storage) -> Result<TokenizerDfa> {
+        let (r, checksum) =
+            crate::serialize::Reader::open_unverified(bytes, SERIAL_KIND, SERIAL_VERSION, vocab.fingerprint())?;
+        std::thread::scope(|scope| {
+            let verified = scope.spawn(|| checksum.verify());
+            let dfa = Self::parse(r, vocab, store_values);
+            // A checksum thread cannot panic; were it to, the data is not trusted.
+            verified.join().unwrap_or_else(|_| Err(Error::InvalidArgument("tokenizer DFA checksum failed".into())))?;
+            dfa
+        })
+    }
+
+    fn parse(
+        mut r: crate::serialize::Reader<'_>,
+        vocab: &Vocabulary,
+        store_values: impl FnOnce(&[u8]) -> U32Storage,
+    ) -> Result<TokenizerDfa> {
         let bad = |what: &str| Error::InvalidArgument(format!("invalid tokenizer DFA data: {what}"));
-        let mut r = crate::serialize::Reader::open(bytes, SERIAL_KIND, SERIAL_VERSION, vocab.fingerprint())?;
-        let construction = match r.u8()? {
+        let construction = match r.u32()? {
             0 => Construction::Algorithm3,
             1 => Construction::PriorityTimeline,
             _ => return Err(bad("unknown construction")),
@@ -332,7 +302,8 @@ impl TokenizerDfa {
         if class_of.len() != n {
             return Err(bad("token count differs from the vocabulary"));
         }
-        let forbidden = ForbiddenSets { offsets: r.u32s()?, values: r.u32s()? };
+        let offsets = r.u32s()?;
+        let forbidden = ForbiddenSets::from_parts(offsets, store_values(r.u32s_bytes()?));
         forbidden.validate(n).map_err(bad)?;
         let num_classes = forbidden.len();
         if num_classes == 0 || num_classes > n + 1 {
@@ -354,13 +325,12 @@ impl TokenizerDfa {
         if class_of.iter().any(|&c| c != NO_CLASS && c as usize >= num_classes) {
             return Err(bad("class id out of range"));
         }
-        let emittable: Vec<bool> = class_of.iter().map(|&c| c != NO_CLASS).collect();
-        let mut dfa = Self::from_forbidden(vocab, construction, &emittable, vec![Vec::new(); n], trie)?;
-        dfa.class_of = class_of;
-        dfa.forbidden_bits = ForbiddenBits::new(&forbidden, n);
-        dfa.forbidden = forbidden;
-        dfa.num_forbidden_pairs = num_forbidden_pairs;
-        Ok(dfa)
+        Self::assemble(vocab, construction, class_of, forbidden, num_forbidden_pairs, trie)
+    }
+
+    /// Whether the forbidden sets are read in place from a memory-mapped cache file.
+    pub fn is_mapped(&self) -> bool {
+        self.forbidden.is_mapped()
     }
 
     pub fn construction(&self) -> Construction {
@@ -697,6 +667,40 @@ mod tests {
         assert!(TokenizerDfa::from_bytes(&bytes, &other).is_err(), "another merge order is another tokenizer");
     }
 
+    /// A cache file loaded through a memory map uses its forbidden sets in place and equals the
+    /// DFA it was written from; a flipped bit anywhere in the payload or a truncation is refused.
+    #[test]
+    fn mapped_cache_file_round_trip_and_refusals() {
+        let tokens = ["a", "b", "c", "ab", "aa", "ac", "ba", "ca", "bb", "abc", "aab"];
+        let merges = [("a", "b"), ("a", "a"), ("a", "c"), ("b", "a"), ("c", "a"), ("b", "b"), ("ab", "c"), ("a", "ab")];
+        let vocab = Vocabulary::char_bpe_for_tests(&tokens, &merges).unwrap();
+        let dfa = TokenizerDfa::build(&vocab).unwrap();
+        let bytes = dfa.to_bytes(&vocab);
+        let dir = std::env::temp_dir().join(format!("propertok-mapped-dfa-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let map_of = |name: &str, data: &[u8]| {
+            let path = dir.join(name);
+            std::fs::write(&path, data).unwrap();
+            let file = std::fs::File::open(&path).unwrap();
+            // SAFETY: a private temporary file that nothing writes while it is mapped.
+            Arc::new(unsafe { memmap2::Mmap::map(&file) }.unwrap())
+        };
+        let back = TokenizerDfa::from_mapped_file(map_of("ok.bin", &bytes), &vocab).unwrap();
+        assert!(back.is_mapped() && !dfa.is_mapped());
+        assert_eq!(back.class_of, dfa.class_of);
+        assert_eq!(back.forbidden, dfa.forbidden);
+        for c in 0..dfa.num_classes() as u32 {
+            assert_eq!(back.forbidden_bits(c), dfa.forbidden_bits(c));
+        }
+        for at in [40, bytes.len() / 2, bytes.len() - 1] {
+            let mut flipped = bytes.clone();
+            flipped[at] ^= 1;
+            assert!(TokenizerDfa::from_mapped_file(map_of("flipped.bin", &flipped), &vocab).is_err(), "bit {at}");
+        }
+        assert!(TokenizerDfa::from_mapped_file(map_of("short.bin", &bytes[..bytes.len() - 4]), &vocab).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     /// Clearing a class's forbidden set from a mask gives the same bits whether it goes through
     /// the ids or the bitset (a 4-token-per-word threshold makes the larger sets of this small
     /// vocabulary take the bitset path), before and after a cache round trip.
@@ -723,19 +727,6 @@ mod tests {
             }
         }
         assert!(with_bits > 0, "no class took the bitset path: the test would not cover it");
-    }
-
-    #[test]
-    fn forbidden_sets_are_validated() {
-        let sets = |offsets: &[u32], values: &[u32]| ForbiddenSets { offsets: offsets.to_vec(), values: values.to_vec() };
-        assert_eq!(sets(&[0, 0, 2], &[1, 3]).validate(4), Ok(()));
-        assert!(sets(&[], &[]).validate(4).is_err(), "no offsets");
-        assert!(sets(&[1, 2], &[1, 3]).validate(4).is_err(), "does not start at 0");
-        assert!(sets(&[0, 1], &[1, 3]).validate(4).is_err(), "does not end at the values' end");
-        assert!(sets(&[0, 2, 1, 2], &[1, 3]).validate(4).is_err(), "decreasing offsets");
-        assert!(sets(&[0, 2], &[3, 1]).validate(4).is_err(), "unsorted");
-        assert!(sets(&[0, 2], &[1, 1]).validate(4).is_err(), "duplicate");
-        assert!(sets(&[0, 2], &[1, 4]).validate(4).is_err(), "out of range");
     }
 
     #[test]

@@ -190,8 +190,7 @@ impl TokenizerDfa {
             });
             class_of[t] = c;
         }
-        let num_forbidden_pairs = pairs;
-        Self::assemble(vocab, construction, class_of, forbidden, num_forbidden_pairs, None)
+        Self::assemble(vocab, construction, class_of, forbidden, pairs, None)
     }
 
     /// The DFA of classes already fused: adds the byte-fallback tables and trie (`loaded_trie`

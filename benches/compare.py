@@ -85,6 +85,8 @@ _LIBC = None
 
 
 def _trim():
+    """Returns freed memory to the OS before a resident-set reading: glibc's ``malloc_trim``, and
+    for propertok, whose extension allocates through mimalloc, its ``_release_freed_memory``."""
     global _LIBC
     gc.collect()
     try:
@@ -93,6 +95,9 @@ def _trim():
         _LIBC.malloc_trim(0)
     except OSError:
         pass
+    core = sys.modules.get("propertok._core")
+    if core is not None and hasattr(core, "_release_freed_memory"):
+        core._release_freed_memory()
 
 
 def _status_kb(pid="self"):

@@ -162,6 +162,22 @@ def test_mask_keeps_guide_alive(mistral):
     del junk
 
 
+def test_releasing_freed_memory_keeps_guides_and_masks(pt, mistral):
+    """``_core._release_freed_memory`` (mimalloc's collect, used before resident-set readings)
+    returns only freed pages: live guides and the mask views they handed out stay intact."""
+    guide = mistral.compiler.compile_regex(BOOLEAN)
+    masks = [guide.mask(s) for s in range(guide.num_states)]
+    copies = [m.copy() for m in masks]
+    dropped = [mistral.compiler.compile_regex(BOOLEAN) for _ in range(8)]
+    del dropped
+    gc.collect()
+    pt._core._release_freed_memory()
+    for s, (m, c) in enumerate(zip(masks, copies)):
+        assert np.array_equal(m, c)
+        assert np.array_equal(guide.mask(s), c)
+    assert guide.first_difference(mistral.compiler.compile_regex(BOOLEAN)) is None
+
+
 def test_random_walk_is_seeded(mistral):
     guide = mistral.guide(SIMPLE)
     assert guide.random_walk(5) == guide.random_walk(5)

@@ -12,6 +12,11 @@ import numpy.typing as npt
 
 __version__: str
 
+def _release_freed_memory() -> None:
+    """Return the memory the extension has freed to the OS (its allocator is mimalloc, which
+    glibc's ``malloc_trim`` does not reach). For resident-memory measurements; never needed for
+    correct results."""
+
 class PropertokError(Exception):
     """Base class of propertok's own exceptions."""
 

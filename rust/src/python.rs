@@ -20,17 +20,26 @@ use crate::matcher::Matcher;
 use crate::vocab::Vocabulary;
 
 /// The extension's Rust allocations go to mimalloc, not glibc's malloc. A Llama 3 compile frees
-/// ~150 MB of temporaries and dropping a guide frees ~15,000 blocks; under glibc the next large
-/// allocation sorts those freed chunks first, and that allocation is usually the mask cache's
-/// slot for the next state, so the first masks after a compile took 100–400 µs instead of
-/// 3–10 µs (`benches/compare.py`, Llama 3: mask p99 115 → 14 µs). mimalloc frees into per-page
-/// lists and has no such deferred work. `v2`, `no_thp` and `local_dynamic_tls` (see
-/// `Cargo.toml`): its v3 with transparent huge pages made the tokenizer-DFA build 30 % slower
-/// (huge pages zeroed again after each purge), and a library loaded with `dlopen` needs the
-/// dynamic TLS model. Only the extension uses it: the crate itself (`cargo test`, criterion)
-/// keeps the system allocator.
+/// ~150 MB of temporaries and dropping a guide frees tens of thousands of blocks; under glibc
+/// the next large allocation sorts those freed chunks first, and that allocation is usually the
+/// mask cache's slot for the next state, so the first masks after a compile took 100–400 µs
+/// instead of 3–10 µs (`benches/compare.py`, Llama 3: mask p99 115 → 14 µs). mimalloc frees
+/// into per-page lists and has no such deferred work. `v2`, `no_thp` and `local_dynamic_tls`
+/// (see `Cargo.toml`): its v3 with transparent huge pages made the tokenizer-DFA build ~30 %
+/// slower (huge pages zeroed again after each purge), and a library loaded with `dlopen` needs
+/// the dynamic TLS model. Only the extension uses it: the crate itself (`cargo test`,
+/// criterion) keeps the system allocator.
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// Returns the memory the extension has freed to the operating system (mimalloc's
+/// `mi_collect(true)`; glibc's `malloc_trim` does not reach it). For measuring resident memory,
+/// as `benches/compare.py` does; results of propertok never depend on it.
+#[pyfunction]
+fn _release_freed_memory(py: Python<'_>) {
+    // SAFETY: `mi_collect` only returns free pages of mimalloc's own heaps to the OS.
+    py.detach(|| unsafe { libmimalloc_sys::mi_collect(true) });
+}
 
 create_exception!(_core, PropertokError, PyException, "Base class of propertok's own exceptions.");
 create_exception!(_core, LimitExceeded, PropertokError, "A documented size limit was reached.");
@@ -527,5 +536,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyCompiler>()?;
     m.add_class::<PyGuide>()?;
     m.add_class::<PyMatcher>()?;
+    m.add_function(wrap_pyfunction!(_release_freed_memory, m)?)?;
     Ok(())
 }

@@ -65,6 +65,41 @@ def test_main_byte_level_tokenizers_compile_canonical_guides(pt, tokenizer_under
     assert not problems, "\n".join(problems[:20])
 
 
+@pytest.mark.parametrize("name", ["gpt2", "qwen2"])
+def test_tokens_always_split_never_come_out_of_the_real_tokenizer(tokenizer_under_test, name):
+    """``Compiler.tokens_always_split()`` (tokens the merges emit but whose text the pre-tokenizer
+    never leaves whole) against the real tokenizer: encoding a listed token's own text never
+    gives that token back, while it does for most unlisted tokens (every 97th id), so the check
+    can fail. The list is computed once per Compiler; ``tokenizer_dfa_stats`` counts it."""
+    tut = tokenizer_under_test(name)
+    compiler = tut.compiler
+    listed = compiler.tokens_always_split()
+    assert listed == sorted(set(listed))
+    assert compiler.tokens_always_split() == listed  # the cached answer
+    assert compiler.tokenizer_dfa_stats()["num_always_split_tokens"] == len(listed)
+    assert listed, "each of these tokenizers has some (GPT-2: the bytes C0, C1, F5-FF)"
+    texts = {}
+    for t in listed:
+        try:
+            texts[t] = tut.oracle.decode([t]).decode("utf-8")
+        except UnicodeDecodeError:
+            pass  # not text on its own (GPT-2's 13 are invalid UTF-8 bytes)
+    encoded = tut.oracle.canonical_batch(list(texts.values()))
+    whole = [t for (t, s), ids in zip(texts.items(), encoded) if ids == [t]]
+    assert not whole, f"{len(whole)} listed tokens come out whole from their own text, e.g. {whole[:5]}"
+    listed_set = set(listed)
+    others = [t for t in range(0, tut.vocab.vocab_size, 97) if t not in listed_set][:300]
+    other_texts = []
+    for t in others:
+        try:
+            other_texts.append((t, tut.oracle.decode([t]).decode("utf-8")))
+        except UnicodeDecodeError:
+            pass
+    back = tut.oracle.canonical_batch([s for _, s in other_texts])
+    assert sum(ids == [t] for (t, _), ids in zip(other_texts, back)) > 0.8 * len(other_texts)
+    print(f"{name}: {len(listed)} always split, {len(texts)} decodable, checked against the tokenizer")
+
+
 def test_sentencepiece_canonical_is_supported(mistral, llama2):
     for tut in (mistral, llama2):
         assert tut.vocab.kind == "sentencepiece-bpe"

@@ -117,6 +117,15 @@ def python_re_verdict(compiled: Optional[re.Pattern], pattern: str, text: str) -
     return compiled.fullmatch(text) is not None
 
 
+def canonical_of_text(o, text: bytes):
+    """The tokenizer's own encoding of a walk's decoded bytes, for a failure message ("not
+    UTF-8" when they are not text)."""
+    try:
+        return o.canonical(text.decode("utf-8"))
+    except UnicodeDecodeError:
+        return "not UTF-8"
+
+
 def check_walks(o, guide, pattern: str, dfa, seeds, problems: list, counts) -> None:
     """Sound: every random walk re-encodes to itself and decodes into the language."""
     py = python_regex(pattern)
@@ -125,10 +134,7 @@ def check_walks(o, guide, pattern: str, dfa, seeds, problems: list, counts) -> N
     for seq, canonical in zip(walks, o.is_canonical_batch(walks)):
         text = o.decode(seq)
         if not canonical:
-            try:
-                redo = o.canonical(text.decode("utf-8"))
-            except UnicodeDecodeError:
-                redo = "not UTF-8"
+            redo = canonical_of_text(o, text)
             problems.append(f"{pattern!r}: walk {seq[:20]} text {text[:80]!r} is not canonical (canonical: {redo})")
         if not dfa.matches(text):
             problems.append(f"{pattern!r}: walk {seq[:20]} decodes outside the language: {text[:80]!r}")

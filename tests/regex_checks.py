@@ -23,7 +23,7 @@ HERE = Path(__file__).resolve().parent
 if str(HERE) not in sys.path:
     sys.path.insert(0, str(HERE))
 
-from helpers import python_re_verdict, python_regex, walk  # noqa: E402
+from helpers import canonical_of_text, python_re_verdict, python_regex, walk  # noqa: E402
 from pretok_support import normalization_form, stable_text  # noqa: E402
 from workloads import expected_rejection  # noqa: E402
 
@@ -169,10 +169,7 @@ def check_regex(pt, tut, row: dict, seed: int, counts: collections.Counter, fail
     for seq, canonical in zip(walks, o.is_canonical_batch(walks)):
         text = o.decode(seq)
         if not canonical:
-            try:
-                redo = o.canonical(text.decode("utf-8"))
-            except UnicodeDecodeError:
-                redo = "not UTF-8"
+            redo = canonical_of_text(o, text)
             fail("random walk is not canonical", f"walk={seq[:30]} text={text[:120]!r} canonical={redo}")
         if not dfa.matches(text):
             fail("random walk decodes outside the language", repr(text[:120]))

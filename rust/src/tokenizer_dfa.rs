@@ -670,14 +670,20 @@ mod tests {
         assert!(TokenizerDfa::from_bytes(&bytes, &other).is_err(), "another merge order is another tokenizer");
     }
 
-    /// A cache file loaded through a memory map uses its forbidden sets in place and equals the
-    /// DFA it was written from; a flipped bit anywhere in the payload or a truncation is refused.
-    #[test]
-    fn mapped_cache_file_round_trip_and_refusals() {
+    /// A small vocabulary some of whose forbidden sets reach the bitset threshold, and its DFA.
+    fn vocab_with_large_forbidden_sets() -> (Vocabulary, TokenizerDfa) {
         let tokens = ["a", "b", "c", "ab", "aa", "ac", "ba", "ca", "bb", "abc", "aab"];
         let merges = [("a", "b"), ("a", "a"), ("a", "c"), ("b", "a"), ("c", "a"), ("b", "b"), ("ab", "c"), ("a", "ab")];
         let vocab = Vocabulary::char_bpe_for_tests(&tokens, &merges).unwrap();
         let dfa = TokenizerDfa::build(&vocab).unwrap();
+        (vocab, dfa)
+    }
+
+    /// A cache file loaded through a memory map uses its forbidden sets in place and equals the
+    /// DFA it was written from; a flipped bit anywhere in the payload or a truncation is refused.
+    #[test]
+    fn mapped_cache_file_round_trip_and_refusals() {
+        let (vocab, dfa) = vocab_with_large_forbidden_sets();
         let bytes = dfa.to_bytes(&vocab);
         let dir = std::env::temp_dir().join(format!("propertok-mapped-dfa-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -709,10 +715,7 @@ mod tests {
     /// vocabulary take the bitset path), before and after a cache round trip.
     #[test]
     fn clearing_forbidden_sets_through_ids_or_bitsets() {
-        let tokens = ["a", "b", "c", "ab", "aa", "ac", "ba", "ca", "bb", "abc", "aab"];
-        let merges = [("a", "b"), ("a", "a"), ("a", "c"), ("b", "a"), ("c", "a"), ("b", "b"), ("ab", "c"), ("a", "ab")];
-        let vocab = Vocabulary::char_bpe_for_tests(&tokens, &merges).unwrap();
-        let dfa = TokenizerDfa::build(&vocab).unwrap();
+        let (vocab, dfa) = vocab_with_large_forbidden_sets();
         let back = TokenizerDfa::from_bytes(&dfa.to_bytes(&vocab), &vocab).unwrap();
         let words = bitset::words_for(vocab.vocab_size());
         let mut with_bits = 0;

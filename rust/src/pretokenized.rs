@@ -60,6 +60,7 @@ mod automaton;
 mod lone_splits;
 mod pending;
 mod successor_table;
+mod token_groups;
 
 pub use allowed_chars::{allowed_chars, normalization_stable_chars};
 pub use always_split::tokens_always_split;
@@ -69,6 +70,7 @@ pub use lone_splits::{lone_tokens, LoneSplits, ROOT};
 use lone_splits::SPELLED;
 use pending::{PendingGroups, Wanted};
 use successor_table::{successor_table, SuccessorTable, TableScratch};
+use token_groups::{Grouper, TokenGroups};
 
 use std::collections::VecDeque;
 use std::hash::Hash;
@@ -94,13 +96,6 @@ pub const START: u32 = u32::MAX - 2;
 pub const LONE: u32 = u32::MAX - 3;
 /// "Not a set" / "not on a lone token's split".
 pub(crate) const NONE: u32 = u32::MAX;
-
-/// Token transitions from one text state with the same (target text state, class).
-struct Group {
-    to: u32,
-    class: u32,
-    tokens: Box<[u32]>,
-}
 
 /// Whether some token of `tokens` is absent from the sorted `forbidden` and from `except`
 /// (sorted `(token, _)` pairs).
@@ -249,7 +244,8 @@ pub fn build<M: PieceBoundaries>(
 
     let debug_started = std::time::Instant::now();
     // --- Elements, forward. ---
-    let mut groups: FxHashMap<u32, Vec<Group>> = FxHashMap::default();
+    let mut groups: FxHashMap<u32, TokenGroups> = FxHashMap::default();
+    let mut grouper = Grouper::new(vocab.num_tokens(), |t| class_or_lone(tok, t));
     let mut pending: FxHashMap<u32, PendingGroups> = FxHashMap::default();
     let mut marks_of: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
     // Edges on tokens that continue a lone token's split: (source element, target element).
@@ -260,8 +256,8 @@ pub fn build<M: PieceBoundaries>(
         limits.deadline.check("the pre-tokenized guide's forward search")?;
         let (z, c, u) = elements.items[id as usize];
         if !groups.contains_key(&z) {
-            let g = token_groups(&mut text, trie, tok, z)?;
-            group_bytes += g.iter().map(|g| g.tokens.len() * 4 + std::mem::size_of::<Group>()).sum::<usize>();
+            let g = token_groups(&mut text, trie, &mut grouper, z)?;
+            group_bytes += g.heap_bytes();
             limits.check_bytes(elements.items.len(), 1, group_bytes)?;
             groups.insert(z, g);
         }
@@ -269,8 +265,8 @@ pub fn build<M: PieceBoundaries>(
         let gs = &groups[&z];
         match mode_of(c) {
             Mode::Start => {
-                for g in gs {
-                    if some_allowed(&g.tokens, &[], special) {
+                for g in &gs.groups {
+                    if some_allowed(gs.tokens(g), &[], special) {
                         elements.add((g.to, g.class, NONE))?;
                     }
                 }
@@ -281,11 +277,11 @@ pub fn build<M: PieceBoundaries>(
                 // lone-token split of `u` are left to the edges below.
                 // (Made on the first visit in this mode: most text states never get one.)
                 let pending = pending.entry(z).or_insert_with(|| {
-                    let regular = gs.iter().enumerate().filter(|(_, g)| g.class != LONE);
-                    PendingGroups::new(regular.map(|(i, g)| (i as u32, &g.tokens[..])), gs.len())
+                    let regular = gs.groups.iter().enumerate().filter(|(_, g)| g.class != LONE);
+                    PendingGroups::new(regular.map(|(i, g)| (i as u32, gs.tokens(g))), gs.groups.len())
                 });
                 pending.retain(tok.forbidden(c), special, Wanted::Allowed, |gi, allowed| {
-                    let g = &gs[gi as usize];
+                    let g = &gs.groups[gi as usize];
                     elements.keep_pending((g.to, g.class, NONE), allowed)
                 })?;
             }
@@ -326,7 +322,7 @@ pub fn build<M: PieceBoundaries>(
     }
     let mut group_preds: FxHashMap<(u32, u32), Vec<(u32, u32)>> = FxHashMap::default();
     for (&z, gs) in &groups {
-        for (gi, g) in gs.iter().enumerate() {
+        for (gi, g) in gs.groups.iter().enumerate() {
             group_preds.entry((g.to, g.class)).or_default().push((z, gi as u32));
         }
     }
@@ -386,11 +382,13 @@ pub fn build<M: PieceBoundaries>(
             continue; // reached only through split edges
         }
         for &(zs, gi) in group_preds.get(&(zt, ct)).map_or(&[][..], |v| v.as_slice()) {
-            let g = &groups[&zs][gi as usize];
+            let gs = &groups[&zs];
+            let g = &gs.groups[gi as usize];
+            let tokens = gs.tokens(g);
             promote(zs, &mut live, &mut work, &|(_, cp, up)| match mode_of(cp) {
-                Mode::Start => some_allowed(&g.tokens, &[], splits.next_tokens(up)),
+                Mode::Start => some_allowed(tokens, &[], splits.next_tokens(up)),
                 Mode::Lone => false,
-                Mode::Regular => g.class != LONE && some_allowed(&g.tokens, tok.forbidden(cp), splits.next_tokens(up)),
+                Mode::Regular => g.class != LONE && some_allowed(tokens, tok.forbidden(cp), splits.next_tokens(up)),
             });
         }
     }
@@ -665,26 +663,22 @@ fn exact_successors<M: PieceBoundaries>(
 
 /// The token groups of text state `z`: tokens whose walk from `z` stays alive, grouped by
 /// (target text state, class), lone tokens under [`LONE`].
-fn token_groups<M: PieceBoundaries>(
+fn token_groups<M: PieceBoundaries, F: Fn(u32) -> u32>(
     text: &mut TextAutomaton<'_, M>,
     trie: &TokenTrie,
-    tok: &TokenizerDfa,
+    grouper: &mut Grouper<F>,
     z: u32,
-) -> Result<Vec<Group>> {
-    let mut triples: Vec<(u32, u32, u32)> = Vec::new();
+) -> Result<TokenGroups> {
+    let mut pairs: Vec<(u32, u32)> = Vec::new();
     trie.for_each_walk(
         z,
         |s, b| {
             let to = text.byte(s, b)?;
             Ok::<_, Error>((to != DEAD).then_some(to))
         },
-        |t, to| triples.push((to, class_or_lone(tok, t), t)),
+        |t, to| pairs.push((t, to)),
     )?;
-    triples.sort_unstable();
-    Ok(triples
-        .chunk_by(|a, b| a.0 == b.0 && a.1 == b.1)
-        .map(|run| Group { to: run[0].0, class: run[0].1, tokens: run.iter().map(|x| x.2).collect() })
-        .collect())
+    Ok(grouper.group(&mut pairs))
 }
 
 #[cfg(test)]

@@ -28,7 +28,8 @@ use crate::error::Result;
 use crate::tokenizer_dfa::TokenizerDfa;
 
 use super::lone_splits::{LoneSplits, ROOT};
-use super::{class_or_lone, mark_allowed, Element, Group, Member, Mode, SetGroup, LONE, NONE, START};
+use super::token_groups::TokenGroups;
+use super::{class_or_lone, mark_allowed, Element, Member, Mode, SetGroup, LONE, NONE, START};
 
 /// Tokens with a live successor, grouped (see the module docs): group `g`'s tokens are
 /// `tokens[groups[g].tokens]`, ascending; `by_token` lists `(token, group)` by ascending token,
@@ -67,6 +68,21 @@ struct Source<'a> {
     tokens: &'a [u32],
 }
 
+/// The successor sets of the blocks with one chain of sources: as member lists (ascending) and
+/// as interned ids.
+struct Combination {
+    all: Vec<Member>,
+    free: Vec<Member>,
+    /// Interned when a block with tokens has it (intermediate ones are never interned).
+    ids: Option<(u32, u32)>,
+}
+
+fn insert_sorted(list: &mut Vec<Member>, m: Member) {
+    if let Err(at) = list.binary_search(&m) {
+        list.insert(at, m);
+    }
+}
+
 /// Builds the table of `members` (a projection: split nodes are `NONE` or `SPELLED`) in
 /// `mode`. `member_spells[i]`: whether member `i`'s stage-0 piece spells an added token's
 /// content; `intern` numbers member sets (`NONE` for the empty one); `exact(t)` gives the
@@ -78,7 +94,7 @@ pub(super) fn successor_table(
     member_spells: &[bool],
     mode: Mode,
     tok: &TokenizerDfa,
-    groups: &FxHashMap<u32, Vec<Group>>,
+    groups: &FxHashMap<u32, TokenGroups>,
     marks_of: &FxHashMap<u32, Vec<u32>>,
     live: &FxHashSet<Element>,
     splits: &LoneSplits,
@@ -92,9 +108,10 @@ pub(super) fn successor_table(
     if mode != Mode::Lone {
         for &(z, u) in members {
             debug_assert!(splits.next_tokens(u).is_empty(), "projections carry no split nodes");
-            for g in &groups[&z] {
+            let gs = &groups[&z];
+            for g in &gs.groups {
                 if (g.class != LONE || mode == Mode::Start) && live.contains(&(g.to, g.class, NONE)) {
-                    sources.push(Source { target: (g.to, NONE), marked: false, tokens: &g.tokens });
+                    sources.push(Source { target: (g.to, NONE), marked: false, tokens: gs.tokens(g) });
                 }
             }
         }
@@ -113,14 +130,15 @@ pub(super) fn successor_table(
                 let root_continues = &scratch.root_continues;
                 let root_tokens = scratch.root_tokens_of.entry(zm).or_insert_with(|| {
                     let gs = &groups[&zm];
-                    gs.iter().flat_map(|g| g.tokens.iter().copied()).filter(|&t| root_continues[t as usize]).collect()
+                    gs.groups.iter().flat_map(|g| gs.tokens(g).iter().copied()).filter(|&t| root_continues[t as usize]).collect()
                 });
                 // Also those whose group has no live target without the split node.
                 exact_list.extend_from_slice(root_tokens);
-                for g in &groups[&zm] {
+                let gs = &groups[&zm];
+                for g in &gs.groups {
                     // Tokens continuing a lone split from ROOT are handled exactly below.
                     if live.contains(&(g.to, g.class, NONE)) {
-                        sources.push(Source { target: (g.to, NONE), marked: true, tokens: &g.tokens });
+                        sources.push(Source { target: (g.to, NONE), marked: true, tokens: gs.tokens(g) });
                     }
                 }
             }
@@ -164,16 +182,45 @@ pub(super) fn successor_table(
         touched_blocks.clear();
     }
 
-    // --- Successor sets per final block, group per (all, free, class). ---
+    // --- Successor sets per block, from its parent's and its source's target. ---
+    // Few distinct combinations exist (a wide projection has ~45,000 blocks, mostly from
+    // token groups that differ only by class), so they are memoized by (parent combination,
+    // target, marked) and each distinct member list is interned once.
+    let mut combos: Vec<Combination> = Vec::new();
+    let mut combo_of: FxHashMap<(u32, Member, bool), u32> = FxHashMap::default();
+    let mut block_combo: Vec<u32> = Vec::with_capacity(parent.len());
+    for b in 0..parent.len() {
+        let up = if parent[b] == NONE { NONE } else { block_combo[parent[b] as usize] };
+        let src = &sources[source_of[b] as usize];
+        let key = (up, src.target, src.marked);
+        let combo = match combo_of.get(&key) {
+            Some(&c) => c,
+            None => {
+                let (mut all, mut free) = match up {
+                    NONE => (Vec::new(), Vec::new()),
+                    c => (combos[c as usize].all.clone(), combos[c as usize].free.clone()),
+                };
+                insert_sorted(&mut all, src.target);
+                if src.marked {
+                    insert_sorted(&mut free, src.target);
+                }
+                combos.push(Combination { all, free, ids: None });
+                let c = combos.len() as u32 - 1;
+                combo_of.insert(key, c);
+                c
+            }
+        };
+        block_combo.push(combo);
+    }
+
+    // --- Groups per (all, free, class). ---
     let mut block_group: Vec<u32> = vec![NONE; parent.len()];
     let mut group_index: FxHashMap<(u32, u32, u32), u32> = FxHashMap::default();
     let mut out = SuccessorTable { groups: Vec::new(), tokens: Box::new([]), by_token: Vec::new(), free_tokens: Vec::new() };
-    let mut place = |all: &[Member], free: &[Member], t: u32, out: &mut SuccessorTable, intern: &mut dyn FnMut(&[Member]) -> u32| -> Option<u32> {
-        let all_id = intern(all);
+    let mut place = |all_id: u32, free_id: u32, t: u32, out: &mut SuccessorTable| -> Option<u32> {
         if all_id == NONE {
             return None;
         }
-        let free_id = intern(free);
         let key = (all_id, free_id, class_or_lone(tok, t));
         let next = out.groups.len() as u32;
         let gi = *group_index.entry(key).or_insert_with(|| {
@@ -182,10 +229,15 @@ pub(super) fn successor_table(
         });
         Some(gi)
     };
-    touched.sort_unstable();
+    if touched.len() >= scratch.block.len() / 16 {
+        // Cheaper than sorting a large share of the vocabulary.
+        let block = &scratch.block;
+        touched = (0..block.len() as u32).filter(|&t| block[t as usize] != NONE).collect();
+    } else {
+        touched.sort_unstable();
+    }
     exact_list.sort_unstable();
     exact_list.dedup();
-    let (mut all, mut free) = (Vec::new(), Vec::new());
     // Tokens of the partition and exact ones, merged in ascending order.
     let (mut i, mut k) = (0, 0);
     while i < touched.len() || k < exact_list.len() {
@@ -194,29 +246,16 @@ pub(super) fn successor_table(
             let t = exact_list[k];
             k += 1;
             let (a, f) = exact(t)?;
-            (t, place(&a, &f, t, &mut out, intern))
+            (t, place(intern(&a), intern(&f), t, &mut out))
         } else {
             let t = touched[i];
             i += 1;
             let b = scratch.block[t as usize];
             scratch.block[t as usize] = NONE;
             if block_group[b as usize] == NONE {
-                all.clear();
-                free.clear();
-                let mut at = b;
-                while at != NONE {
-                    let src = &sources[source_of[at as usize] as usize];
-                    all.push(src.target);
-                    if src.marked {
-                        free.push(src.target);
-                    }
-                    at = parent[at as usize];
-                }
-                all.sort_unstable();
-                all.dedup();
-                free.sort_unstable();
-                free.dedup();
-                block_group[b as usize] = place(&all, &free, t, &mut out, intern).expect("a block has a source");
+                let combo = &mut combos[block_combo[b as usize] as usize];
+                let (all_id, free_id) = *combo.ids.get_or_insert_with(|| (intern(&combo.all), intern(&combo.free)));
+                block_group[b as usize] = place(all_id, free_id, t, &mut out).expect("a block has a source");
             }
             (t, Some(block_group[b as usize]))
         };

@@ -31,55 +31,67 @@ impl Default for TokenTrie {
 }
 
 impl TokenTrie {
-    /// A trie of the given `(token, bytes)` pairs (tokens with empty bytes are ignored).
+    /// A trie of the given `(token, bytes)` pairs (tokens with empty bytes are ignored; tokens
+    /// with the same bytes are listed at their node in the order given).
+    ///
+    /// Built from the byte strings in lexicographic order, where preorder is creation order:
+    /// each string adds one node per byte past its common prefix with the previous one. No
+    /// per-node allocation (a nested-vector build took ~76 ms for Llama 3's 128k tokens).
     pub fn new<'a>(tokens: impl IntoIterator<Item = (u32, &'a [u8])>) -> TokenTrie {
-        // Built as nested vectors, then laid out flat in preorder.
-        let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
-        let mut ends: Vec<Vec<u32>> = vec![Vec::new()];
-        for (t, bytes) in tokens {
-            if bytes.is_empty() {
-                continue;
+        let mut words: Vec<(&'a [u8], u32)> = tokens.into_iter().filter(|(_, b)| !b.is_empty()).map(|(t, b)| (b, t)).collect();
+        // Stable: equal strings keep their given order.
+        words.sort_by(|a, b| a.0.cmp(b.0));
+        // Per node in preorder: its parent, the byte into it, and its depth (a path stack).
+        let mut parent: Vec<u32> = vec![u32::MAX];
+        let mut byte_in: Vec<u8> = vec![0];
+        let mut token_node: Vec<u32> = Vec::with_capacity(words.len());
+        let mut path: Vec<u32> = vec![0];
+        let mut previous: &[u8] = &[];
+        for &(bytes, _) in &words {
+            let common = bytes.iter().zip(previous).take_while(|(a, b)| a == b).count();
+            path.truncate(common + 1);
+            for &b in &bytes[common..] {
+                let id = parent.len() as u32;
+                parent.push(*path.last().expect("the root stays on the path"));
+                byte_in.push(b);
+                path.push(id);
             }
-            let mut node = 0usize;
-            for &b in bytes {
-                node = match children[node].binary_search_by_key(&b, |c| c.0) {
-                    Ok(i) => children[node][i].1 as usize,
-                    Err(i) => {
-                        let id = children.len();
-                        children[node].insert(i, (b, id as u32));
-                        children.push(Vec::new());
-                        ends.push(Vec::new());
-                        id
-                    }
-                };
-            }
-            ends[node].push(t);
+            token_node.push(*path.last().expect("a non-empty path"));
+            previous = bytes;
         }
-        let mut order = Vec::with_capacity(children.len());
-        let mut renumber = vec![0u32; children.len()];
-        let mut stack = vec![0u32];
-        while let Some(n) = stack.pop() {
-            renumber[n as usize] = order.len() as u32;
-            order.push(n);
-            stack.extend(children[n as usize].iter().rev().map(|c| c.1));
+        let num_nodes = parent.len();
+        // Children by parent, and tokens by node: counting sorts, stable, so children stay in
+        // byte order and a node's tokens in the given order.
+        let mut edges = vec![0u32; num_nodes + 1];
+        for &p in &parent[1..] {
+            edges[p as usize + 1] += 1;
         }
-        let mut trie = TokenTrie {
-            edges: vec![0],
-            edge_bytes: Vec::new(),
-            edge_nodes: Vec::new(),
-            tokens: vec![0],
-            token_ids: Vec::new(),
-        };
-        for &n in &order {
-            for &(b, child) in &children[n as usize] {
-                trie.edge_bytes.push(b);
-                trie.edge_nodes.push(renumber[child as usize]);
-            }
-            trie.edges.push(trie.edge_bytes.len() as u32);
-            trie.token_ids.extend_from_slice(&ends[n as usize]);
-            trie.tokens.push(trie.token_ids.len() as u32);
+        for n in 0..num_nodes {
+            edges[n + 1] += edges[n];
         }
-        trie
+        let mut edge_bytes = vec![0u8; num_nodes - 1];
+        let mut edge_nodes = vec![0u32; num_nodes - 1];
+        let mut at = edges.clone();
+        for child in 1..num_nodes {
+            let p = parent[child] as usize;
+            edge_bytes[at[p] as usize] = byte_in[child];
+            edge_nodes[at[p] as usize] = child as u32;
+            at[p] += 1;
+        }
+        let mut tokens = vec![0u32; num_nodes + 1];
+        for &n in &token_node {
+            tokens[n as usize + 1] += 1;
+        }
+        for n in 0..num_nodes {
+            tokens[n + 1] += tokens[n];
+        }
+        let mut token_ids = vec![0u32; words.len()];
+        let mut at = tokens.clone();
+        for (&(_, t), &n) in words.iter().zip(&token_node) {
+            token_ids[at[n as usize] as usize] = t;
+            at[n as usize] += 1;
+        }
+        TokenTrie { edges, edge_bytes, edge_nodes, tokens, token_ids }
     }
 
     pub fn num_nodes(&self) -> usize {
@@ -139,6 +151,42 @@ impl TokenTrie {
 mod tests {
     use super::*;
     use crate::bytedfa::DEFAULT_MAX_STATES;
+
+    /// On random vocabularies (shared prefixes, duplicate strings, prefixes of others), every
+    /// token is found at its own bytes, in the order given, and only there.
+    #[test]
+    fn trie_lists_every_token_at_its_bytes() {
+        let mut rng = crate::random::SplitMix64::new(5);
+        for _ in 0..200 {
+            let n = rng.below(60);
+            let mut words: Vec<Vec<u8>> = Vec::new();
+            for _ in 0..n {
+                let len = rng.below(5);
+                words.push((0..len).map(|_| b"abc\xff"[rng.below(4)]).collect());
+            }
+            let trie = TokenTrie::new(words.iter().enumerate().map(|(i, w)| (i as u32, w.as_slice())));
+            let mut found: Vec<(Vec<u8>, u32)> = Vec::new();
+            let mut stack: Vec<(u32, Vec<u8>)> = vec![(0, Vec::new())];
+            let mut preorder = 0;
+            while let Some((node, text)) = stack.pop() {
+                assert_eq!(node, preorder, "nodes are numbered in preorder");
+                preorder += 1;
+                assert!(node == 0 || !trie.tokens_at(node).is_empty() || !trie.edge_range(node).is_empty(), "no dead node");
+                found.extend(trie.tokens_at(node).iter().map(|&t| (text.clone(), t)));
+                let children: Vec<(u8, u32)> = trie.edge_range(node).map(|e| (trie.edge_bytes[e], trie.edge_nodes[e])).collect();
+                assert!(children.windows(2).all(|w| w[0].0 < w[1].0), "children sorted by byte");
+                for &(b, child) in children.iter().rev() {
+                    let mut t = text.clone();
+                    t.push(b);
+                    stack.push((child, t));
+                }
+            }
+            assert_eq!(preorder as usize, trie.num_nodes());
+            let mut want: Vec<(Vec<u8>, u32)> = words.iter().enumerate().filter(|(_, w)| !w.is_empty()).map(|(i, w)| (w.clone(), i as u32)).collect();
+            want.sort_by(|a, b| a.0.cmp(&b.0));
+            assert_eq!(found, want);
+        }
+    }
 
     #[test]
     fn trie_walk_equals_per_token_walk() {

@@ -70,38 +70,56 @@ fn checksum(bytes: &[u8]) -> u64 {
     h.finish()
 }
 
-/// Appends little-endian values.
-#[derive(Default)]
-pub struct Writer(pub Vec<u8>);
+/// Appends little-endian values after room for the container header, which
+/// [`Writer::finish`] fills in place (no copy of the payload: a Llama 3 tokenizer DFA is
+/// ~460 MB).
+pub struct Writer {
+    buf: Vec<u8>,
+}
+
+const HEADER_BYTES: usize = 40;
+
+impl Default for Writer {
+    fn default() -> Self {
+        Writer { buf: vec![0; HEADER_BYTES] }
+    }
+}
 
 impl Writer {
     pub fn u8(&mut self, v: u8) {
-        self.0.push(v);
+        self.buf.push(v);
     }
     pub fn u32(&mut self, v: u32) {
-        self.0.extend_from_slice(&v.to_le_bytes());
+        self.buf.extend_from_slice(&v.to_le_bytes());
     }
     pub fn u64(&mut self, v: u64) {
-        self.0.extend_from_slice(&v.to_le_bytes());
+        self.buf.extend_from_slice(&v.to_le_bytes());
     }
     pub fn u32s(&mut self, v: &[u32]) {
         self.u64(v.len() as u64);
-        self.0.reserve(v.len() * 4);
-        for &x in v {
-            self.u32(x);
+        let start = self.buf.len();
+        self.buf.resize(start + v.len() * 4, 0);
+        for (out, &x) in self.buf[start..].chunks_exact_mut(4).zip(v) {
+            out.copy_from_slice(&x.to_le_bytes());
         }
     }
     /// Wraps the payload in the container.
     pub fn finish(self, kind: &[u8; 4], version: u32, fingerprint: u64) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.0.len() + 40);
-        out.extend_from_slice(MAGIC);
-        out.push(CONTAINER_VERSION);
-        out.extend_from_slice(kind);
-        out.extend_from_slice(&version.to_le_bytes());
-        out.extend_from_slice(&fingerprint.to_le_bytes());
-        out.extend_from_slice(&(self.0.len() as u64).to_le_bytes());
-        out.extend_from_slice(&checksum(&self.0).to_le_bytes());
-        out.extend_from_slice(&self.0);
+        let mut out = self.buf;
+        let (header, payload) = out.split_at_mut(HEADER_BYTES);
+        let mut at = 0;
+        let mut put = |bytes: &[u8]| {
+            header[at..at + bytes.len()].copy_from_slice(bytes);
+            at += bytes.len();
+        };
+        put(MAGIC);
+        put(&[CONTAINER_VERSION]);
+        put(kind);
+        put(&version.to_le_bytes());
+        put(&fingerprint.to_le_bytes());
+        put(&(payload.len() as u64).to_le_bytes());
+        put(&checksum(payload).to_le_bytes());
+        debug_assert_eq!(at, HEADER_BYTES);
         out
     }
 }
@@ -157,7 +175,7 @@ impl<'a> Reader<'a> {
         version: u32,
         fingerprint: u64,
     ) -> Result<(Reader<'a>, PayloadChecksum<'a>)> {
-        if bytes.len() < 40 || &bytes[..7] != MAGIC {
+        if bytes.len() < HEADER_BYTES || &bytes[..7] != MAGIC {
             return Err(corrupt("not a propertok file (bad magic or truncated header)"));
         }
         if bytes[7] != CONTAINER_VERSION {
@@ -179,7 +197,7 @@ impl<'a> Reader<'a> {
         }
         let len = u64::from_le_bytes(bytes[24..32].try_into().expect("8 bytes"));
         let sum = u64::from_le_bytes(bytes[32..40].try_into().expect("8 bytes"));
-        let payload = &bytes[40..];
+        let payload = &bytes[HEADER_BYTES..];
         if payload.len() as u64 != len {
             return Err(corrupt("truncated payload"));
         }

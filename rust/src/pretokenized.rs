@@ -280,7 +280,7 @@ pub fn build<M: PieceBoundaries>(
                     let regular = gs.groups.iter().enumerate().filter(|(_, g)| g.class != LONE);
                     PendingGroups::new(regular.map(|(i, g)| (i as u32, gs.tokens(g))), gs.groups.len())
                 });
-                pending.retain(tok.forbidden(c), special, Wanted::Allowed, |gi, allowed| {
+                pending.retain(tok.forbidden(c), tok.forbidden_bits(c), special, Wanted::Allowed, |gi, allowed| {
                     let g = &gs.groups[gi as usize];
                     elements.keep_pending((g.to, g.class, NONE), allowed)
                 })?;
@@ -527,7 +527,7 @@ pub fn build<M: PieceBoundaries>(
             }
             Mode::Regular => {
                 // As in CartesianMerge: each group is tested until its target is reached.
-                let forbidden = tok.forbidden(c);
+                let (forbidden, forbidden_bits) = (tok.forbidden(c), tok.forbidden_bits(c));
                 let SetSearch { groups, tokens, lone_all, pending_all, pending_free } = search;
                 for &gi in lone_all.iter() {
                     let g = &groups[gi as usize];
@@ -535,11 +535,11 @@ pub fn build<M: PieceBoundaries>(
                         states.add((g.all, g.class))?;
                     }
                 }
-                pending_all.retain(forbidden, except, Wanted::Allowed, |gi, found| {
+                pending_all.retain(forbidden, forbidden_bits, except, Wanted::Allowed, |gi, found| {
                     let g = &groups[gi as usize];
                     states.keep_pending((g.all, g.class), found)
                 })?;
-                pending_free.retain(forbidden, except, Wanted::Forbidden, |gi, found| {
+                pending_free.retain(forbidden, forbidden_bits, except, Wanted::Forbidden, |gi, found| {
                     let g = &groups[gi as usize];
                     states.keep_pending((g.free, g.class), found)
                 })?;

@@ -15,6 +15,8 @@
 //! * `stamp[g] == round` exactly when group `g` was found to hold an allowed token in the
 //!   current round; `dropped[g]` exactly when `g` was pending once and is not any more.
 
+use crate::bitset;
+
 /// How often [`PendingGroups::retain`] offers the groups it did not find to `keep`.
 pub(super) const RECHECK_EVERY: u32 = 8;
 
@@ -69,6 +71,7 @@ impl PendingGroups {
     pub(super) fn retain<E>(
         &mut self,
         forbidden: &[u32],
+        forbidden_bits: Option<&[u32]>,
         except: &[(u32, u32)],
         wanted: Wanted,
         mut keep: impl FnMut(u32, bool) -> Result<bool, E>,
@@ -82,14 +85,20 @@ impl PendingGroups {
             self.round = 1;
         }
         let round = self.round;
+        let want_forbidden = wanted == Wanted::Forbidden;
         let mut from = 0;
         for &(t, g) in &self.tokens {
             if self.stamp[g as usize] == round {
                 continue;
             }
-            from = gallop(forbidden, from, t);
-            let in_forbidden = forbidden.get(from) == Some(&t);
-            if in_forbidden == (wanted == Wanted::Forbidden) && except.binary_search_by_key(&t, |e| e.0).is_err() {
+            let in_forbidden = match forbidden_bits {
+                Some(bits) => bitset::contains(bits, t as usize),
+                None => {
+                    from = gallop(forbidden, from, t);
+                    forbidden.get(from) == Some(&t)
+                }
+            };
+            if in_forbidden == want_forbidden && (except.is_empty() || except.binary_search_by_key(&t, |e| e.0).is_err()) {
                 self.stamp[g as usize] = round;
             }
         }
@@ -175,10 +184,16 @@ mod tests {
                 let wanted = if round % 3 == 2 { Wanted::Forbidden } else { Wanted::Allowed };
                 let forbidden: Vec<u32> = (0..200).filter(|_| rng.one_in(2)).collect();
                 let except: Vec<(u32, u32)> = (0..200).filter(|_| rng.one_in(8)).map(|t| (t, 0)).collect();
+                // Half the rounds test membership through a bitset of the forbidden set.
+                let bits = rng.one_in(2).then(|| {
+                    let mut words = vec![0u32; bitset::words_for(200)];
+                    forbidden.iter().for_each(|&t| bitset::set(&mut words, t as usize));
+                    words
+                });
                 let mut seen = Vec::new();
                 let recheck = pending.round.wrapping_add(1) % RECHECK_EVERY == 0;
                 pending
-                    .retain::<()>(&forbidden, &except, wanted, |g, allowed| {
+                    .retain::<()>(&forbidden, bits.as_deref(), &except, wanted, |g, allowed| {
                         let want = groups[g as usize].iter().any(|t| {
                             forbidden.binary_search(t).is_ok() == (wanted == Wanted::Forbidden)
                                 && except.binary_search_by_key(t, |e| e.0).is_err()

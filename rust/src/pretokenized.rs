@@ -68,7 +68,7 @@ pub(crate) use automaton::PretokenizedAutomaton;
 use automaton::{Override, SetTable, TokenSetPool};
 pub use lone_splits::{lone_tokens, LoneSplits, ROOT};
 use lone_splits::SPELLED;
-use pending::{PendingGroups, Wanted};
+use pending::{ClassBits, PendingGroups, Wanted};
 use successor_table::{successor_table, SuccessorTable, TableScratch};
 use token_groups::{Grouper, TokenGroups};
 
@@ -246,6 +246,7 @@ pub fn build<M: PieceBoundaries>(
     // --- Elements, forward. ---
     let mut groups: FxHashMap<u32, TokenGroups> = FxHashMap::default();
     let mut grouper = Grouper::new(vocab.num_tokens(), |t| class_or_lone(tok, t));
+    let mut class_bits = ClassBits::new(vocab.num_tokens());
     let mut pending: FxHashMap<u32, PendingGroups> = FxHashMap::default();
     let mut marks_of: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
     // Edges on tokens that continue a lone token's split: (source element, target element).
@@ -280,10 +281,14 @@ pub fn build<M: PieceBoundaries>(
                     let regular = gs.groups.iter().enumerate().filter(|(_, g)| g.class != LONE);
                     PendingGroups::new(regular.map(|(i, g)| (i as u32, gs.tokens(g))), gs.groups.len())
                 });
-                pending.retain(tok.forbidden(c), tok.forbidden_bits(c), special, Wanted::Allowed, |gi, allowed| {
+                let ids = tok.forbidden(c);
+                let bits = class_bits.load(ids, tok.forbidden_bits(c), pending.num_tokens());
+                let visit = pending.retain(ids, bits, special, Wanted::Allowed, |gi, allowed| {
                     let g = &gs.groups[gi as usize];
                     elements.keep_pending((g.to, g.class, NONE), allowed)
-                })?;
+                });
+                class_bits.unload(ids);
+                visit?;
             }
         }
         for &(t, child) in special {
@@ -527,22 +532,29 @@ pub fn build<M: PieceBoundaries>(
             }
             Mode::Regular => {
                 // As in CartesianMerge: each group is tested until its target is reached.
-                let (forbidden, forbidden_bits) = (tok.forbidden(c), tok.forbidden_bits(c));
+                let forbidden = tok.forbidden(c);
                 let SetSearch { groups, tokens, lone_all, pending_all, pending_free } = search;
+                let tests = pending_all.num_tokens() + pending_free.num_tokens();
+                let forbidden_bits = class_bits.load(forbidden, tok.forbidden_bits(c), tests);
                 for &gi in lone_all.iter() {
                     let g = &groups[gi as usize];
                     if except.is_empty() || some_allowed(g.tokens_in(tokens), forbidden, except) {
                         states.add((g.all, g.class))?;
                     }
                 }
-                pending_all.retain(forbidden, forbidden_bits, except, Wanted::Allowed, |gi, found| {
-                    let g = &groups[gi as usize];
-                    states.keep_pending((g.all, g.class), found)
-                })?;
-                pending_free.retain(forbidden, forbidden_bits, except, Wanted::Forbidden, |gi, found| {
-                    let g = &groups[gi as usize];
-                    states.keep_pending((g.free, g.class), found)
-                })?;
+                let visit = pending_all
+                    .retain(forbidden, forbidden_bits, except, Wanted::Allowed, |gi, found| {
+                        let g = &groups[gi as usize];
+                        states.keep_pending((g.all, g.class), found)
+                    })
+                    .and_then(|()| {
+                        pending_free.retain(forbidden, forbidden_bits, except, Wanted::Forbidden, |gi, found| {
+                            let g = &groups[gi as usize];
+                            states.keep_pending((g.free, g.class), found)
+                        })
+                    });
+                class_bits.unload(forbidden);
+                visit?;
             }
         }
         for o in override_list[oid as usize].iter() {

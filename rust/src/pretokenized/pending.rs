@@ -20,6 +20,48 @@ use crate::bitset;
 /// How often [`PendingGroups::retain`] offers the groups it did not find to `keep`.
 pub(super) const RECHECK_EVERY: u32 = 8;
 
+/// One class's forbidden set as a bitset for the [`PendingGroups::retain`] calls of one
+/// visit: the tokenizer DFA's own bitset where the class has one, else the sorted ids set into
+/// a scratch bitset when enough tokens will be tested to pay for setting and clearing them (a
+/// bit test replaces a galloping step: the pending groups of a wide table are tested against
+/// ~30,000 classes' sets, ~7 M tests per glaive schema on Llama 3).
+pub(super) struct ClassBits {
+    words: Vec<u32>,
+    loaded: bool,
+}
+
+impl ClassBits {
+    pub(super) fn new(num_tokens: usize) -> ClassBits {
+        ClassBits { words: vec![0; bitset::words_for(num_tokens)], loaded: false }
+    }
+
+    /// The bitset to test `ids` (sorted) with, `None` to gallop through them; `own` is the
+    /// DFA's bitset of the class, `tests` how many tokens will be tested. Call
+    /// [`ClassBits::unload`] with the same `ids` before the next `load`.
+    pub(super) fn load<'a>(&'a mut self, ids: &[u32], own: Option<&'a [u32]>, tests: usize) -> Option<&'a [u32]> {
+        debug_assert!(!self.loaded, "unload before the next load");
+        if own.is_some() {
+            return own;
+        }
+        // Setting and clearing costs ~2 steps per id; a galloping test ~10 per token.
+        if tests * 4 < ids.len() {
+            return None;
+        }
+        for &t in ids {
+            bitset::set(&mut self.words, t as usize);
+        }
+        self.loaded = true;
+        Some(&self.words)
+    }
+
+    pub(super) fn unload(&mut self, ids: &[u32]) {
+        if std::mem::take(&mut self.loaded) {
+            bitset::clear_sorted(&mut self.words, ids);
+        }
+        debug_assert!(self.words.iter().all(|&w| w == 0));
+    }
+}
+
 /// What makes a group's token count in [`PendingGroups::retain`].
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum Wanted {
@@ -59,9 +101,19 @@ impl PendingGroups {
         PendingGroups { groups, tokens, stamp: vec![0; num_groups], round: 0, dropped: vec![false; num_groups] }
     }
 
+    /// The tokens a [`PendingGroups::retain`] would test at most.
+    pub(super) fn num_tokens(&self) -> usize {
+        if self.groups.is_empty() {
+            0
+        } else {
+            self.tokens.len()
+        }
+    }
+
     /// Calls `keep(group, found)` for the pending groups, `found` telling whether one of its
     /// tokens is absent from `except` (sorted `(token, _)` pairs) and, as `wanted` says,
-    /// absent from or present in the sorted `forbidden`; the group stays pending when `keep`
+    /// absent from or present in the sorted `forbidden` (tested in `forbidden_bits`, its bitset,
+    /// when given); the group stays pending when `keep`
     /// returns `Ok(true)`. An error stops the visit (the groups not visited stay pending).
     ///
     /// `keep` sees every found group, but the others only every [`RECHECK_EVERY`]th round:
@@ -86,6 +138,7 @@ impl PendingGroups {
         }
         let round = self.round;
         let want_forbidden = wanted == Wanted::Forbidden;
+        let mut any_found = false;
         let mut from = 0;
         for &(t, g) in &self.tokens {
             if self.stamp[g as usize] == round {
@@ -100,13 +153,17 @@ impl PendingGroups {
             };
             if in_forbidden == want_forbidden && (except.is_empty() || except.binary_search_by_key(&t, |e| e.0).is_err()) {
                 self.stamp[g as usize] = round;
+                any_found = true;
             }
+        }
+        let recheck = round % RECHECK_EVERY == 0;
+        if !any_found && !recheck {
+            return Ok(()); // `keep` would see no group this round
         }
         let mut dropped = false;
         let mut failure = None;
         let stamp = &self.stamp;
         let dropped_groups = &mut self.dropped;
-        let recheck = round % RECHECK_EVERY == 0;
         self.groups.retain(|&g| {
             let found = stamp[g as usize] == round;
             if failure.is_some() || !(found || recheck) {

@@ -216,6 +216,9 @@ pub(super) fn successor_table(
     // --- Groups per (all, free, class). ---
     let mut block_group: Vec<u32> = vec![NONE; parent.len()];
     let mut group_index: FxHashMap<(u32, u32, u32), u32> = FxHashMap::default();
+    group_index.reserve(parent.len());
+    // Per block, whether its group has a `free` set (read per token: a byte, not a `SetGroup`).
+    let mut block_free: Vec<bool> = vec![false; parent.len()];
     let mut out = SuccessorTable { groups: Vec::new(), tokens: Box::new([]), by_token: Vec::new(), free_tokens: Vec::new() };
     let mut place = |all_id: u32, free_id: u32, t: u32, out: &mut SuccessorTable| -> Option<u32> {
         if all_id == NONE {
@@ -238,30 +241,33 @@ pub(super) fn successor_table(
     }
     exact_list.sort_unstable();
     exact_list.dedup();
+    out.by_token.reserve(touched.len() + exact_list.len());
     // Tokens of the partition and exact ones, merged in ascending order.
     let (mut i, mut k) = (0, 0);
     while i < touched.len() || k < exact_list.len() {
         let take_exact = k < exact_list.len() && (i >= touched.len() || exact_list[k] < touched[i]);
-        let (t, gi) = if take_exact {
+        let (t, gi, free) = if take_exact {
             let t = exact_list[k];
             k += 1;
             let (a, f) = exact(t)?;
-            (t, place(intern(&a), intern(&f), t, &mut out))
+            let free_id = intern(&f);
+            (t, place(intern(&a), free_id, t, &mut out), free_id != NONE)
         } else {
             let t = touched[i];
             i += 1;
-            let b = scratch.block[t as usize];
+            let b = scratch.block[t as usize] as usize;
             scratch.block[t as usize] = NONE;
-            if block_group[b as usize] == NONE {
-                let combo = &mut combos[block_combo[b as usize] as usize];
+            if block_group[b] == NONE {
+                let combo = &mut combos[block_combo[b] as usize];
                 let (all_id, free_id) = *combo.ids.get_or_insert_with(|| (intern(&combo.all), intern(&combo.free)));
-                block_group[b as usize] = place(all_id, free_id, t, &mut out).expect("a block has a source");
+                block_group[b] = place(all_id, free_id, t, &mut out).expect("a block has a source");
+                block_free[b] = free_id != NONE;
             }
-            (t, Some(block_group[b as usize]))
+            (t, Some(block_group[b]), block_free[b])
         };
         if let Some(gi) = gi {
             out.by_token.push((t, gi));
-            if out.groups[gi as usize].free != NONE {
+            if free {
                 out.free_tokens.push(t);
             }
         }

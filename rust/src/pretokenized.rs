@@ -249,6 +249,7 @@ pub fn build<M: PieceBoundaries>(
     let mut class_bits = ClassBits::new(vocab.num_tokens());
     let mut pending: FxHashMap<u32, PendingGroups> = FxHashMap::default();
     let mut marks_of: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
+    let mut marks_done: FxHashSet<(u32, bool)> = FxHashSet::default();
     // Edges on tokens that continue a lone token's split: (source element, target element).
     let mut split_edges: Vec<(u32, Element)> = Vec::new();
     let mut elements: Registry<Element> = Registry::new(max, "elements (text state, tokenizer state, split node) of a pre-tokenized guide");
@@ -306,7 +307,9 @@ pub fn build<M: PieceBoundaries>(
                 }
             }
         }
-        if c != START && !splits.spells_lone_token(u) {
+        // Boundaries depend on `c` only through `c == LONE` (`mark_allowed`): once per text
+        // state and kind of `c`, not once per class (a wide state has ~30,000 elements).
+        if c != START && !splits.spells_lone_token(u) && marks_done.insert((z, c == LONE)) {
             let ms = text.marks(z)?.to_vec();
             let spells = text.spells_content(z);
             for (kind, &zm) in ms.iter().enumerate() {
@@ -325,10 +328,17 @@ pub fn build<M: PieceBoundaries>(
     for (id, &(z, _, _)) in elements.items.iter().enumerate() {
         not_live.entry(z).or_default().push(id as u32);
     }
-    let mut group_preds: FxHashMap<(u32, u32), Vec<(u32, u32)>> = FxHashMap::default();
+    // The groups `(z, group index)` into each `(text state, class)`: chained in one vector
+    // (most keys have one; a vector per key cost a third of this phase).
+    let num_groups: usize = groups.values().map(|gs| gs.groups.len()).sum();
+    let mut group_preds: FxHashMap<(u32, u32), u32> = FxHashMap::default();
+    group_preds.reserve(num_groups);
+    let mut pred_chain: Vec<(u32, u32, u32)> = Vec::with_capacity(num_groups);
     for (&z, gs) in &groups {
         for (gi, g) in gs.groups.iter().enumerate() {
-            group_preds.entry((g.to, g.class)).or_default().push((z, gi as u32));
+            let head = group_preds.entry((g.to, g.class)).or_insert(NONE);
+            pred_chain.push((z, gi as u32, *head));
+            *head = pred_chain.len() as u32 - 1;
         }
     }
     let mut mark_preds: FxHashMap<u32, Vec<(u32, usize)>> = FxHashMap::default();
@@ -386,7 +396,10 @@ pub fn build<M: PieceBoundaries>(
         if ut != NONE {
             continue; // reached only through split edges
         }
-        for &(zs, gi) in group_preds.get(&(zt, ct)).map_or(&[][..], |v| v.as_slice()) {
+        let mut at = group_preds.get(&(zt, ct)).copied().unwrap_or(NONE);
+        while at != NONE {
+            let (zs, gi, next) = pred_chain[at as usize];
+            at = next;
             let gs = &groups[&zs];
             let g = &gs.groups[gi as usize];
             let tokens = gs.tokens(g);
@@ -405,6 +418,7 @@ pub fn build<M: PieceBoundaries>(
     let live_set: FxHashSet<Element> = elements.items.iter().zip(&live).filter(|(_, &l)| l).map(|(&e, _)| e).collect();
     drop(not_live);
     drop(group_preds);
+    drop(pred_chain);
 
     let debug_backward = debug_started.elapsed().as_secs_f64();
     // --- Guide states: (members, c), forward only (every one holds a live element). ---

@@ -7,7 +7,9 @@
 //! forbidden after the visiting class. Asking group by group costs a binary search per token
 //! (about 60 M of them for one glaive schema). Here the pending tokens are kept in ascending
 //! order, so one galloping merge with the sorted forbidden set answers for every group:
-//! `O(p · log(f / p))` for `p` pending tokens and `f` forbidden ones.
+//! `O(p · log(f / p))` for `p` pending tokens and `f` forbidden ones. When `p` is not small
+//! against `f`, the forbidden set is first set into a scratch bitset ([`ClassBits`]) and each
+//! test is one bit.
 //!
 //! # Invariants
 //! * `tokens` holds `(token, group)` for exactly the tokens of the groups in `groups`,
@@ -113,8 +115,8 @@ impl PendingGroups {
     /// Calls `keep(group, found)` for the pending groups, `found` telling whether one of its
     /// tokens is absent from `except` (sorted `(token, _)` pairs) and, as `wanted` says,
     /// absent from or present in the sorted `forbidden` (tested in `forbidden_bits`, its bitset,
-    /// when given); the group stays pending when `keep`
-    /// returns `Ok(true)`. An error stops the visit (the groups not visited stay pending).
+    /// when given); the group stays pending when `keep` returns `Ok(true)`. An error stops the
+    /// visit (the groups not visited stay pending).
     ///
     /// `keep` sees every found group, but the others only every [`RECHECK_EVERY`]th round:
     /// for them `keep` can only drop a group whose target was reached some other way, which

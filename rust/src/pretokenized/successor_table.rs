@@ -7,8 +7,10 @@
 //! to. Instead of listing `(token, target)` entries and sorting them (a wide projection, such as
 //! a JSON string's contents on Llama 3, has ~120,000 of them and took ~15 ms), the tokens are
 //! partitioned by source membership: each source splits the blocks its tokens are in (partition
-//! refinement, array work per token, no hashing), and the successor sets are then computed once
-//! per block.
+//! refinement, array work per token, no hashing). A block's successor sets follow from its
+//! parent's and its own source's target; the distinct chains are few (a wide projection's
+//! ~45,000 blocks come from groups that differ mostly by class), so the sets are computed and
+//! interned once per chain (memoized), not once per block.
 //!
 //! Tokens that continue a lone token's split from a piece start (the children of
 //! [`super::ROOT`]) have targets that depend on the token, not only on its group; when a

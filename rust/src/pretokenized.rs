@@ -704,7 +704,7 @@ fn token_groups<M: PieceBoundaries, F: Fn(u32) -> u32>(
         },
         |t, to| pairs.push((t, to)),
     )?;
-    Ok(grouper.group(&mut pairs))
+    Ok(grouper.group(&pairs))
 }
 
 #[cfg(test)]

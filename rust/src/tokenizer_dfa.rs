@@ -172,7 +172,6 @@ impl TokenizerDfa {
         emittable: &[bool],
         mut forbidden_by_token: Vec<Vec<u32>>,
     ) -> Result<TokenizerDfa> {
-        use std::hash::{Hash, Hasher};
         let n = vocab.num_tokens();
         let threads = std::thread::available_parallelism().map_or(1, |p| p.get()).clamp(1, 16);
         let chunk = forbidden_by_token.len().div_ceil(threads).max(1);
@@ -187,9 +186,7 @@ impl TokenizerDfa {
                                     f.sort_unstable();
                                 }
                                 f.dedup();
-                                let mut h = rustc_hash::FxHasher::default();
-                                f.hash(&mut h);
-                                h.finish()
+                                set_hash(f)
                             })
                             .collect::<Vec<u64>>()
                     })
@@ -213,12 +210,7 @@ impl TokenizerDfa {
             c
         };
         // Class 0: the empty set (the state at the start of a continuation).
-        let empty_hash = {
-            let mut h = rustc_hash::FxHasher::default();
-            Vec::<u32>::new().hash(&mut h);
-            h.finish()
-        };
-        intern(&[], empty_hash, &mut forbidden);
+        intern(&[], set_hash(&[]), &mut forbidden);
         for (t, (f, hash)) in forbidden_by_token.iter().zip(hashes).enumerate() {
             if !emittable[t] {
                 continue;
@@ -530,6 +522,14 @@ fn boundary_fires(left: &[Step], right: &[Step], r: u32, l: u32, beta: u32) -> b
             j += 1;
         }
     }
+}
+
+/// The hash forbidden sets are interned by (`TokenizerDfa::from_forbidden`).
+fn set_hash(set: &[u32]) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = rustc_hash::FxHasher::default();
+    set.hash(&mut h);
+    h.finish()
 }
 
 /// The tokens whose timeline has a given first symbol: `(highest next rank while it is first,

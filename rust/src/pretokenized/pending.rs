@@ -158,7 +158,7 @@ impl PendingGroups {
                 any_found = true;
             }
         }
-        let recheck = round % RECHECK_EVERY == 0;
+        let recheck = round.is_multiple_of(RECHECK_EVERY);
         if !any_found && !recheck {
             return Ok(()); // `keep` would see no group this round
         }
@@ -250,7 +250,7 @@ mod tests {
                     words
                 });
                 let mut seen = Vec::new();
-                let recheck = pending.round.wrapping_add(1) % RECHECK_EVERY == 0;
+                let recheck = pending.round.wrapping_add(1).is_multiple_of(RECHECK_EVERY);
                 pending
                     .retain::<()>(&forbidden, bits.as_deref(), &except, wanted, |g, allowed| {
                         let want = groups[g as usize].iter().any(|t| {

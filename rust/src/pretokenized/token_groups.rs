@@ -68,8 +68,8 @@ impl<F: Fn(u32) -> u32> Grouper<F> {
     }
 
     /// The groups of the `(token, target)` pairs of one walk (each token at most once, every
-    /// target not `DEAD`); `pairs` is left in an unspecified order.
-    pub(super) fn group(&mut self, pairs: &mut [(u32, u32)]) -> TokenGroups {
+    /// target not `DEAD`).
+    pub(super) fn group(&mut self, pairs: &[(u32, u32)]) -> TokenGroups {
         // The pass over every token costs about as much as sorting a sixteenth of them.
         if pairs.len() >= 1024 && pairs.len() >= self.num_tokens / 16 {
             self.group_wide(pairs)
@@ -78,7 +78,7 @@ impl<F: Fn(u32) -> u32> Grouper<F> {
         }
     }
 
-    fn group_sorted(&self, pairs: &mut [(u32, u32)]) -> TokenGroups {
+    fn group_sorted(&self, pairs: &[(u32, u32)]) -> TokenGroups {
         let mut triples: Vec<(u32, u32, u32)> = pairs.iter().map(|&(t, to)| (to, (self.class_of)(t), t)).collect();
         triples.sort_unstable();
         let mut out = TokenGroups { groups: Vec::new(), tokens: triples.iter().map(|x| x.2).collect() };
@@ -198,7 +198,7 @@ mod tests {
                     pairs.swap(i, rng.below(i + 1));
                 }
                 let wide = pairs.len() >= 1024 && pairs.len() >= num_tokens / 16;
-                let got = grouper.group(&mut pairs);
+                let got = grouper.group(&pairs);
                 let mut got: Vec<(u32, u32, Vec<u32>)> =
                     got.groups.iter().map(|g| (g.to, g.class, got.tokens(g).to_vec())).collect();
                 got.sort_unstable();

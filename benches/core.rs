@@ -120,7 +120,10 @@ fn bench_tokenizer_dfa(c: &mut Criterion, mistral: &Arc<Vocabulary>, llama3: &Ar
     });
     let _ = std::fs::remove_dir_all(&dir);
     let dir = persistent_cache_dir();
-    Compiler::new(llama3.clone(), Limits::default()).with_cache_dir(Some(dir.clone())).tokenizer_dfa().expect("Llama 3 tokenizer DFA");
+    Compiler::new(llama3.clone(), Limits::default())
+        .with_cache_dir(Some(dir.clone()))
+        .tokenizer_dfa()
+        .expect("Llama 3 tokenizer DFA");
     g.bench_function("cache_load/llama3", |b| {
         b.iter(|| {
             let c = Compiler::new(llama3.clone(), Limits::default()).with_cache_dir(Some(dir.clone()));
@@ -140,7 +143,9 @@ struct Tok {
 }
 
 fn bench_compile(c: &mut Criterion, toks: &[Tok], res: &[(String, String, String)]) {
-    for (group, method) in [("agnostic", Method::Agnostic), ("cartesian", Method::Cartesian), ("direct", Method::Direct)] {
+    for (group, method) in
+        [("agnostic", Method::Agnostic), ("cartesian", Method::Cartesian), ("direct", Method::Direct)]
+    {
         let mut g = c.benchmark_group(format!("compile_{group}"));
         g.sample_size(10).warm_up_time(Duration::from_millis(200)).measurement_time(Duration::from_secs(3));
         for tok in toks {
@@ -206,7 +211,11 @@ fn all(c: &mut Criterion) {
     bench_byte_dfa(c, &res);
     bench_tokenizer_dfa(c, &mistral, &llama3);
     let toks = [
-        Tok { name: "mistral7b", compiler: Compiler::new(mistral.clone(), Limits::default()), methods: &[Method::Cartesian, Method::Direct, Method::Agnostic] },
+        Tok {
+            name: "mistral7b",
+            compiler: Compiler::new(mistral.clone(), Limits::default()),
+            methods: &[Method::Cartesian, Method::Direct, Method::Agnostic],
+        },
         Tok {
             name: "llama3",
             compiler: Compiler::new(llama3.clone(), Limits::default()).with_cache_dir(Some(persistent_cache_dir())),

@@ -11,7 +11,8 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let json = std::fs::read_to_string(&args[0]).expect("tokenizer.json");
     let vocab = Arc::new(Vocabulary::from_json(&json, None, None).expect("vocabulary"));
-    let compiler = Compiler::new(vocab, Limits::default()).with_cache_dir(std::env::var("PT_CACHE").ok().map(Into::into).or(Some("/tmp/ptcache".into())));
+    let compiler = Compiler::new(vocab, Limits::default())
+        .with_cache_dir(std::env::var("PT_CACHE").ok().map(Into::into).or(Some("/tmp/ptcache".into())));
     let started = Instant::now();
     compiler.tokenizer_dfa().expect("tokenizer DFA");
     println!("tokenizer DFA: {:.3} s ({})", started.elapsed().as_secs_f64(), compiler.cache_status());

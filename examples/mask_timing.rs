@@ -36,7 +36,10 @@ fn main() {
                 guide.write_mask(s, &mut out);
             }
         }
-        println!("slowest 10 %: {:.2} µs each on repeat", started.elapsed().as_secs_f64() * 1e6 / (20.0 * slow.len() as f64));
+        println!(
+            "slowest 10 %: {:.2} µs each on repeat",
+            started.elapsed().as_secs_f64() * 1e6 / (20.0 * slow.len() as f64)
+        );
     }
     let at = |q: f64| times[((times.len() - 1) as f64 * q) as usize].0;
     println!(

@@ -29,9 +29,7 @@ fn main() {
                     .nodes
                     .iter()
                     .find_map(|n| match n {
-                        Node::Class { ranges, .. } => {
-                            Some(ranges.iter().map(|&(a, b)| [a as u32, b as u32]).collect())
-                        }
+                        Node::Class { ranges, .. } => Some(ranges.iter().map(|&(a, b)| [a as u32, b as u32]).collect()),
                         _ => None,
                     })
                     .expect("one class");

@@ -73,12 +73,14 @@ pub fn forbidden_by_token(vocab: &Vocabulary, emittable: &[bool]) -> Vec<Vec<u32
         }
     }
     (0..n)
-        .map(|t| {
-            if emittable[t] && delta[t] != NONE {
-                f[delta[t] as usize].iter().copied().collect()
-            } else {
-                Vec::new()
-            }
-        })
+        .map(
+            |t| {
+                if emittable[t] && delta[t] != NONE {
+                    f[delta[t] as usize].iter().copied().collect()
+                } else {
+                    Vec::new()
+                }
+            },
+        )
         .collect()
 }

@@ -105,9 +105,10 @@ impl MergeTable {
         for (rank, m) in merges.iter().enumerate() {
             last_producer.insert(m.merged, rank);
         }
-        merges.iter().enumerate().all(|(rank, m)| {
-            [m.left, m.right].iter().all(|p| last_producer.get(p).is_none_or(|&r| r < rank))
-        })
+        merges
+            .iter()
+            .enumerate()
+            .all(|(rank, m)| [m.left, m.right].iter().all(|p| last_producer.get(p).is_none_or(|&r| r < rank)))
     }
 }
 
@@ -126,7 +127,10 @@ mod tests {
         let mut w = vec![1, 2, 3];
         t.encode(&mut w);
         assert_eq!(w, vec![5], "priority BPE merges (b, cd) as soon as cd exists");
-        assert!(!MergeTable::is_well_ordered(&[Merge { left: 1, right: 4, merged: 5 }, Merge { left: 2, right: 3, merged: 4 }]));
+        assert!(!MergeTable::is_well_ordered(&[
+            Merge { left: 1, right: 4, merged: 5 },
+            Merge { left: 2, right: 3, merged: 4 }
+        ]));
     }
 
     #[test]

@@ -193,16 +193,8 @@ impl ByteDfa {
                 trans.push(id);
             }
         }
-        let accepting: Vec<bool> =
-            order.iter().map(|&s| ra.is_match_state(ra.next_eoi_state(s))).collect();
-        let full = ByteDfa {
-            classes,
-            num_classes,
-            trans,
-            accepting,
-            start: 0,
-            distance_to_accept: Vec::new(),
-        };
+        let accepting: Vec<bool> = order.iter().map(|&s| ra.is_match_state(ra.next_eoi_state(s))).collect();
+        let full = ByteDfa { classes, num_classes, trans, accepting, start: 0, distance_to_accept: Vec::new() };
         Ok(full.trim())
     }
 
@@ -231,7 +223,11 @@ impl ByteDfa {
             }
         }
         let map = |t: u32| if t == DEAD { DEAD } else { id_of_block[block[t as usize] as usize] };
-        let trans: Vec<u32> = representatives.iter().flat_map(|&r| (0..k).map(move |c| (r, c))).map(|(r, c)| map(self.trans[r * k + c])).collect();
+        let trans: Vec<u32> = representatives
+            .iter()
+            .flat_map(|&r| (0..k).map(move |c| (r, c)))
+            .map(|(r, c)| map(self.trans[r * k + c]))
+            .collect();
         let minimal = ByteDfa {
             classes: self.classes,
             num_classes: k,
@@ -380,7 +376,11 @@ impl ByteDfa {
         let bad = |what: &str| Error::InvalidArgument(format!("invalid serialized byte DFA: {what}"));
         let classes_v = r.u32s()?;
         let num_classes = r.u32()? as usize;
-        if classes_v.len() != 256 || num_classes == 0 || num_classes > 256 || classes_v.iter().any(|&c| c as usize >= num_classes) {
+        if classes_v.len() != 256
+            || num_classes == 0
+            || num_classes > 256
+            || classes_v.iter().any(|&c| c as usize >= num_classes)
+        {
             return Err(bad("byte classes"));
         }
         let mut classes = [0u8; 256];
@@ -424,8 +424,7 @@ impl ByteDfa {
                         let t = self.next(s, b);
                         t != DEAD
                             && (bytes.len() < max_len
-                                || self.distance_to_accept[t as usize]
-                                    < self.distance_to_accept[s as usize])
+                                || self.distance_to_accept[t as usize] < self.distance_to_accept[s as usize])
                     })
                     .collect();
                 if choices.is_empty() {
@@ -443,16 +442,14 @@ impl ByteDfa {
 
 /// Parses and translates a regex, turning syntax errors into precise messages.
 pub fn parse_regex(pattern: &str) -> Result<Hir> {
-    let ast = ast::parse::ParserBuilder::new().build().parse(pattern).map_err(|e| {
-        match e.kind() {
-            ast::ErrorKind::UnsupportedLookAround => Error::UnsupportedRegex(format!(
-                "look-around (look-ahead / look-behind) is not supported by finite automata, in {pattern:?}"
-            )),
-            ast::ErrorKind::UnsupportedBackreference => Error::UnsupportedRegex(format!(
-                "backreferences are not supported by finite automata, in {pattern:?}"
-            )),
-            _ => Error::InvalidRegex(e.to_string()),
+    let ast = ast::parse::ParserBuilder::new().build().parse(pattern).map_err(|e| match e.kind() {
+        ast::ErrorKind::UnsupportedLookAround => Error::UnsupportedRegex(format!(
+            "look-around (look-ahead / look-behind) is not supported by finite automata, in {pattern:?}"
+        )),
+        ast::ErrorKind::UnsupportedBackreference => {
+            Error::UnsupportedRegex(format!("backreferences are not supported by finite automata, in {pattern:?}"))
         }
+        _ => Error::InvalidRegex(e.to_string()),
     })?;
     let hir = regex_syntax::hir::translate::TranslatorBuilder::new()
         .utf8(true)
@@ -501,20 +498,33 @@ mod tests {
     #[test]
     fn minimal_state_counts() {
         // Counted by hand: equivalent states merge, distinct futures stay apart.
-        for (pattern, states) in [("(a|b)*", 1), ("a{0,3}", 4), ("(ab|ac)d", 4), ("x(a|b)*y|x(b|a)*y", 3), ("(a*|b*)*", 1), ("[0-9]{2}|[0-9]{2}", 3)] {
+        for (pattern, states) in [
+            ("(a|b)*", 1),
+            ("a{0,3}", 4),
+            ("(ab|ac)d", 4),
+            ("x(a|b)*y|x(b|a)*y", 3),
+            ("(a*|b*)*", 1),
+            ("[0-9]{2}|[0-9]{2}", 3),
+        ] {
             assert_eq!(dfa(pattern).num_states(), states, "{pattern}");
         }
     }
 
     #[test]
     fn errors_are_precise() {
-        assert!(matches!(ByteDfa::from_regex("(?=a)b", 100), Err(Error::UnsupportedRegex(m)) if m.contains("look-around")));
-        assert!(matches!(ByteDfa::from_regex(r"(a)\1", 100), Err(Error::UnsupportedRegex(m)) if m.contains("backreference")));
+        assert!(
+            matches!(ByteDfa::from_regex("(?=a)b", 100), Err(Error::UnsupportedRegex(m)) if m.contains("look-around"))
+        );
+        assert!(
+            matches!(ByteDfa::from_regex(r"(a)\1", 100), Err(Error::UnsupportedRegex(m)) if m.contains("backreference"))
+        );
         assert!(matches!(ByteDfa::from_regex("(a", 100), Err(Error::InvalidRegex(_))));
         assert!(matches!(ByteDfa::from_regex(r"[^\s\S]", 100), Err(Error::EmptyLanguage(_))));
         assert!(matches!(ByteDfa::from_regex("(a|b)*a(a|b){16}", 1000), Err(Error::LimitExceeded { .. })));
         // Stopped while building the NFA, not seconds later while determinising.
-        assert!(matches!(ByteDfa::from_regex("(?:[^a]{1000}){1000}", 2000), Err(Error::LimitExceeded { what, .. }) if what.contains("NFA")));
+        assert!(
+            matches!(ByteDfa::from_regex("(?:[^a]{1000}){1000}", 2000), Err(Error::LimitExceeded { what, .. }) if what.contains("NFA"))
+        );
     }
 
     #[test]

@@ -67,7 +67,9 @@ impl ProductLimits {
             return Err(Error::LimitExceeded {
                 limit: "max_guide_bytes",
                 value: self.max_guide_bytes.to_string(),
-                what: format!("estimated guide size: {states} product states and {masks} byte-state masks of {mask_bytes} bytes"),
+                what: format!(
+                    "estimated guide size: {states} product states and {masks} byte-state masks of {mask_bytes} bytes"
+                ),
             });
         }
         Ok(())
@@ -337,11 +339,8 @@ pub fn build(
                     .collect();
                 (!edges.is_empty()).then(|| Arc::new(edges))
             };
-            byte_edges[id] = if tok.is_class(q2) {
-                class_edges.entry(q1).or_insert_with(compute).clone()
-            } else {
-                compute()
-            };
+            byte_edges[id] =
+                if tok.is_class(q2) { class_edges.entry(q1).or_insert_with(compute).clone() } else { compute() };
         }
     }
     let initial = new_id[0];
@@ -354,7 +353,13 @@ pub fn build(
         base_masks,
         byte_edges,
     };
-    Ok(Guide { method: Method::Cartesian, vocab: vocab.clone(), automaton: Automaton::Product(automaton), initial, masks })
+    Ok(Guide {
+        method: Method::Cartesian,
+        vocab: vocab.clone(),
+        automaton: Automaton::Product(automaton),
+        initial,
+        masks,
+    })
 }
 
 /// Builds the agnostic guide (Outlines' index): states are the byte DFA's states. Only the
@@ -364,7 +369,12 @@ pub fn build(
 /// token can lead to a byte state from which no *token* sequence reaches acceptance (regex
 /// `ab` with a token `a` and no `b`). Such tokens are removed from the masks, so the guide keeps
 /// the invariant that every reachable state can finish (found by the `regex_guide` fuzzer).
-pub fn build_agnostic(vocab: &Arc<Vocabulary>, trie: &TokenTrie, dfa: ByteDfa, limits: &ProductLimits) -> Result<Guide> {
+pub fn build_agnostic(
+    vocab: &Arc<Vocabulary>,
+    trie: &TokenTrie,
+    dfa: ByteDfa,
+    limits: &ProductLimits,
+) -> Result<Guide> {
     let words = bitset::words_for(vocab.vocab_size());
     let n1 = dfa.num_states();
     limits.check_bytes(n1, n1, words * 4)?;
@@ -420,7 +430,8 @@ pub fn build_agnostic(vocab: &Arc<Vocabulary>, trie: &TokenTrie, dfa: ByteDfa, l
     let states: Vec<(u32, u32)> = (0..n1 as u32).map(|q| (q, 0)).collect();
     let index = states.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
     let initial = dfa.start();
-    let automaton = ProductAutomaton { tokenizer_dfa: None, dfa, states, index, base_masks, byte_edges: vec![None; n1] };
+    let automaton =
+        ProductAutomaton { tokenizer_dfa: None, dfa, states, index, base_masks, byte_edges: vec![None; n1] };
     Ok(Guide {
         method: Method::Agnostic,
         vocab: vocab.clone(),

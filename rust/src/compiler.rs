@@ -11,18 +11,18 @@ use std::sync::{Arc, OnceLock};
 use crate::bytedfa::{ByteDfa, DEFAULT_MAX_STATES};
 use crate::cartesian::{self, ProductLimits, DEFAULT_MAX_GUIDE_BYTES, DEFAULT_MAX_PRODUCT_STATES};
 use crate::deadline::Deadline;
-use crate::mask_cache::DEFAULT_MAX_MASK_CACHE_BYTES;
-use crate::error::{Error, Result};
 use crate::direct_merge::{direct_merge, DirectMergeLimits};
+use crate::error::{Error, Result};
 use crate::explicit::{self, DirectLimits};
 use crate::guide::ProductParts;
-use crate::tokenizer_dfa::Construction;
 use crate::guide::{Guide, Method};
 use crate::index::TokenTrie;
-use crate::tokenizer_dfa::TokenizerDfa;
+use crate::mask_cache::DEFAULT_MAX_MASK_CACHE_BYTES;
 use crate::piece_machine::{PieceMachine, PieceMachineSpec};
 use crate::pretokenized;
 use crate::text_automaton::ContentTrie;
+use crate::tokenizer_dfa::Construction;
+use crate::tokenizer_dfa::TokenizerDfa;
 use crate::vocab::Vocabulary;
 
 /// Limits checked while compiling (and, for the mask cache, while decoding). Each is checked as
@@ -139,10 +139,8 @@ impl Compiler {
         self.piece_machine
             .get_or_init(|| {
                 let pre = self.vocab.pre_tokenization().expect("a pre-tokenized vocabulary");
-                let spec = PieceMachineSpec {
-                    stages: pre.stages.clone(),
-                    allowed_chars: pretokenized::allowed_chars(pre),
-                };
+                let spec =
+                    PieceMachineSpec { stages: pre.stages.clone(), allowed_chars: pretokenized::allowed_chars(pre) };
                 PieceMachine::new(&spec, DEFAULT_MAX_PRETOKENIZER_STATES)
             })
             .as_ref()
@@ -179,7 +177,9 @@ impl Compiler {
     fn all_tokens(&self) -> &TokenTrie {
         self.all_tokens.get_or_init(|| {
             let v = &self.vocab;
-            TokenTrie::new((0..v.num_tokens() as u32).filter(|&t| !v.is_never_allowed(t)).map(|t| (t, v.token_bytes(t))))
+            TokenTrie::new(
+                (0..v.num_tokens() as u32).filter(|&t| !v.is_never_allowed(t)).map(|t| (t, v.token_bytes(t))),
+            )
         })
     }
 
@@ -222,7 +222,9 @@ impl Compiler {
         let v = &self.vocab;
         let emittable = TokenTrie::new(
             (0..v.num_tokens() as u32)
-                .filter(|&t| tok.class_of(t) != crate::tokenizer_dfa::NO_CLASS || parts.lone_tokens.binary_search(&t).is_ok())
+                .filter(|&t| {
+                    tok.class_of(t) != crate::tokenizer_dfa::NO_CLASS || parts.lone_tokens.binary_search(&t).is_ok()
+                })
                 .map(|t| (t, v.token_bytes(t))),
         );
         // The tokenizer's own behaviour: without the guides' restriction to normalized text.
@@ -238,7 +240,8 @@ impl Compiler {
                 let tok = self.tokenizer_dfa()?;
                 let pre = self.vocab.pre_tokenization().expect("a pre-tokenized vocabulary");
                 let machine = self.piece_machine()?.clone();
-                let lone_tokens = if pre.ignore_merges { pretokenized::lone_tokens(&self.vocab, tok) } else { Vec::new() };
+                let lone_tokens =
+                    if pre.ignore_merges { pretokenized::lone_tokens(&self.vocab, tok) } else { Vec::new() };
                 let v = &self.vocab;
                 let added: Vec<u32> = pre.added.iter().map(|a| a.0).collect();
                 let trie = TokenTrie::new(
@@ -312,7 +315,10 @@ impl Compiler {
     }
 
     fn direct_limits(&self) -> Result<DirectLimits> {
-        Ok(DirectLimits { max_states: self.limits.max_direct_states, max_transitions: self.limits.max_direct_transitions })
+        Ok(DirectLimits {
+            max_states: self.limits.max_direct_states,
+            max_transitions: self.limits.max_direct_transitions,
+        })
     }
 
     /// The explicit DFA: DirectMerge where it is exact (a well-ordered merge table, on which
@@ -407,7 +413,10 @@ mod tests {
 
     #[test]
     fn direct_merge_equals_cartesian_on_well_ordered_tables() {
-        let c = compiler(&["a", "b", "c", "ab", "aa", "ac", "abc", "aab"], &[("a", "b"), ("a", "a"), ("a", "c"), ("ab", "c"), ("a", "ab")]);
+        let c = compiler(
+            &["a", "b", "c", "ab", "aa", "ac", "abc", "aab"],
+            &[("a", "b"), ("a", "a"), ("a", "c"), ("ab", "c"), ("a", "ab")],
+        );
         assert_eq!(c.tokenizer_dfa().unwrap().construction(), Construction::Algorithm3);
         same_language(&c, PATTERNS);
     }

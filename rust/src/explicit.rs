@@ -53,7 +53,11 @@ pub fn materialize(guide: &Guide, limits: DirectLimits) -> Result<TokenDfa> {
         guide.write_mask(s, &mut scratch);
         total += bitset::count(&scratch) - if guide.is_final(s) { eos.len() } else { 0 };
         if total > limits.max_transitions {
-            return Err(limit("max_direct_transitions", limits.max_transitions, "transitions of the explicit token DFA"));
+            return Err(limit(
+                "max_direct_transitions",
+                limits.max_transitions,
+                "transitions of the explicit token DFA",
+            ));
         }
     }
     let mut transitions = Vec::with_capacity(n);
@@ -66,7 +70,11 @@ pub fn materialize(guide: &Guide, limits: DirectLimits) -> Result<TokenDfa> {
             .collect::<Result<_>>()?;
         transitions.push(tr);
     }
-    Ok(TokenDfa { start: guide.initial_state(), accepting: (0..n as u32).map(|s| guide.is_final(s)).collect(), transitions })
+    Ok(TokenDfa {
+        start: guide.initial_state(),
+        accepting: (0..n as u32).map(|s| guide.is_final(s)).collect(),
+        transitions,
+    })
 }
 
 /// Moore minimisation: states are split by (accepting, tokens, classes of targets) until stable.

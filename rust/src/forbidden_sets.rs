@@ -31,7 +31,11 @@ use crate::bitset;
 pub(crate) enum U32Storage {
     Owned(Vec<u32>),
     /// `len` values starting `start` bytes into `map` (`start` is a multiple of 4).
-    Mapped { map: Arc<memmap2::Mmap>, start: usize, len: usize },
+    Mapped {
+        map: Arc<memmap2::Mmap>,
+        start: usize,
+        len: usize,
+    },
 }
 
 impl U32Storage {

@@ -205,7 +205,9 @@ pub fn check_regex_guide(data: &[u8]) {
         // vocabulary can spell is accepted (agnostic accepts it too: it is one of its spellings).
         for (i, text) in dfa.sample(6, 0x5eed, 12).into_iter().enumerate() {
             let Some(toks) = canonical_tokens(&vocab, &table, &text) else { continue };
-            let ctx = || format!("regex {pattern:?}, tokens {tokens:?}, merges {merges:?}, {method:?} sample {i} {text:?} = {toks:?}");
+            let ctx = || {
+                format!("regex {pattern:?}, tokens {tokens:?}, merges {merges:?}, {method:?} sample {i} {text:?} = {toks:?}")
+            };
             replay(guide, &toks, &ctx);
         }
     }
@@ -219,10 +221,25 @@ pub fn check_regex_guide(data: &[u8]) {
 
 /// JSON pointers the tokenizer mutations aim at (missing ones are created where possible).
 const PATHS: &[&str] = &[
-    "/model", "/model/type", "/model/vocab", "/model/merges", "/model/merges/0", "/model/byte_fallback",
-    "/model/unk_token", "/model/dropout", "/model/ignore_merges", "/added_tokens", "/added_tokens/0/id",
-    "/added_tokens/0/content", "/added_tokens/0/special", "/pre_tokenizer", "/normalizer", "/decoder",
-    "/model/vocab/a", "/model/vocab/</s>", "/model/continuing_subword_prefix",
+    "/model",
+    "/model/type",
+    "/model/vocab",
+    "/model/merges",
+    "/model/merges/0",
+    "/model/byte_fallback",
+    "/model/unk_token",
+    "/model/dropout",
+    "/model/ignore_merges",
+    "/added_tokens",
+    "/added_tokens/0/id",
+    "/added_tokens/0/content",
+    "/added_tokens/0/special",
+    "/pre_tokenizer",
+    "/normalizer",
+    "/decoder",
+    "/model/vocab/a",
+    "/model/vocab/</s>",
+    "/model/continuing_subword_prefix",
 ];
 
 /// Values the mutations put there.
@@ -316,10 +333,13 @@ mod tests {
     fn files(dir: &str) -> Vec<(PathBuf, Vec<u8>)> {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir);
         let mut out: Vec<_> = std::fs::read_dir(&dir)
-            .map(|it| it.filter_map(|e| e.ok()).map(|e| e.path())
-                // `.gitkeep` keeps an empty directory in git; it is not an input.
-                .filter(|p| p.is_file() && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
-                .collect())
+            .map(|it| {
+                it.filter_map(|e| e.ok())
+                    .map(|e| e.path())
+                    // `.gitkeep` keeps an empty directory in git; it is not an input.
+                    .filter(|p| p.is_file() && !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.')))
+                    .collect()
+            })
             .unwrap_or_default();
         out.sort();
         out.into_iter().map(|p| (p.clone(), std::fs::read(&p).expect("readable"))).collect()

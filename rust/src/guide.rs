@@ -101,7 +101,10 @@ pub struct ProductParts<'a> {
 pub(crate) enum Automaton {
     Product(ProductAutomaton),
     /// An explicit token DFA (method `direct`), with each state's fewest tokens to acceptance.
-    Explicit { dfa: TokenDfa, distance: Vec<u32> },
+    Explicit {
+        dfa: TokenDfa,
+        distance: Vec<u32>,
+    },
     /// A canonical guide for a tokenizer with a pre-tokenizer (see `pretokenized`).
     Pretokenized(crate::pretokenized::PretokenizedAutomaton),
 }
@@ -340,7 +343,8 @@ impl Guide {
     }
 
     fn disallowed(&self, state: u32, token: u32) -> Error {
-        let bytes = if (token as usize) < self.vocab.num_tokens() { self.vocab.token_bytes(token) } else { b"<padding>" };
+        let bytes =
+            if (token as usize) < self.vocab.num_tokens() { self.vocab.token_bytes(token) } else { b"<padding>" };
         let text = String::from_utf8_lossy(bytes).into_owned();
         Error::InvalidArgument(format!(
             "token {token} ({text:?}) is not allowed in state {state} ({} tokens are)",

@@ -121,10 +121,13 @@ pub fn guide_from_bytes(
             let mut byte_edges = Vec::with_capacity(states.len());
             for _ in 0..states.len() {
                 let flat = r.u32s()?;
-                if flat.len() % 2 != 0 || flat.chunks_exact(2).any(|c| c[0] >= n_tokens || c[1] as usize >= states.len()) {
+                if flat.len() % 2 != 0
+                    || flat.chunks_exact(2).any(|c| c[0] >= n_tokens || c[1] as usize >= states.len())
+                {
                     return Err(bad("byte edges"));
                 }
-                byte_edges.push((!flat.is_empty()).then(|| Arc::new(flat.chunks_exact(2).map(|c| (c[0], c[1])).collect())));
+                byte_edges
+                    .push((!flat.is_empty()).then(|| Arc::new(flat.chunks_exact(2).map(|c| (c[0], c[1])).collect())));
             }
             let index: FxHashMap<(u32, u32), u32> = states.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
             if index.len() != states.len() {
@@ -143,7 +146,8 @@ pub fn guide_from_bytes(
                     return Err(bad("transitions"));
                 }
                 let tr: Vec<(u32, u32)> = flat.chunks_exact(2).map(|c| (c[0], c[1])).collect();
-                if tr.windows(2).any(|w| w[0].0 >= w[1].0) || tr.iter().any(|&(t, s)| t >= n_tokens || s as usize >= n) {
+                if tr.windows(2).any(|w| w[0].0 >= w[1].0) || tr.iter().any(|&(t, s)| t >= n_tokens || s as usize >= n)
+                {
                     return Err(bad("transition out of range or unsorted"));
                 }
                 transitions.push(tr);
@@ -168,7 +172,13 @@ pub fn guide_from_bytes(
     if initial as usize >= num_states {
         return Err(bad("initial state out of range"));
     }
-    Ok(Guide { method, vocab: vocab.clone(), automaton, initial, masks: MaskCache::new(num_states, DEFAULT_MAX_MASK_CACHE_BYTES) })
+    Ok(Guide {
+        method,
+        vocab: vocab.clone(),
+        automaton,
+        initial,
+        masks: MaskCache::new(num_states, DEFAULT_MAX_MASK_CACHE_BYTES),
+    })
 }
 
 #[cfg(test)]
@@ -178,7 +188,10 @@ mod tests {
 
     #[test]
     fn round_trip_every_method_and_reject_corruption() {
-        let vocab = Arc::new(Vocabulary::char_bpe_for_tests(&["a", "b", "c", "ab", "aa", "ac"], &[("a", "b"), ("a", "a"), ("a", "c")]).unwrap());
+        let vocab = Arc::new(
+            Vocabulary::char_bpe_for_tests(&["a", "b", "c", "ab", "aa", "ac"], &[("a", "b"), ("a", "a"), ("a", "c")])
+                .unwrap(),
+        );
         let compiler = Compiler::new(vocab.clone(), Limits::default());
         for method in [Method::Agnostic, Method::Cartesian, Method::Direct] {
             let guide = compiler.compile_regex("(ab|a|c)*b?", method).unwrap();
@@ -197,6 +210,9 @@ mod tests {
         }
         let other = Arc::new(Vocabulary::char_bpe_for_tests(&["a", "b", "c", "ab"], &[("a", "b")]).unwrap());
         let g = compiler.compile_regex("ab", Method::Cartesian).unwrap();
-        assert!(guide_from_bytes(&guide_to_bytes(&g).unwrap(), &other, || Err(bad("unused"))).is_err(), "other tokenizer");
+        assert!(
+            guide_from_bytes(&guide_to_bytes(&g).unwrap(), &other, || Err(bad("unused"))).is_err(),
+            "other tokenizer"
+        );
     }
 }

@@ -38,7 +38,8 @@ impl TokenTrie {
     /// each string adds one node per byte past its common prefix with the previous one. No
     /// per-node allocation (a nested-vector build took ~76 ms for Llama 3's 128k tokens).
     pub fn new<'a>(tokens: impl IntoIterator<Item = (u32, &'a [u8])>) -> TokenTrie {
-        let mut words: Vec<(&'a [u8], u32)> = tokens.into_iter().filter(|(_, b)| !b.is_empty()).map(|(t, b)| (b, t)).collect();
+        let mut words: Vec<(&'a [u8], u32)> =
+            tokens.into_iter().filter(|(_, b)| !b.is_empty()).map(|(t, b)| (b, t)).collect();
         // Stable: equal strings keep their given order.
         words.sort_by(|a, b| a.0.cmp(b.0));
         // Per node in preorder: its parent, the byte into it, and its depth (a path stack).
@@ -171,9 +172,13 @@ mod tests {
             while let Some((node, text)) = stack.pop() {
                 assert_eq!(node, preorder, "nodes are numbered in preorder");
                 preorder += 1;
-                assert!(node == 0 || !trie.tokens_at(node).is_empty() || !trie.edge_range(node).is_empty(), "no dead node");
+                assert!(
+                    node == 0 || !trie.tokens_at(node).is_empty() || !trie.edge_range(node).is_empty(),
+                    "no dead node"
+                );
                 found.extend(trie.tokens_at(node).iter().map(|&t| (text.clone(), t)));
-                let children: Vec<(u8, u32)> = trie.edge_range(node).map(|e| (trie.edge_bytes[e], trie.edge_nodes[e])).collect();
+                let children: Vec<(u8, u32)> =
+                    trie.edge_range(node).map(|e| (trie.edge_bytes[e], trie.edge_nodes[e])).collect();
                 assert!(children.windows(2).all(|w| w[0].0 < w[1].0), "children sorted by byte");
                 for &(b, child) in children.iter().rev() {
                     let mut t = text.clone();
@@ -182,7 +187,8 @@ mod tests {
                 }
             }
             assert_eq!(preorder as usize, trie.num_nodes());
-            let mut want: Vec<(Vec<u8>, u32)> = words.iter().enumerate().filter(|(_, w)| !w.is_empty()).map(|(i, w)| (w.clone(), i as u32)).collect();
+            let mut want: Vec<(Vec<u8>, u32)> =
+                words.iter().enumerate().filter(|(_, w)| !w.is_empty()).map(|(i, w)| (w.clone(), i as u32)).collect();
             want.sort_by(|a, b| a.0.cmp(&b.0));
             assert_eq!(found, want);
         }

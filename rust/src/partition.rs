@@ -150,7 +150,8 @@ mod tests {
             let mut ids = std::collections::HashMap::new();
             let next: Vec<u32> = (0..n)
                 .map(|s| {
-                    let sig: Vec<u32> = std::iter::once(block[s]).chain((0..k).map(|c| block[trans[s * k + c] as usize])).collect();
+                    let sig: Vec<u32> =
+                        std::iter::once(block[s]).chain((0..k).map(|c| block[trans[s * k + c] as usize])).collect();
                     let len = ids.len() as u32;
                     *ids.entry(sig).or_insert(len)
                 })
@@ -180,7 +181,10 @@ mod tests {
             let accepting: Vec<bool> = (0..n).map(|_| rng.one_in(3)).collect();
             let fast = coarsest_partition(n, k, &trans, &accepting);
             let slow = moore(n, k, &trans, &accepting);
-            assert!(same_partition(&fast, &slow), "n={n} k={k} trans={trans:?} acc={accepting:?}: {fast:?} vs {slow:?}");
+            assert!(
+                same_partition(&fast, &slow),
+                "n={n} k={k} trans={trans:?} acc={accepting:?}: {fast:?} vs {slow:?}"
+            );
         }
     }
 

@@ -88,9 +88,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
-use crate::split_pattern::{
-    restrict_utf8_runs, CharClasses, Node, NodeId, Runs, SplitNfa, INVALID_CLASS,
-};
+use crate::split_pattern::{restrict_utf8_runs, CharClasses, Node, NodeId, Runs, SplitNfa, INVALID_CLASS};
 
 /// No correctly marked string continues this way.
 pub const DEAD: u32 = u32::MAX;
@@ -166,8 +164,7 @@ impl Stage {
             .enumerate()
             .map(|(i, n)| {
                 let mut set = |ranges: &[(char, char)]| {
-                    member[i * num_classes..(i + 1) * num_classes]
-                        .copy_from_slice(&classes.member_classes(ranges));
+                    member[i * num_classes..(i + 1) * num_classes].copy_from_slice(&classes.member_classes(ranges));
                 };
                 match n {
                     Node::Class { ranges, next } => {
@@ -178,9 +175,7 @@ impl Stage {
                         set(class);
                         Op::Assert { negated: *negated, at_end_holds: *at_end_holds, next: *next }
                     }
-                    Node::Split { preferred, other } => {
-                        Op::Split { preferred: *preferred, other: *other }
-                    }
+                    Node::Split { preferred, other } => Op::Split { preferred: *preferred, other: *other },
                     Node::Epsilon { next } => Op::Epsilon { next: *next },
                     Node::Match => Op::Match,
                 }
@@ -210,12 +205,7 @@ impl Stage {
     fn fresh_subject(&self) -> Vec<Hyp> {
         let empty: Box<[NodeId]> = Box::new([]);
         vec![
-            Hyp {
-                gap: false,
-                list: self.start_closure.clone(),
-                pend: empty.clone(),
-                killers: empty.clone(),
-            },
+            Hyp { gap: false, list: self.start_closure.clone(), pend: empty.clone(), killers: empty.clone() },
             Hyp { gap: true, list: empty.clone(), pend: empty.clone(), killers: empty },
         ]
     }
@@ -371,8 +361,7 @@ impl Stage {
         if let Some(&t) = self.char_memo.get(&(s, c)) {
             return Ok(t);
         }
-        let hyps: Vec<Hyp> =
-            self.states[s as usize].iter().filter_map(|h| self.hyp_char(h, c)).collect();
+        let hyps: Vec<Hyp> = self.states[s as usize].iter().filter_map(|h| self.hyp_char(h, c)).collect();
         let t = self.intern(hyps, max_states)?;
         self.char_memo.insert((s, c), t);
         Ok(t)
@@ -464,8 +453,7 @@ impl PieceMachine {
             Some(set) => classes.member_classes(set),
             None => vec![true; classes.num_classes()],
         };
-        let stages =
-            nfas.iter().map(|n| Stage::new(n, &classes, max_states)).collect::<Result<Vec<_>>>()?;
+        let stages = nfas.iter().map(|n| Stage::new(n, &classes, max_states)).collect::<Result<Vec<_>>>()?;
         let mut m = PieceMachine {
             lead: classes.utf8_lead_runs(),
             classes,
@@ -728,17 +716,12 @@ impl PieceMachine {
                 let prev = &layers.last().unwrap().1.clone();
                 let (mut layer, mut index) = (Vec::new(), FxHashMap::default());
                 for (i, e) in prev.iter().enumerate() {
-                    let base =
-                        Entry { state: e.state, parent: i as u32, mark: NONE, merged: e.merged };
+                    let base = Entry { state: e.state, parent: i as u32, mark: NONE, merged: e.merged };
                     add(&mut layer, &mut index, base);
                     for kind in 0..self.stages.len() {
                         let t = self.mark(e.state, kind)?;
                         if t != DEAD {
-                            add(
-                                &mut layer,
-                                &mut index,
-                                Entry { state: t, mark: kind as u32, ..base },
-                            );
+                            add(&mut layer, &mut index, Entry { state: t, mark: kind as u32, ..base });
                         }
                     }
                 }
@@ -753,11 +736,7 @@ impl PieceMachine {
                     s = self.byte(s, b)?;
                 }
                 if s != DEAD {
-                    add(
-                        &mut layer,
-                        &mut index,
-                        Entry { state: s, parent: i as u32, mark: NONE, merged: e.merged },
-                    );
+                    add(&mut layer, &mut index, Entry { state: s, parent: i as u32, mark: NONE, merged: e.merged });
                 }
             }
             layers.push((pos, layer));

@@ -66,8 +66,8 @@ pub use allowed_chars::{allowed_chars, normalization_stable_chars};
 pub use always_split::tokens_always_split;
 pub(crate) use automaton::PretokenizedAutomaton;
 use automaton::{Override, SetTable, TokenSetPool};
-pub use lone_splits::{lone_tokens, LoneSplits, ROOT};
 use lone_splits::SPELLED;
+pub use lone_splits::{lone_tokens, LoneSplits, ROOT};
 use pending::{ClassBits, PendingGroups, Wanted};
 use successor_table::{successor_table, SuccessorTable, TableScratch};
 use token_groups::{Grouper, TokenGroups};
@@ -104,9 +104,7 @@ fn some_allowed(tokens: &[u32], forbidden: &[u32], except: &[(u32, u32)]) -> boo
     if except.is_empty() && tokens.len() > forbidden.len() {
         return true;
     }
-    tokens
-        .iter()
-        .any(|t| forbidden.binary_search(t).is_err() && except.binary_search_by_key(t, |e| e.0).is_err())
+    tokens.iter().any(|t| forbidden.binary_search(t).is_err() && except.binary_search_by_key(t, |e| e.0).is_err())
 }
 
 /// Items with ids, discovered once each, and a work queue.
@@ -239,7 +237,11 @@ pub fn build<M: PieceBoundaries>(
     // Compile temporaries that grow with the text states: their token groups.
     let mut group_bytes = 0usize;
     // Each text state costs a 1 KiB row of byte transitions.
-    let text_limit = if limits.max_guide_bytes / 1024 < max { ("max_guide_bytes", limits.max_guide_bytes) } else { ("max_product_states", max) };
+    let text_limit = if limits.max_guide_bytes / 1024 < max {
+        ("max_guide_bytes", limits.max_guide_bytes)
+    } else {
+        ("max_product_states", max)
+    };
     let mut text = TextAutomaton::new(&dfa, machine, contents, max.min(limits.max_guide_bytes / 1024), text_limit);
 
     let debug_started = std::time::Instant::now();
@@ -252,7 +254,8 @@ pub fn build<M: PieceBoundaries>(
     let mut marks_done: FxHashSet<(u32, bool)> = FxHashSet::default();
     // Edges on tokens that continue a lone token's split: (source element, target element).
     let mut split_edges: Vec<(u32, Element)> = Vec::new();
-    let mut elements: Registry<Element> = Registry::new(max, "elements (text state, tokenizer state, split node) of a pre-tokenized guide");
+    let mut elements: Registry<Element> =
+        Registry::new(max, "elements (text state, tokenizer state, split node) of a pre-tokenized guide");
     elements.add((text.start(), START, ROOT))?;
     while let Some(id) = elements.queue.pop_front() {
         limits.deadline.check("the pre-tokenized guide's forward search")?;
@@ -438,7 +441,8 @@ pub fn build<M: PieceBoundaries>(
         id
     };
     let start_set = intern(&[(text.start(), ROOT)], &mut sets);
-    let mut states: Registry<(u32, u32)> = Registry::new(max, "guide states (member set, tokenizer state) of a pre-tokenized guide");
+    let mut states: Registry<(u32, u32)> =
+        Registry::new(max, "guide states (member set, tokenizer state) of a pre-tokenized guide");
     states.add((start_set, START))?;
     // A state's successors on tokens that continue no member's lone-token split depend only on
     // its text states (the split nodes all become NONE): such tables are shared by the
@@ -469,7 +473,8 @@ pub fn build<M: PieceBoundaries>(
                 members.iter().map(|&(z, u)| (z, if splits.spells_lone_token(u) { SPELLED } else { NONE })).collect();
             projection.sort_unstable();
             projection.dedup();
-            let mut special: Vec<(u32, u32)> = members.iter().flat_map(|&(_, u)| splits.next_tokens(u).iter().map(|e| (e.0, 0))).collect();
+            let mut special: Vec<(u32, u32)> =
+                members.iter().flat_map(|&(_, u)| splits.next_tokens(u).iter().map(|e| (e.0, 0))).collect();
             special.sort_unstable();
             special.dedup();
             let proj = intern(&projection, &mut sets);
@@ -501,7 +506,9 @@ pub fn build<M: PieceBoundaries>(
                 };
                 let pending_all = pick(&|g| g.all != NONE && g.class != LONE);
                 let pending_free = pick(&|g| g.free != NONE && g.class != LONE);
-                let lone_all = (0..groups.len() as u32).filter(|&g| groups[g as usize].all != NONE && groups[g as usize].class == LONE).collect();
+                let lone_all = (0..groups.len() as u32)
+                    .filter(|&g| groups[g as usize].all != NONE && groups[g as usize].class == LONE)
+                    .collect();
                 let tid = table_list.len() as u32;
                 tables.insert((proj, mode), tid);
                 let all_tokens: Vec<u32> = by_token.iter().map(|&(t, _)| t).collect();
@@ -624,7 +631,11 @@ pub fn build<M: PieceBoundaries>(
     if std::env::var_os("PROPERTOK_DEBUG").is_some() {
         let parts = automaton.heap_bytes_by_part();
         let shown: Vec<String> = parts.iter().map(|(n, b)| format!("{n} {:.2}", *b as f64 / 1e6)).collect();
-        eprintln!("pretokenized: ~{:.2} MB retained ({})", parts.iter().map(|p| p.1).sum::<usize>() as f64 / 1e6, shown.join(", "));
+        eprintln!(
+            "pretokenized: ~{:.2} MB retained ({})",
+            parts.iter().map(|p| p.1).sum::<usize>() as f64 / 1e6,
+            shown.join(", ")
+        );
     }
     Ok(Guide {
         method: Method::Cartesian,

@@ -126,13 +126,17 @@ fn accepted(guide: &Guide, max_bytes: usize) -> BTreeSet<Vec<u32>> {
 }
 
 const TOKENS: &[&str] = &["a", "b", " ", "ab", "ba", "aa", " a", " b", " ab", "bb", "aab", "  "];
-const MERGES: &[(&str, &str)] = &[("a", "b"), (" ", "a"), ("b", "a"), ("a", "a"), (" a", "b"), (" ", "b"), ("a", "ab"), (" ", " ")];
+const MERGES: &[(&str, &str)] =
+    &[("a", "b"), (" ", "a"), ("b", "a"), ("a", "a"), (" a", "b"), (" ", "b"), ("a", "ab"), (" ", " ")];
 
 fn check(pattern: &str, ignore_merges: bool, alphabet: &[char], max_len: usize) {
     let vocab = Arc::new(Vocabulary::char_bpe_for_tests(TOKENS, MERGES).unwrap());
     let tok = Arc::new(TokenizerDfa::build(&vocab).unwrap());
     let lone: Vec<u32> = if ignore_merges { lone_tokens(&vocab, &tok) } else { Vec::new() };
-    assert_eq!(lone.iter().map(|&t| vocab.token_string(t).unwrap()).collect::<Vec<_>>(), if ignore_merges { vec![" ab", "bb"] } else { vec![] });
+    assert_eq!(
+        lone.iter().map(|&t| vocab.token_string(t).unwrap()).collect::<Vec<_>>(),
+        if ignore_merges { vec![" ab", "bb"] } else { vec![] }
+    );
     let trie = TokenTrie::new(
         (0..vocab.num_tokens() as u32)
             .filter(|&t| tok.class_of(t) != NO_CLASS || lone.contains(&t))
@@ -141,7 +145,8 @@ fn check(pattern: &str, ignore_merges: bool, alphabet: &[char], max_len: usize) 
     let splits = LoneSplits::new(&vocab, &lone);
     let dfa = ByteDfa::from_regex(pattern, 1000).unwrap();
     let limits = ProductLimits { max_product_states: 100_000, max_guide_bytes: 1 << 30, deadline: Deadline::none() };
-    let guide = build(&vocab, &tok, &trie, dfa.clone(), SpaceJoinsWord, &splits, ContentTrie::default(), &limits).unwrap();
+    let guide =
+        build(&vocab, &tok, &trie, dfa.clone(), SpaceJoinsWord, &splits, ContentTrie::default(), &limits).unwrap();
     // A saved guide loads as the same automaton; corruption is refused.
     let bytes = crate::guide_io::guide_to_bytes(&guide).unwrap();
     let back = crate::guide_io::guide_from_bytes(&bytes, &vocab, || Ok(tok.clone())).unwrap();
@@ -170,10 +175,14 @@ fn check(pattern: &str, ignore_merges: bool, alphabet: &[char], max_len: usize) 
         .filter_map(|s| reference_encode(&vocab, &table, ignore_merges, s))
         .collect();
     let got = accepted(&guide, max_len);
-    let show = |v: &Vec<u32>| v.iter().map(|&t| format!("{:?}", vocab.token_string(t).unwrap())).collect::<Vec<_>>().join(" ");
+    let show =
+        |v: &Vec<u32>| v.iter().map(|&t| format!("{:?}", vocab.token_string(t).unwrap())).collect::<Vec<_>>().join(" ");
     let missing: Vec<String> = want.difference(&got).take(10).map(show).collect();
     let extra: Vec<String> = got.difference(&want).take(10).map(show).collect();
-    assert!(missing.is_empty() && extra.is_empty(), "{pattern} (ignore_merges={ignore_merges}): missing {missing:?}, extra {extra:?}");
+    assert!(
+        missing.is_empty() && extra.is_empty(),
+        "{pattern} (ignore_merges={ignore_merges}): missing {missing:?}, extra {extra:?}"
+    );
     // Every state can finish, and masks agree with steps.
     assert!(want.len() > 5, "{pattern}: too few strings to be a test");
     for s in 0..guide.num_states() as u32 {

@@ -75,7 +75,12 @@ fn parse_ids(ids: Option<Vec<i64>>) -> PyResult<Option<Vec<u32>>> {
 impl PyVocabulary {
     #[staticmethod]
     #[pyo3(signature = (json, eos_token_ids=None, vocab_size=None))]
-    fn from_json(py: Python<'_>, json: String, eos_token_ids: Option<Vec<i64>>, vocab_size: Option<usize>) -> PyResult<Self> {
+    fn from_json(
+        py: Python<'_>,
+        json: String,
+        eos_token_ids: Option<Vec<i64>>,
+        vocab_size: Option<usize>,
+    ) -> PyResult<Self> {
         let eos = parse_ids(eos_token_ids)?;
         let inner = py.detach(|| Vocabulary::from_json(&json, eos, vocab_size)).map_err(to_py)?;
         Ok(PyVocabulary { inner: Arc::new(inner) })
@@ -83,7 +88,12 @@ impl PyVocabulary {
 
     #[staticmethod]
     #[pyo3(signature = (path, eos_token_ids=None, vocab_size=None))]
-    fn from_file(py: Python<'_>, path: std::path::PathBuf, eos_token_ids: Option<Vec<i64>>, vocab_size: Option<usize>) -> PyResult<Self> {
+    fn from_file(
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        eos_token_ids: Option<Vec<i64>>,
+        vocab_size: Option<usize>,
+    ) -> PyResult<Self> {
         let json = std::fs::read_to_string(&path).map_err(|e| {
             pyo3::exceptions::PyOSError::new_err(format!("cannot read tokenizer file {}: {e}", path.display()))
         })?;
@@ -92,9 +102,15 @@ impl PyVocabulary {
 
     #[staticmethod]
     #[pyo3(signature = (tokenizer, eos_token_ids=None, vocab_size=None))]
-    fn from_tokenizer(py: Python<'_>, tokenizer: Bound<'_, PyAny>, eos_token_ids: Option<Vec<i64>>, vocab_size: Option<usize>) -> PyResult<Self> {
+    fn from_tokenizer(
+        py: Python<'_>,
+        tokenizer: Bound<'_, PyAny>,
+        eos_token_ids: Option<Vec<i64>>,
+        vocab_size: Option<usize>,
+    ) -> PyResult<Self> {
         let loading = py.import("propertok._loading")?;
-        let (json, default_eos): (String, Option<Vec<i64>>) = loading.call_method1("describe_tokenizer", (tokenizer,))?.extract()?;
+        let (json, default_eos): (String, Option<Vec<i64>>) =
+            loading.call_method1("describe_tokenizer", (tokenizer,))?.extract()?;
         Self::from_json(py, json, eos_token_ids.or(default_eos), vocab_size)
     }
 
@@ -143,7 +159,10 @@ impl PyVocabulary {
     }
     fn token_bytes<'py>(&self, py: Python<'py>, token_id: i64) -> PyResult<Bound<'py, PyBytes>> {
         let id = u32::try_from(token_id).ok().filter(|&t| (t as usize) < self.inner.vocab_size()).ok_or_else(|| {
-            PyValueError::new_err(format!("token id {token_id} is out of range (vocab_size is {})", self.inner.vocab_size()))
+            PyValueError::new_err(format!(
+                "token id {token_id} is out of range (vocab_size is {})",
+                self.inner.vocab_size()
+            ))
         })?;
         let bytes: &[u8] = if (id as usize) < self.inner.num_tokens() { self.inner.token_bytes(id) } else { &[] };
         Ok(PyBytes::new(py, bytes))
@@ -233,7 +252,8 @@ impl PyCompiler {
             max_guide_bytes,
             max_mask_cache_bytes,
         };
-        let cache_dir = cache_dir.or_else(|| std::env::var_os("PROPERTOK_CACHE_DIR").filter(|v| !v.is_empty()).map(Into::into));
+        let cache_dir =
+            cache_dir.or_else(|| std::env::var_os("PROPERTOK_CACHE_DIR").filter(|v| !v.is_empty()).map(Into::into));
         let inner = Arc::new(Compiler::new(vocabulary.get().inner.clone(), limits).with_cache_dir(cache_dir));
         Ok(PyCompiler { inner, vocab: vocabulary.unbind() })
     }
@@ -393,7 +413,8 @@ impl PyGuide {
     }
     fn next_state(&self, state: i64, token_id: i64) -> PyResult<u32> {
         let s = self.state(state)?;
-        let t = u32::try_from(token_id).map_err(|_| PyValueError::new_err(format!("token id {token_id} is out of range")))?;
+        let t = u32::try_from(token_id)
+            .map_err(|_| PyValueError::new_err(format!("token id {token_id} is out of range")))?;
         self.inner.next_state(s, t).map_err(to_py)
     }
     fn is_final(&self, state: i64) -> PyResult<bool> {
@@ -458,7 +479,8 @@ impl PyMatcher {
         self.inner.num_accepted_tokens()
     }
     fn accept_token(&mut self, token_id: i64) -> PyResult<bool> {
-        let t = u32::try_from(token_id).map_err(|_| PyValueError::new_err(format!("token id {token_id} is out of range")))?;
+        let t = u32::try_from(token_id)
+            .map_err(|_| PyValueError::new_err(format!("token id {token_id} is out of range")))?;
         self.inner.accept_token(t).map_err(to_py)
     }
     fn accept_tokens(&mut self, token_ids: Vec<i64>) -> PyResult<bool> {
@@ -507,7 +529,9 @@ impl PyMatcher {
             return Err(PyValueError::new_err(format!("index {index} is out of range for a batch of {}", shape[0])));
         }
         if !array.is_c_contiguous() {
-            return Err(PyValueError::new_err("bitmask must be C-contiguous (row-major); use np.ascontiguousarray or allocate_token_bitmask"));
+            return Err(PyValueError::new_err(
+                "bitmask must be C-contiguous (row-major); use np.ascontiguousarray or allocate_token_bitmask",
+            ));
         }
         let slice = array.as_slice_mut().map_err(|_| PyValueError::new_err("bitmask must be C-contiguous"))?;
         let row = &mut slice[index as usize * words..(index as usize + 1) * words];

@@ -205,7 +205,8 @@ impl<'a> Reader<'a> {
     }
 
     fn take(&mut self, n: usize) -> Result<&'a [u8]> {
-        let end = self.pos.checked_add(n).filter(|&e| e <= self.data.len()).ok_or_else(|| corrupt("truncated field"))?;
+        let end =
+            self.pos.checked_add(n).filter(|&e| e <= self.data.len()).ok_or_else(|| corrupt("truncated field"))?;
         let s = &self.data[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -257,7 +258,9 @@ mod tests {
         assert!(Reader::open(&bytes, b"OTHR", 1, 42).is_err(), "other kind");
         let mut older = bytes.clone();
         older[7] = 0;
-        assert!(matches!(Reader::open(&older, b"TEST", 1, 42), Err(Error::InvalidArgument(m)) if m.contains("container version 0")));
+        assert!(
+            matches!(Reader::open(&older, b"TEST", 1, 42), Err(Error::InvalidArgument(m)) if m.contains("container version 0"))
+        );
         for cut in 0..bytes.len() {
             assert!(Reader::open(&bytes[..cut], b"TEST", 1, 42).is_err(), "truncated at {cut}");
         }

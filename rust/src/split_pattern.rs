@@ -96,9 +96,7 @@ impl SplitNfa {
             .utf8(true)
             .build()
             .parse(&rewritten)
-            .map_err(|e| {
-                unsupported(pattern, &format!("syntax that regex-syntax rejects ({e})"))
-            })?;
+            .map_err(|e| unsupported(pattern, &format!("syntax that regex-syntax rejects ({e})")))?;
         let mut b = Builder { pattern, nodes: Vec::new(), asserts: &asserts };
         let matched = b.push(Node::Match)?;
         let start = b.compile(&hir, matched)?;
@@ -152,10 +150,7 @@ struct Builder<'a> {
 impl Builder<'_> {
     fn push(&mut self, node: Node) -> Result<NodeId> {
         if self.nodes.len() >= MAX_NFA_NODES {
-            return Err(unsupported(
-                self.pattern,
-                &format!("a pattern whose NFA has more than {MAX_NFA_NODES} nodes"),
-            ));
+            return Err(unsupported(self.pattern, &format!("a pattern whose NFA has more than {MAX_NFA_NODES} nodes")));
         }
         self.nodes.push(node);
         Ok((self.nodes.len() - 1) as NodeId)
@@ -164,12 +159,7 @@ impl Builder<'_> {
     /// A node consuming `c`, or the assertion `c` stands for.
     fn char_node(&mut self, c: char, next: NodeId) -> Result<NodeId> {
         if let Some(a) = self.asserts.iter().find(|a| a.placeholder == c) {
-            let node = Node::Assert {
-                class: a.class.clone(),
-                negated: a.negated,
-                at_end_holds: a.at_end_holds,
-                next,
-            };
+            let node = Node::Assert { class: a.class.clone(), negated: a.negated, at_end_holds: a.at_end_holds, next };
             return self.push(node);
         }
         self.push(Node::Class { ranges: vec![(c, c)], next })
@@ -181,8 +171,7 @@ impl Builder<'_> {
         match hir.kind() {
             HirKind::Empty => Ok(next),
             HirKind::Literal(lit) => {
-                let s = std::str::from_utf8(&lit.0)
-                    .map_err(|_| unsupported(self.pattern, "a non-UTF-8 literal"))?;
+                let s = std::str::from_utf8(&lit.0).map_err(|_| unsupported(self.pattern, "a non-UTF-8 literal"))?;
                 let mut cur = next;
                 for c in s.chars().rev() {
                     cur = self.char_node(c, cur)?;
@@ -190,8 +179,7 @@ impl Builder<'_> {
                 Ok(cur)
             }
             HirKind::Class(Class::Unicode(cls)) => {
-                let ranges: CharRanges =
-                    cls.ranges().iter().map(|r| (r.start(), r.end())).collect();
+                let ranges: CharRanges = cls.ranges().iter().map(|r| (r.start(), r.end())).collect();
                 if let [(a, b)] = ranges[..] {
                     if a == b && self.asserts.iter().any(|s| s.placeholder == a) {
                         return self.char_node(a, next);
@@ -210,8 +198,7 @@ impl Builder<'_> {
                 Ok(cur)
             }
             HirKind::Alternation(subs) => {
-                let branches =
-                    subs.iter().map(|s| self.compile(s, next)).collect::<Result<Vec<_>>>()?;
+                let branches = subs.iter().map(|s| self.compile(s, next)).collect::<Result<Vec<_>>>()?;
                 let mut cur = *branches.last().expect("alternation has two or more branches");
                 for &b in branches.iter().rev().skip(1) {
                     cur = self.push(Node::Split { preferred: b, other: cur })?;
@@ -329,26 +316,19 @@ fn preprocess(pattern: &str) -> Result<(String, Vec<AssertSpec>)> {
                     }
                     Some('z') => {
                         let p = new_placeholder(&asserts);
-                        let spec = AssertSpec {
-                            placeholder: p,
-                            class: vec![],
-                            negated: false,
-                            at_end_holds: true,
-                        };
+                        let spec = AssertSpec { placeholder: p, class: vec![], negated: false, at_end_holds: true };
                         asserts.push(spec);
                         out.push(p);
                     }
-                    Some('Z') => {
-                        return Err(unsupported(pattern, "`\\Z` (end or before a final newline)"))
-                    }
+                    Some('Z') => return Err(unsupported(pattern, "`\\Z` (end or before a final newline)")),
                     Some('G') => return Err(unsupported(pattern, "`\\G`")),
                     _ => out.extend(&chars[i..end]),
                 }
                 i = end;
             }
             '[' => {
-                let end = class_end(&chars, i)
-                    .ok_or_else(|| unsupported(pattern, "an unterminated character class"))?;
+                let end =
+                    class_end(&chars, i).ok_or_else(|| unsupported(pattern, "an unterminated character class"))?;
                 out.extend(&chars[i..end]);
                 i = end;
             }
@@ -371,22 +351,14 @@ fn preprocess(pattern: &str) -> Result<(String, Vec<AssertSpec>)> {
                     let body_end = atom_end(&chars, body_start);
                     let ok = body_end.is_some_and(|e| chars.get(e) == Some(&')'));
                     if !ok {
-                        return Err(unsupported(
-                            pattern,
-                            "a look-ahead whose body is not a single character or class",
-                        ));
+                        return Err(unsupported(pattern, "a look-ahead whose body is not a single character or class"));
                     }
                     let body_end = body_end.unwrap();
                     let body: String = chars[body_start..body_end].iter().collect();
                     let class = atom_class(pattern, &body, ci)?;
                     let p = new_placeholder(&asserts);
                     // (?!X) holds at the end (no X follows); (?=X) does not.
-                    asserts.push(AssertSpec {
-                        placeholder: p,
-                        class,
-                        negated,
-                        at_end_holds: negated,
-                    });
+                    asserts.push(AssertSpec { placeholder: p, class, negated, at_end_holds: negated });
                     out.push(p);
                     i = body_end + 1;
                     continue;
@@ -543,16 +515,9 @@ fn atom_end(chars: &[char], i: usize) -> Option<usize> {
 fn atom_class(pattern: &str, atom: &str, ci: bool) -> Result<CharRanges> {
     let wrapped = if ci { format!("(?i:{atom})") } else { atom.to_string() };
     let bad = || unsupported(pattern, &format!("the look-ahead body {atom:?}"));
-    let hir = regex_syntax::ParserBuilder::new()
-        .unicode(true)
-        .utf8(true)
-        .build()
-        .parse(&wrapped)
-        .map_err(|_| bad())?;
+    let hir = regex_syntax::ParserBuilder::new().unicode(true).utf8(true).build().parse(&wrapped).map_err(|_| bad())?;
     match hir.kind() {
-        HirKind::Class(Class::Unicode(cls)) => {
-            Ok(cls.ranges().iter().map(|r| (r.start(), r.end())).collect())
-        }
+        HirKind::Class(Class::Unicode(cls)) => Ok(cls.ranges().iter().map(|r| (r.start(), r.end())).collect()),
         HirKind::Literal(lit) => {
             let s = std::str::from_utf8(&lit.0).map_err(|_| bad())?;
             let mut it = s.chars();
@@ -727,8 +692,7 @@ mod tests {
     fn split_pattern_gpt2_parses_with_assert() {
         let p = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
         let nfa = SplitNfa::new(p).unwrap();
-        let asserts: Vec<_> =
-            nfa.nodes.iter().filter(|n| matches!(n, Node::Assert { .. })).collect();
+        let asserts: Vec<_> = nfa.nodes.iter().filter(|n| matches!(n, Node::Assert { .. })).collect();
         assert_eq!(asserts.len(), 1);
         let Node::Assert { class, negated, at_end_holds, .. } = asserts[0] else { unreachable!() };
         assert!(*negated && *at_end_holds);
@@ -783,9 +747,7 @@ mod tests {
         assert!(nfa.nodes.iter().any(|n| matches!(n,
             Node::Assert { class, negated: false, at_end_holds: true, .. } if class == &vec![('\n', '\n')])));
         let nfa = SplitNfa::new(r"(?i:x(?=k))").unwrap();
-        let Some(Node::Assert { class, .. }) =
-            nfa.nodes.iter().find(|n| matches!(n, Node::Assert { .. }))
-        else {
+        let Some(Node::Assert { class, .. }) = nfa.nodes.iter().find(|n| matches!(n, Node::Assert { .. })) else {
             panic!()
         };
         // k, K and the Kelvin sign.

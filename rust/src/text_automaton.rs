@@ -112,7 +112,13 @@ pub struct TextAutomaton<'a, M: PieceBoundaries> {
 
 impl<'a, M: PieceBoundaries> TextAutomaton<'a, M> {
     /// At most `max_states` states (`limit` names the user-facing limit behind it).
-    pub fn new(dfa: &'a ByteDfa, machine: M, contents: ContentTrie, max_states: usize, limit: (&'static str, usize)) -> TextAutomaton<'a, M> {
+    pub fn new(
+        dfa: &'a ByteDfa,
+        machine: M,
+        contents: ContentTrie,
+        max_states: usize,
+        limit: (&'static str, usize),
+    ) -> TextAutomaton<'a, M> {
         let n0 = if contents.is_active() { 0 } else { NOT_A_PREFIX };
         let mut t = TextAutomaton {
             dfa,
@@ -333,7 +339,14 @@ impl FrozenText {
         next.sort_unstable();
         w.u32s(&next.iter().flat_map(|&(z, b, to)| [z, b as u32, to]).collect::<Vec<_>>());
         w.u32s(&self.marks);
-        w.u32s(&self.accepting.iter().zip(&self.spells_content).map(|(&a, &s)| a as u32 | (s as u32) << 1).collect::<Vec<_>>());
+        w.u32s(
+            &self
+                .accepting
+                .iter()
+                .zip(&self.spells_content)
+                .map(|(&a, &s)| a as u32 | (s as u32) << 1)
+                .collect::<Vec<_>>(),
+        );
         w.u32s(&self.regex_state);
     }
 
@@ -358,7 +371,9 @@ impl FrozenText {
             }
             next.insert((c[0], c[1] as u8), c[2]);
         }
-        if marks.iter().any(|&m| m != DEAD && !in_range(m)) || regex_state.iter().any(|&q| q as usize >= num_regex_states) {
+        if marks.iter().any(|&m| m != DEAD && !in_range(m))
+            || regex_state.iter().any(|&q| q as usize >= num_regex_states)
+        {
             return Err(bad("state out of range"));
         }
         let accepting = flags.iter().map(|&f| f & 1 != 0).collect();

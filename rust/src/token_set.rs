@@ -143,7 +143,11 @@ impl TokenSet {
 
     /// Reads a set written by [`TokenSet::write`], `None` when it breaks an invariant for
     /// `num_tokens` tokens in `words`-word masks (so a crafted file is refused, not trusted).
-    pub(crate) fn read(r: &mut crate::serialize::Reader<'_>, num_tokens: usize, words: usize) -> crate::error::Result<Option<TokenSet>> {
+    pub(crate) fn read(
+        r: &mut crate::serialize::Reader<'_>,
+        num_tokens: usize,
+        words: usize,
+    ) -> crate::error::Result<Option<TokenSet>> {
         let tag = r.u8()?;
         let values = r.u32s()?;
         Ok(match tag {
@@ -217,7 +221,12 @@ mod tests {
             for bits in [None, Some(&forbidden_bits[..])] {
                 let mut out = vec![u32::MAX; words];
                 set.write_minus(&forbidden, bits, &mut out);
-                assert_eq!(bitset::iter_ones(&out).collect::<Vec<_>>(), expected, "round {round}, bitset {}", bits.is_some());
+                assert_eq!(
+                    bitset::iter_ones(&out).collect::<Vec<_>>(),
+                    expected,
+                    "round {round}, bitset {}",
+                    bits.is_some()
+                );
             }
             let mut or = vec![0u32; words];
             bitset::set(&mut or, 0);

@@ -311,7 +311,9 @@ impl TokenizerDfa {
             let dfa = Self::parse(r, vocab, store_values);
             match verifier {
                 // A checksum thread cannot panic; were it to, the data is not trusted.
-                Some(v) => v.join().unwrap_or_else(|_| Err(Error::InvalidArgument("tokenizer DFA checksum failed".into())))?,
+                Some(v) => {
+                    v.join().unwrap_or_else(|_| Err(Error::InvalidArgument("tokenizer DFA checksum failed".into())))?
+                }
                 None => checksum.verify()?,
             }
             dfa
@@ -467,7 +469,8 @@ impl Derivations {
         let mut start = Vec::with_capacity(n + 1);
         let mut steps = Vec::new();
         let mut symbols = Vec::new();
-        let mut added: Vec<u32> = vocab.pre_tokenization().map(|p| p.added.iter().map(|a| a.0).collect()).unwrap_or_default();
+        let mut added: Vec<u32> =
+            vocab.pre_tokenization().map(|p| p.added.iter().map(|a| a.0).collect()).unwrap_or_default();
         added.sort_unstable();
         for t in 0..n as u32 {
             start.push(steps.len() as u32);
@@ -741,13 +744,17 @@ mod tests {
 
     #[test]
     fn serialization_round_trip() {
-        let vocab = Vocabulary::char_bpe_for_tests(&["a", "b", "c", "ab", "aa", "ac"], &[("a", "b"), ("a", "a"), ("a", "c")]).unwrap();
+        let vocab =
+            Vocabulary::char_bpe_for_tests(&["a", "b", "c", "ab", "aa", "ac"], &[("a", "b"), ("a", "a"), ("a", "c")])
+                .unwrap();
         let dfa = TokenizerDfa::build(&vocab).unwrap();
         let bytes = dfa.to_bytes(&vocab);
         let back = TokenizerDfa::from_bytes(&bytes, &vocab).unwrap();
         assert_eq!(back.class_of, dfa.class_of);
         assert_eq!(back.forbidden, dfa.forbidden);
-        let other = Vocabulary::char_bpe_for_tests(&["a", "b", "c", "ab", "aa", "ac"], &[("a", "b"), ("a", "c"), ("a", "a")]).unwrap();
+        let other =
+            Vocabulary::char_bpe_for_tests(&["a", "b", "c", "ab", "aa", "ac"], &[("a", "b"), ("a", "c"), ("a", "a")])
+                .unwrap();
         assert!(TokenizerDfa::from_bytes(&bytes, &other).is_err(), "another merge order is another tokenizer");
     }
 
@@ -823,7 +830,10 @@ mod tests {
 
     #[test]
     fn chains_and_aa() {
-        check_all_pairs(&["a", "b", "c", "ab", "abc", "aa", "aaaa"], &[("a", "b"), ("ab", "c"), ("a", "a"), ("aa", "aa")]);
+        check_all_pairs(
+            &["a", "b", "c", "ab", "abc", "aa", "aaaa"],
+            &[("a", "b"), ("ab", "c"), ("a", "a"), ("aa", "aa")],
+        );
     }
 
     #[test]

@@ -139,20 +139,16 @@ impl Vocabulary {
     /// Parses a `tokenizer.json` document. `eos_token_ids` defaults to the first of
     /// [`EOS_NAMES`] present among the special tokens; `vocab_size` defaults to the number of
     /// token ids (it is the width of masks, and may be larger when the model pads its logits).
-    pub fn from_json(
-        json: &str,
-        eos_token_ids: Option<Vec<u32>>,
-        vocab_size: Option<usize>,
-    ) -> Result<Vocabulary> {
-        let root: Value = serde_json::from_str(json)
-            .map_err(|e| Error::MalformedTokenizer(format!("not valid JSON: {e}")))?;
+    pub fn from_json(json: &str, eos_token_ids: Option<Vec<u32>>, vocab_size: Option<usize>) -> Result<Vocabulary> {
+        let root: Value =
+            serde_json::from_str(json).map_err(|e| Error::MalformedTokenizer(format!("not valid JSON: {e}")))?;
         let model = root
             .get("model")
             .filter(|m| m.is_object())
             .ok_or_else(|| Error::MalformedTokenizer("no \"model\" object".into()))?;
         let model_type = model.get("type").and_then(Value::as_str).unwrap_or("BPE");
-        let byte_level = has_component(root.get("pre_tokenizer"), "ByteLevel")
-            || has_component(root.get("decoder"), "ByteLevel");
+        let byte_level =
+            has_component(root.get("pre_tokenizer"), "ByteLevel") || has_component(root.get("decoder"), "ByteLevel");
         let kind = match model_type {
             "BPE" if byte_level => TokenizerKind::ByteLevelBpe,
             "BPE" => TokenizerKind::CharBpe,
@@ -171,9 +167,8 @@ impl Vocabulary {
         match model.get("vocab") {
             Some(Value::Object(map)) => {
                 for (s, id) in map {
-                    let id = as_id(id).ok_or_else(|| {
-                        Error::MalformedTokenizer(format!("vocab entry {s:?} has no integer id"))
-                    })?;
+                    let id = as_id(id)
+                        .ok_or_else(|| Error::MalformedTokenizer(format!("vocab entry {s:?} has no integer id")))?;
                     entries.push((id, s.clone()));
                 }
             }
@@ -192,12 +187,14 @@ impl Vocabulary {
         let mut added_flags: Vec<String> = Vec::new();
         if let Some(list) = root.get("added_tokens").and_then(Value::as_array) {
             for (i, t) in list.iter().enumerate() {
-                let id = t.get("id").and_then(as_id).ok_or_else(|| {
-                    Error::MalformedTokenizer(format!("added_tokens[{i}] has no integer id"))
-                })?;
-                let content = t.get("content").and_then(Value::as_str).ok_or_else(|| {
-                    Error::MalformedTokenizer(format!("added_tokens[{i}] has no content"))
-                })?;
+                let id = t
+                    .get("id")
+                    .and_then(as_id)
+                    .ok_or_else(|| Error::MalformedTokenizer(format!("added_tokens[{i}] has no integer id")))?;
+                let content = t
+                    .get("content")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| Error::MalformedTokenizer(format!("added_tokens[{i}] has no content")))?;
                 let special = t.get("special").and_then(Value::as_bool).unwrap_or(false);
                 for flag in ["lstrip", "rstrip", "single_word"] {
                     if !special && t.get(flag).and_then(Value::as_bool) == Some(true) {
@@ -207,12 +204,8 @@ impl Vocabulary {
                 added.push((id, content.to_string(), special));
             }
         }
-        let num_tokens = entries
-            .iter()
-            .map(|e| e.0)
-            .chain(added.iter().map(|a| a.0))
-            .max()
-            .map_or(0, |m| m as usize + 1);
+        let num_tokens =
+            entries.iter().map(|e| e.0).chain(added.iter().map(|a| a.0)).max().map_or(0, |m| m as usize + 1);
         if num_tokens == 0 {
             return Err(Error::MalformedTokenizer("the vocabulary is empty".into()));
         }
@@ -242,7 +235,10 @@ impl Vocabulary {
         for (id, s) in token_strings.iter().enumerate() {
             let Some(s) = s else { continue };
             token_bytes[id] = match &byte_map {
-                Some(map) => s.chars().map(|c| map.get(&c).copied()).collect::<Option<Vec<u8>>>()
+                Some(map) => s
+                    .chars()
+                    .map(|c| map.get(&c).copied())
+                    .collect::<Option<Vec<u8>>>()
                     .unwrap_or_else(|| s.as_bytes().to_vec()),
                 None => {
                     if let Some(b) = byte_fallback.then(|| parse_byte_token(s)).flatten() {
@@ -301,7 +297,9 @@ impl Vocabulary {
                 let (a, b) = match m {
                     Value::String(s) => match s.split_once(' ') {
                         Some((a, b)) => (a.to_string(), b.to_string()),
-                        None => return Err(Error::MalformedTokenizer(format!("merge {rank} {s:?} is not \"left right\""))),
+                        None => {
+                            return Err(Error::MalformedTokenizer(format!("merge {rank} {s:?} is not \"left right\"")))
+                        }
                     },
                     Value::Array(p) if p.len() == 2 => match (p[0].as_str(), p[1].as_str()) {
                         (Some(a), Some(b)) => (a.to_string(), b.to_string()),
@@ -322,8 +320,8 @@ impl Vocabulary {
             }
         }
 
-        let byte_fallback_token = (byte_fallback && fallback.iter().all(|&t| t != u32::MAX))
-            .then(|| Box::new(fallback));
+        let byte_fallback_token =
+            (byte_fallback && fallback.iter().all(|&t| t != u32::MAX)).then(|| Box::new(fallback));
         let byte_level_support = (kind == TokenizerKind::ByteLevelBpe)
             .then(|| byte_level_pre_tokenization(&root, model, &nonspecial_added, &nonspecial_added_ids, &added_flags));
         let canonical_unsupported = canonical_support(
@@ -353,9 +351,7 @@ impl Vocabulary {
                 ids
             }
             None => {
-                let found = EOS_NAMES.iter().find_map(|name| {
-                    added.iter().find(|a| a.2 && a.1 == *name).map(|a| a.0)
-                });
+                let found = EOS_NAMES.iter().find_map(|name| added.iter().find(|a| a.2 && a.1 == *name).map(|a| a.0));
                 match found {
                     Some(id) => vec![id],
                     None => {
@@ -526,7 +522,10 @@ fn canonical_support(
             return byte_level_support.and_then(|r| r.as_ref().err().cloned());
         }
         TokenizerKind::Unigram => {
-            return Some("canonical guides need a BPE merge table; this tokenizer is a Unigram model; use method=\"agnostic\"".into())
+            return Some(
+                "canonical guides need a BPE merge table; this tokenizer is a Unigram model; use method=\"agnostic\""
+                    .into(),
+            )
         }
         TokenizerKind::CharBpe => {}
     }
@@ -569,7 +568,9 @@ fn canonical_support(
     }
     for (key, bad) in [("ignore_merges", Value::Bool(true))] {
         if model.get(key) == Some(&bad) {
-            return Some(format!("BPE option {key}=true is not supported by canonical guides without a pre-tokenizer yet"));
+            return Some(format!(
+                "BPE option {key}=true is not supported by canonical guides without a pre-tokenizer yet"
+            ));
         }
     }
     for key in ["dropout", "continuing_subword_prefix", "end_of_word_suffix"] {
@@ -604,7 +605,9 @@ pub(crate) fn byte_level_pre_tokenization(
         }
     }
     if model.get("byte_fallback").and_then(Value::as_bool) == Some(true) {
-        return Err(format!("byte_fallback with a byte-level pre-tokenizer is not supported by canonical guides; {agnostic}"));
+        return Err(format!(
+            "byte_fallback with a byte-level pre-tokenizer is not supported by canonical guides; {agnostic}"
+        ));
     }
     if let Some(first) = added_flags.first() {
         return Err(format!(
@@ -633,7 +636,10 @@ pub(crate) fn byte_level_pre_tokenization(
                     }
                 };
                 if found != Normalization::None && found != this {
-                    return Err(format!("a sequence of normalizers {} is not supported by canonical guides; {agnostic}", describe(Some(norm))));
+                    return Err(format!(
+                        "a sequence of normalizers {} is not supported by canonical guides; {agnostic}",
+                        describe(Some(norm))
+                    ));
                 }
                 found = this;
             }
@@ -657,7 +663,9 @@ pub(crate) fn byte_level_pre_tokenization(
         if byte_level_seen {
             // Later stages see the byte-mapped text (one stand-in character per byte), where a
             // split may fall inside a UTF-8 character (falcon's Digits after ByteLevel).
-            return unsupported("a pre-tokenizer after ByteLevel works on the byte-mapped text, which canonical guides do not model");
+            return unsupported(
+                "a pre-tokenizer after ByteLevel works on the byte-mapped text, which canonical guides do not model",
+            );
         }
         match ty {
             "ByteLevel" => {
@@ -676,7 +684,10 @@ pub(crate) fn byte_level_pre_tokenization(
                 if p.get("invert").and_then(Value::as_bool) == Some(true) {
                     return unsupported("invert=true is not supported");
                 }
-                match (p.pointer("/pattern/Regex").and_then(Value::as_str), p.pointer("/pattern/String").and_then(Value::as_str)) {
+                match (
+                    p.pointer("/pattern/Regex").and_then(Value::as_str),
+                    p.pointer("/pattern/String").and_then(Value::as_str),
+                ) {
                     (Some(r), _) => stages.push(r.to_string()),
                     (None, Some(lit)) => stages.push(regex_syntax::escape(lit)),
                     _ => return unsupported("no Regex or String pattern"),
@@ -708,7 +719,8 @@ pub(crate) fn byte_level_pre_tokenization(
     // Non-special added tokens are split out of the text first, leftmost-longest: stage 0,
     // an alternation of their contents, longest first (leftmost-first then equals
     // leftmost-longest on literals).
-    let mut added: Vec<(u32, String)> = nonspecial_added_ids.iter().copied().zip(nonspecial_added.iter().cloned()).collect();
+    let mut added: Vec<(u32, String)> =
+        nonspecial_added_ids.iter().copied().zip(nonspecial_added.iter().cloned()).collect();
     added.retain(|(_, c)| !c.is_empty());
     if !added.is_empty() {
         // Hugging Face never pre-tokenizes an added token's match; we model its stage-0 piece
@@ -718,7 +730,8 @@ pub(crate) fn byte_level_pre_tokenization(
         let mut machine = crate::piece_machine::PieceMachine::new(&later, 200_000)
             .map_err(|e| format!("the pre-tokenizer cannot be modelled: {e}; {agnostic}"))?;
         for (_, content) in &added {
-            let pieces = machine.split(content).map_err(|e| format!("the pre-tokenizer cannot be modelled: {e}; {agnostic}"))?;
+            let pieces =
+                machine.split(content).map_err(|e| format!("the pre-tokenizer cannot be modelled: {e}; {agnostic}"))?;
             if pieces.len() != 1 {
                 return Err(format!(
                     "the non-special added token {content:?} is split out of the raw text before the \
@@ -839,13 +852,21 @@ mod tests {
 
     #[test]
     fn malformed_inputs() {
-        assert!(matches!(Vocabulary::from_json("{", None, None), Err(Error::MalformedTokenizer(m)) if m.contains("JSON")));
-        assert!(matches!(Vocabulary::from_json("{}", None, None), Err(Error::MalformedTokenizer(m)) if m.contains("model")));
+        assert!(
+            matches!(Vocabulary::from_json("{", None, None), Err(Error::MalformedTokenizer(m)) if m.contains("JSON"))
+        );
+        assert!(
+            matches!(Vocabulary::from_json("{}", None, None), Err(Error::MalformedTokenizer(m)) if m.contains("model"))
+        );
         let no_eos = r#"{"model":{"type":"BPE","vocab":{"a":0},"merges":[]}}"#;
-        assert!(matches!(Vocabulary::from_json(no_eos, None, None), Err(Error::InvalidArgument(m)) if m.contains("EOS")));
+        assert!(
+            matches!(Vocabulary::from_json(no_eos, None, None), Err(Error::InvalidArgument(m)) if m.contains("EOS"))
+        );
         assert!(Vocabulary::from_json(no_eos, Some(vec![0]), Some(64)).is_ok());
         assert!(matches!(Vocabulary::from_json(no_eos, Some(vec![5]), None), Err(Error::InvalidArgument(_))));
         let bad_merge = r#"{"model":{"type":"BPE","vocab":{"a":0},"merges":["a b"]}}"#;
-        assert!(matches!(Vocabulary::from_json(bad_merge, Some(vec![0]), None), Err(Error::MalformedTokenizer(m)) if m.contains("missing")));
+        assert!(
+            matches!(Vocabulary::from_json(bad_merge, Some(vec![0]), None), Err(Error::MalformedTokenizer(m)) if m.contains("missing"))
+        );
     }
 }

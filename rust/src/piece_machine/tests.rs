@@ -235,9 +235,8 @@ fn rep(
     if max == Some(n) {
         return k(i);
     }
-    let more = |k: &mut dyn FnMut(usize) -> bool| {
-        bt(sub, s, i, &mut |j| j != i && rep(sub, min, max, greedy, n + 1, s, j, k))
-    };
+    let more =
+        |k: &mut dyn FnMut(usize) -> bool| bt(sub, s, i, &mut |j| j != i && rep(sub, min, max, greedy, n + 1, s, j, k));
     // The order of the two alternatives is the point: `||` short-circuits.
     #[allow(clippy::if_same_then_else)]
     if greedy {
@@ -276,14 +275,11 @@ fn find_iter(re: &Re, s: &[char]) -> Vec<(usize, usize)> {
 
 /// All stages in sequence: the reference pieces of `text`.
 fn reference_split(res: &[Re], text: &str) -> Vec<String> {
-    let mut pieces: Vec<Vec<char>> =
-        if text.is_empty() { vec![] } else { vec![text.chars().collect()] };
+    let mut pieces: Vec<Vec<char>> = if text.is_empty() { vec![] } else { vec![text.chars().collect()] };
     for re in res {
         pieces = pieces
             .iter()
-            .flat_map(|p| {
-                find_iter(re, p).into_iter().map(|(a, b)| p[a..b].to_vec()).collect::<Vec<_>>()
-            })
+            .flat_map(|p| find_iter(re, p).into_iter().map(|(a, b)| p[a..b].to_vec()).collect::<Vec<_>>())
             .collect();
     }
     pieces.into_iter().map(|p| p.into_iter().collect()).collect()
@@ -291,8 +287,7 @@ fn reference_split(res: &[Re], text: &str) -> Vec<String> {
 
 // ---------------------------------------------------------------- patterns
 
-const GPT2: &[&str] =
-    &[r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"];
+const GPT2: &[&str] = &[r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"];
 const LLAMA3: &[&str] = &[
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
 ];
@@ -315,13 +310,8 @@ const DEEPSEEK_LLM: &[&str] = &[
     "[\u{4e00}-\u{9fa5}\u{800}-\u{4e00}\u{ac00}-\u{d7ff}]+",
     "\\p{N}+",
 ];
-const DEEPSEEK_CODER: &[&str] = &[
-    "[\u{d}\u{a}]",
-    "\\s?\\p{L}+",
-    "\\s?\\p{P}+",
-    "[\u{4e00}-\u{9fa5}\u{800}-\u{4e00}\u{ac00}-\u{d7ff}]+",
-    "\\p{N}",
-];
+const DEEPSEEK_CODER: &[&str] =
+    &["[\u{d}\u{a}]", "\\s?\\p{L}+", "\\s?\\p{P}+", "[\u{4e00}-\u{9fa5}\u{800}-\u{4e00}\u{ac00}-\u{d7ff}]+", "\\p{N}"];
 /// ByteLevel(use_regex) after Digits(individual_digits=true) (StarCoder2, Refact, Command-R).
 const STARCODER2: &[&str] = &[r"\p{N}", GPT2[0]];
 /// Falcon without its Punctuation stage.
@@ -355,16 +345,13 @@ fn all_specs() -> Vec<(&'static str, Vec<&'static str>)> {
 }
 
 fn machine(stages: &[&str]) -> PieceMachine {
-    let spec = PieceMachineSpec {
-        stages: stages.iter().map(|s| s.to_string()).collect(),
-        allowed_chars: None,
-    };
+    let spec = PieceMachineSpec { stages: stages.iter().map(|s| s.to_string()).collect(), allowed_chars: None };
     PieceMachine::new(&spec, 1_000_000).unwrap()
 }
 
 const ALPHABET: &[&str] = &[
-    " ", " ", " ", "\n", "\r", "\t", "a", "b", "B", "x", "é", "ß", "中", "ア", "가", "1", "2", "٣",
-    "'", "'s", "'ll", "'T", "s", "S", "d", "e", ".", "/", "!", "😀", "\u{301}", "ab", "0", "ſ",
+    " ", " ", " ", "\n", "\r", "\t", "a", "b", "B", "x", "é", "ß", "中", "ア", "가", "1", "2", "٣", "'", "'s", "'ll",
+    "'T", "s", "S", "d", "e", ".", "/", "!", "😀", "\u{301}", "ab", "0", "ſ",
     // Ideographic space (white space, and punctuation for DeepSeek LLM), fullwidth and curly
     // punctuation, µ (DeepSeek LLM's letter list), no-break space, title case, modifier letter.
     "\u{3000}", "！", "‘", "µ", "\u{a0}", "ǅ", "ʰ",
@@ -440,13 +427,7 @@ fn reference_marks(res: &[Re], text: &str) -> Vec<(usize, usize)> {
     marks
 }
 
-fn check_perturbations(
-    m: &mut PieceMachine,
-    res: &[Re],
-    text: &str,
-    rng: &mut SplitMix64,
-    name: &str,
-) {
+fn check_perturbations(m: &mut PieceMachine, res: &[Re], text: &str, rng: &mut SplitMix64, name: &str) {
     let marks = reference_marks(res, text);
     assert!(m.accepts_marked(text, &marks).unwrap(), "{name} {text:?} {marks:?}");
     assert_eq!(m.split_marks(text).unwrap(), marks, "{name} {text:?}");
@@ -484,10 +465,7 @@ fn check_perturbations(
         }
     }
     for w in wrong {
-        assert!(
-            !m.accepts_marked(text, &w).unwrap(),
-            "{name} {text:?}: wrong marks {w:?} accepted (right: {marks:?})"
-        );
+        assert!(!m.accepts_marked(text, &w).unwrap(), "{name} {text:?}: wrong marks {w:?} accepted (right: {marks:?})");
     }
 }
 
@@ -561,10 +539,8 @@ fn piece_machine_exhaustive_markings() {
         let k = m.num_stages() + 1;
         let mut texts = vec![String::new()];
         for _ in 0..5 {
-            let longer: Vec<String> = texts
-                .iter()
-                .flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}")))
-                .collect();
+            let longer: Vec<String> =
+                texts.iter().flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}"))).collect();
             for text in &longer {
                 let right = reference_marks(&res, text);
                 let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).skip(1).collect();
@@ -579,11 +555,7 @@ fn piece_machine_exhaustive_markings() {
                         c /= k;
                     }
                     let ok = m.accepts_marked(text, &marks).unwrap();
-                    assert_eq!(
-                        ok,
-                        marks == right,
-                        "{stages:?} {text:?} {marks:?}, right: {right:?}"
-                    );
+                    assert_eq!(ok, marks == right, "{stages:?} {text:?} {marks:?}, right: {right:?}");
                     accepted += ok as usize;
                 }
                 assert_eq!(accepted, 1);

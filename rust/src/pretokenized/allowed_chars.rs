@@ -51,4 +51,3 @@ pub fn normalization_stable_chars(normalization: Normalization) -> Option<Vec<(c
     }
     Some(ranges)
 }
-

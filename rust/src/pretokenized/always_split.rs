@@ -88,11 +88,15 @@ pub fn tokens_always_split(machine: &PieceMachine, candidates: &TokenTrie, max_s
     }
     // Every candidate with its first byte; those starting inside a character stay.
     let mut all = Vec::new();
-    candidates.for_each_walk(None, |first: Option<u8>, b| Ok::<_, Error>(Some(first.or(Some(b)))), |t, first| {
-        if first.is_some_and(|b| !(0x80..=0xBF).contains(&b)) {
-            all.push(t);
-        }
-    })?;
+    candidates.for_each_walk(
+        None,
+        |first: Option<u8>, b| Ok::<_, Error>(Some(first.or(Some(b)))),
+        |t, first| {
+            if first.is_some_and(|b| !(0x80..=0xBF).contains(&b)) {
+                all.push(t);
+            }
+        },
+    )?;
     let mut out: Vec<u32> = all.into_iter().filter(|t| !whole.contains(t)).collect();
     out.sort_unstable();
     Ok(out)

@@ -167,7 +167,10 @@ impl PretokenizedAutomaton {
         vec![
             ("text automaton", self.text.heap_bytes()),
             ("live elements", hashed(self.live.capacity(), 12)),
-            ("member sets", self.sets.iter().map(|s| s.len() * 8 * 2 + 16).sum::<usize>() + hashed(self.set_index.capacity(), 20)),
+            (
+                "member sets",
+                self.sets.iter().map(|s| s.len() * 8 * 2 + 16).sum::<usize>() + hashed(self.set_index.capacity(), 20),
+            ),
             ("states", self.states.len() * 8 + hashed(self.index.capacity(), 12) + self.states.len() * 9),
             ("token sets", self.token_sets.iter().map(|s| s.heap_bytes() + 24).sum::<usize>() + self.tables.len() * 8),
             ("overrides", self.overrides.iter().map(|o| o.len() * 12 + 16).sum::<usize>()),
@@ -207,7 +210,11 @@ impl PretokenizedAutomaton {
 
     /// Reads an automaton written by [`PretokenizedAutomaton::write`], checking every index, so
     /// that a crafted file gives an error, never a panic.
-    pub(crate) fn read(r: &mut crate::serialize::Reader<'_>, tok: Arc<TokenizerDfa>, vocab: &Vocabulary) -> Result<Self> {
+    pub(crate) fn read(
+        r: &mut crate::serialize::Reader<'_>,
+        tok: Arc<TokenizerDfa>,
+        vocab: &Vocabulary,
+    ) -> Result<Self> {
         let bad = |what: &str| Error::InvalidArgument(format!("invalid serialized guide: pre-tokenized {what}"));
         let dfa = ByteDfa::read(r)?;
         let text = FrozenText::read(r, dfa.num_states())?;
@@ -217,7 +224,10 @@ impl PretokenizedAutomaton {
         for _ in 0..terminal.len() {
             let flat = r.u32s()?;
             let ch: Vec<(u32, u32)> = flat.chunks_exact(2).map(|c| (c[0], c[1])).collect();
-            if flat.len() % 2 != 0 || ch.windows(2).any(|w| w[0].0 >= w[1].0) || ch.iter().any(|&(_, u)| u as usize >= terminal.len()) {
+            if flat.len() % 2 != 0
+                || ch.windows(2).any(|w| w[0].0 >= w[1].0)
+                || ch.iter().any(|&(_, u)| u as usize >= terminal.len())
+            {
                 return Err(bad("lone-token splits"));
             }
             children.push(ch);
@@ -242,15 +252,22 @@ impl PretokenizedAutomaton {
         for _ in 0..num_sets {
             let flat = r.u32s()?;
             let set: Box<[Member]> = flat.chunks_exact(2).map(|c| (c[0], c[1])).collect();
-            if flat.len() % 2 != 0 || set.iter().any(|&(z, u)| z >= nz || !node_ok(u)) || set.windows(2).any(|w| w[0] >= w[1]) {
+            if flat.len() % 2 != 0
+                || set.iter().any(|&(z, u)| z >= nz || !node_ok(u))
+                || set.windows(2).any(|w| w[0] >= w[1])
+            {
                 return Err(bad("member set"));
             }
             sets.push(set);
         }
-        let set_index: FxHashMap<Box<[Member]>, u32> = sets.iter().enumerate().map(|(i, s)| (s.clone(), i as u32)).collect();
+        let set_index: FxHashMap<Box<[Member]>, u32> =
+            sets.iter().enumerate().map(|(i, s)| (s.clone(), i as u32)).collect();
         let flat = r.u32s()?;
         let states: Vec<(u32, u32)> = flat.chunks_exact(2).map(|c| (c[0], c[1])).collect();
-        if flat.len() % 2 != 0 || states.is_empty() || states.iter().any(|&(s, c)| s as usize >= sets.len() || !class_ok(c)) {
+        if flat.len() % 2 != 0
+            || states.is_empty()
+            || states.iter().any(|&(s, c)| s as usize >= sets.len() || !class_ok(c))
+        {
             return Err(bad("states"));
         }
         let index: FxHashMap<(u32, u32), u32> = states.iter().enumerate().map(|(i, &p)| (p, i as u32)).collect();
@@ -281,9 +298,12 @@ impl PretokenizedAutomaton {
         let mut overrides = Vec::with_capacity(num_overrides.min(1 << 20));
         for _ in 0..num_overrides {
             let flat = r.u32s()?;
-            let list: Box<[Override]> = flat.chunks_exact(3).map(|c| Override { token: c[0], all: c[1], free: c[2] }).collect();
+            let list: Box<[Override]> =
+                flat.chunks_exact(3).map(|c| Override { token: c[0], all: c[1], free: c[2] }).collect();
             let set_ok = |s: u32| s == NONE || (s as usize) < sets.len();
-            if flat.len() % 3 != 0 || list.iter().any(|o| o.token as usize >= vocab.num_tokens() || !set_ok(o.all) || !set_ok(o.free)) {
+            if flat.len() % 3 != 0
+                || list.iter().any(|o| o.token as usize >= vocab.num_tokens() || !set_ok(o.all) || !set_ok(o.free))
+            {
                 return Err(bad("overrides"));
             }
             overrides.push(list);
@@ -317,4 +337,3 @@ impl PretokenizedAutomaton {
         })
     }
 }
-

@@ -90,4 +90,3 @@ impl LoneSplits {
         self.children.len()
     }
 }
-

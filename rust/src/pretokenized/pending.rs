@@ -153,7 +153,9 @@ impl PendingGroups {
                     forbidden.get(from) == Some(&t)
                 }
             };
-            if in_forbidden == want_forbidden && (except.is_empty() || except.binary_search_by_key(&t, |e| e.0).is_err()) {
+            if in_forbidden == want_forbidden
+                && (except.is_empty() || except.binary_search_by_key(&t, |e| e.0).is_err())
+            {
                 self.stamp[g as usize] = round;
                 any_found = true;
             }
@@ -237,7 +239,8 @@ mod tests {
                     ts
                 })
                 .collect();
-            let mut pending = PendingGroups::new(groups.iter().enumerate().map(|(g, ts)| (g as u32, ts.as_slice())), num_groups);
+            let mut pending =
+                PendingGroups::new(groups.iter().enumerate().map(|(g, ts)| (g as u32, ts.as_slice())), num_groups);
             let mut alive = vec![true; num_groups];
             for round in 0..20 {
                 let wanted = if round % 3 == 2 { Wanted::Forbidden } else { Wanted::Allowed };
@@ -269,7 +272,8 @@ mod tests {
                             && except.binary_search_by_key(t, |e| e.0).is_err()
                     })
                 };
-                let mut expected: Vec<u32> = (0..num_groups as u32).filter(|&g| alive[g as usize] && (recheck || found(g))).collect();
+                let mut expected: Vec<u32> =
+                    (0..num_groups as u32).filter(|&g| alive[g as usize] && (recheck || found(g))).collect();
                 seen.sort_unstable();
                 assert_eq!(seen, expected, "round {round}, recheck {recheck}");
                 expected.retain(|g| pending.groups.contains(g));

@@ -59,7 +59,12 @@ impl TableScratch {
         for &(t, _) in splits.next_tokens(ROOT) {
             root_continues[t as usize] = true;
         }
-        TableScratch { block: vec![NONE; num_tokens], root_continues, root_tokens_of: FxHashMap::default(), remap: Vec::new() }
+        TableScratch {
+            block: vec![NONE; num_tokens],
+            root_continues,
+            root_tokens_of: FxHashMap::default(),
+            remap: Vec::new(),
+        }
     }
 }
 
@@ -132,7 +137,11 @@ pub(super) fn successor_table(
                 let root_continues = &scratch.root_continues;
                 let root_tokens = scratch.root_tokens_of.entry(zm).or_insert_with(|| {
                     let gs = &groups[&zm];
-                    gs.groups.iter().flat_map(|g| gs.tokens(g).iter().copied()).filter(|&t| root_continues[t as usize]).collect()
+                    gs.groups
+                        .iter()
+                        .flat_map(|g| gs.tokens(g).iter().copied())
+                        .filter(|&t| root_continues[t as usize])
+                        .collect()
                 });
                 // Also those whose group has no live target without the split node.
                 exact_list.extend_from_slice(root_tokens);
@@ -221,7 +230,8 @@ pub(super) fn successor_table(
     group_index.reserve(parent.len());
     // Per block, whether its group has a `free` set (read per token: a byte, not a `SetGroup`).
     let mut block_free: Vec<bool> = vec![false; parent.len()];
-    let mut out = SuccessorTable { groups: Vec::new(), tokens: Box::new([]), by_token: Vec::new(), free_tokens: Vec::new() };
+    let mut out =
+        SuccessorTable { groups: Vec::new(), tokens: Box::new([]), by_token: Vec::new(), free_tokens: Vec::new() };
     let mut place = |all_id: u32, free_id: u32, t: u32, out: &mut SuccessorTable| -> Option<u32> {
         if all_id == NONE {
             return None;

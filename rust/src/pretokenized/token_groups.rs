@@ -137,7 +137,13 @@ fn class_order(num_tokens: usize, class_of: &impl Fn(u32) -> u32) -> ClassOrder 
     distinct.sort_unstable();
     distinct.dedup();
     // Slot of a class: itself when below `num_tokens`, else after them by rank.
-    let slot = |c: u32| if (c as usize) < num_tokens { c as usize } else { num_tokens + distinct.binary_search(&c).expect("listed") };
+    let slot = |c: u32| {
+        if (c as usize) < num_tokens {
+            c as usize
+        } else {
+            num_tokens + distinct.binary_search(&c).expect("listed")
+        }
+    };
     let mut count = vec![0u32; num_tokens + distinct.len() + 1];
     for &c in &classes {
         count[slot(c) + 1] += 1;
@@ -175,7 +181,9 @@ mod tests {
             let num_tokens = 1 + rng.below(3000);
             let num_classes = 1 + rng.below(if round % 2 == 0 { 8 } else { num_tokens });
             let classes: Vec<u32> = (0..num_tokens)
-                .map(|_| if rng.one_in(10) { u32::MAX - 3 - rng.below(2) as u32 } else { rng.below(num_classes) as u32 })
+                .map(
+                    |_| if rng.one_in(10) { u32::MAX - 3 - rng.below(2) as u32 } else { rng.below(num_classes) as u32 },
+                )
                 .collect();
             let mut grouper = Grouper::new(num_tokens, |t: u32| classes[t as usize]);
             for _ in 0..4 {

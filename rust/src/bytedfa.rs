@@ -208,7 +208,7 @@ impl ByteDfa {
         }
         let sink = n as u32;
         let mut complete: Vec<u32> = self.trans.iter().map(|&t| if t == DEAD { sink } else { t }).collect();
-        complete.extend(std::iter::repeat(sink).take(k));
+        complete.extend(std::iter::repeat_n(sink, k));
         let mut accepting = self.accepting.clone();
         accepting.push(false);
         let block = crate::partition::coarsest_partition(n + 1, k, &complete, &accepting);
@@ -255,9 +255,9 @@ impl ByteDfa {
         }
         let mut dist = vec![u32::MAX; n];
         let mut queue: std::collections::VecDeque<u32> = Default::default();
-        for s in 0..n {
+        for (s, d) in dist.iter_mut().enumerate() {
             if self.accepting[s] {
-                dist[s] = 0;
+                *d = 0;
                 queue.push_back(s as u32);
             }
         }

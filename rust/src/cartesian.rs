@@ -10,6 +10,7 @@
 //!   state over `q1` only tests those;
 //! * backward, when a product state becomes co-reachable, only the product states over the
 //!   predecessor byte states that are not yet co-reachable are tested.
+//!
 //! Byte-fallback tokens (their target depends on `q2`) are explicit edges.
 //!
 //! The result stores δ1 restricted to relevant targets as one bitset per byte state, so at

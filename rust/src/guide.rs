@@ -7,9 +7,10 @@
 //! * `base_masks[q1]`: tokens whose byte walk from `q1` ends in a state `q1'` such that
 //!   `(q1', class(t))` is a relevant product state (the transition function δ1 restricted to
 //!   relevant targets);
-//! * the tokenizer DFA's forbidden set of `q2`, which is subtracted;
-//! plus byte-fallback tokens, whose target depends on `q2` and which are kept as explicit edges,
-//! and EOS ids on final states. A state's full mask is computed on first request and cached
+//! * the tokenizer DFA's forbidden set of `q2`, which is subtracted.
+//!
+//! Byte-fallback tokens, whose target depends on `q2`, are kept as explicit edges, and EOS ids
+//! are added on final states. A state's full mask is computed on first request and cached
 //! (within the guide's `max_mask_cache_bytes`, see `mask_cache`), so `mask()` can usually hand
 //! out a zero-copy view; `write_mask` computes straight into a caller's buffer.
 //!
@@ -97,7 +98,8 @@ pub struct ProductParts<'a> {
     pub byte_dfa: &'a ByteDfa,
 }
 
-/// How a guide stores its automaton.
+/// How a guide stores its automaton. (One per guide: the variants' sizes do not matter.)
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Automaton {
     Product(ProductAutomaton),
     /// An explicit token DFA (method `direct`), with each state's fewest tokens to acceptance.
@@ -441,7 +443,9 @@ impl Guide {
         let n = self.num_states();
         let mut colour = vec![0u8; n];
         let mut count = vec![0u128; n];
-        let mut stack: Vec<(u32, Vec<(u32, u32)>, usize)> = Vec::new();
+        // (state, its transitions, the next one to explore)
+        type Frame = (u32, Vec<(u32, u32)>, usize);
+        let mut stack: Vec<Frame> = Vec::new();
         colour[self.initial as usize] = 1;
         stack.push((self.initial, self.transitions(self.initial), 0));
         while let Some(top) = stack.last_mut() {

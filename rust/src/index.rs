@@ -142,7 +142,7 @@ impl TokenTrie {
                 let next = dfa.next(q, b);
                 Ok::<_, std::convert::Infallible>((next != DEAD).then_some(next))
             },
-            |t, q| emit(t, q),
+            &mut emit,
         )
         .unwrap_or_else(|never| match never {});
     }

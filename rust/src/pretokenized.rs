@@ -13,6 +13,7 @@
 //!    the *lone tokens* — those the merges would not produce from their own text — need a
 //!    check: for any other token `t`, BPE of `t`'s text is `[t]`, so condition 2 already
 //!    rejects every other split. A lone token is allowed exactly as a whole piece.
+//!
 //! Pairs across a piece boundary are unconstrained.
 //!
 //! # The construction
@@ -260,11 +261,11 @@ pub fn build<M: PieceBoundaries>(
     while let Some(id) = elements.queue.pop_front() {
         limits.deadline.check("the pre-tokenized guide's forward search")?;
         let (z, c, u) = elements.items[id as usize];
-        if !groups.contains_key(&z) {
+        if let std::collections::hash_map::Entry::Vacant(slot) = groups.entry(z) {
             let g = token_groups(&mut text, trie, &mut grouper, z)?;
             group_bytes += g.heap_bytes();
             limits.check_bytes(elements.items.len(), 1, group_bytes)?;
-            groups.insert(z, g);
+            slot.insert(g);
         }
         let special = splits.next_tokens(u);
         let gs = &groups[&z];
@@ -451,7 +452,9 @@ pub fn build<M: PieceBoundaries>(
     let mut table_list: Vec<SetTable> = Vec::new();
     let mut token_sets = TokenSetPool::default();
     let mut table_scratch = TableScratch::new(vocab.num_tokens(), splits);
-    let mut set_info: Vec<Option<(u32, std::rc::Rc<[(u32, u32)]>)>> = Vec::new();
+    // Per member set: its projection, and the tokens continuing a member's lone-token split.
+    type SetInfo = (u32, std::rc::Rc<[(u32, u32)]>);
+    let mut set_info: Vec<Option<SetInfo>> = Vec::new();
     let mut searches: Vec<SetSearch> = Vec::new();
     let mut state_table: Vec<u32> = Vec::new();
     let mut overrides: FxHashMap<(u32, Mode), u32> = FxHashMap::default();

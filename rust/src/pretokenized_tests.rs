@@ -27,7 +27,7 @@ impl PieceBoundaries for SpaceJoinsWord {
         let letter = b == b'a' || b == b'b';
         let space = b == b' ';
         Ok(match (s, letter, space) {
-            (0 | 1 | 2, true, _) => 1,
+            (0..=2, true, _) => 1,
             (0 | 3 | 4, _, true) => 2,
             _ => DEAD,
         })
@@ -40,7 +40,7 @@ impl PieceBoundaries for SpaceJoinsWord {
         })
     }
     fn accepts_end(&mut self, s: u32) -> crate::Result<bool> {
-        Ok(matches!(s, 0 | 1 | 2))
+        Ok(matches!(s, 0..=2))
     }
 }
 

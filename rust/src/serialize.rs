@@ -2,7 +2,7 @@
 //!
 //! Layout: `MAGIC` (7 bytes) · container version (1 byte) · kind tag (4 bytes) · format version
 //! of the kind (u32) · fingerprint of the input it was built from (u64) · payload length (u64) ·
-//! checksum of the payload (u64, see [`checksum`]) · payload. All integers little-endian. A reader checks every field before looking at
+//! checksum of the payload (u64, see `checksum`) · payload. All integers little-endian. A reader checks every field before looking at
 //! the payload and every read is bounds-checked, so a truncated, corrupted, stale (other
 //! fingerprint) or other-version file is an error, never a panic or a wrong result.
 

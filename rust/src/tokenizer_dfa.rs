@@ -12,7 +12,7 @@
 //! * [`crate::algorithm3`] — the appendix's BuildTokenizerDFA. It assumes merges are applied in
 //!   sequential passes, which equals Hugging Face's priority BPE only for *well-ordered* tables
 //!   (see [`crate::bpe`]). Used when the table is well-ordered.
-//! * [`build_priority_timeline`] — exact for priority BPE on any table (Mistral-7B, Llama 2).
+//! * `build_priority_timeline` — exact for priority BPE on any table (Mistral-7B, Llama 2).
 //!   A pair `(t1, t2)` is canonical iff each token alone encodes to itself and no merge ever
 //!   crosses the boundary when their text is encoded together. Until the first crossing merge,
 //!   the two sides evolve exactly as when encoded alone, and the global heap pops their merges

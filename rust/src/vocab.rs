@@ -20,6 +20,7 @@
 //! * *Byte-level BPE*: bytes are the base symbols, and what runs before the merges is described
 //!   by a [`PreTokenization`] (`Split` / `ByteLevel` / `Digits` / `Punctuation` stages, NFC or
 //!   NFKC, `ignore_merges`, non-special added tokens), which `crate::pretokenized` models.
+//!
 //! Any other component (lowercasing, a pre-tokenizer after `ByteLevel`, dropout, subword
 //! prefixes, ...) makes the tokenizer refused for canonical methods with a message naming it;
 //! `agnostic` still works.

@@ -23,7 +23,7 @@ pub fn lone_tokens(vocab: &Vocabulary, tok: &TokenizerDfa) -> Vec<u32> {
 
 /// The merge-only splits of the lone tokens, as a trie over token ids: a piece whose tokens
 /// follow a whole path spells a lone token, which `ignore_merges` emits whole instead. Node 0 is
-/// the root (a piece start); [`NONE`] is "on no such path".
+/// the root (a piece start); `NONE` is "on no such path".
 #[derive(Clone, Debug, Default)]
 pub struct LoneSplits {
     pub(crate) children: Vec<Vec<(u32, u32)>>,
@@ -64,7 +64,7 @@ impl LoneSplits {
         }
         trie
     }
-    /// The node after token `t`, [`NONE`] off every path.
+    /// The node after token `t`, `NONE` off every path.
     #[inline]
     pub fn child(&self, u: u32, t: u32) -> u32 {
         if u == NONE || u == SPELLED {

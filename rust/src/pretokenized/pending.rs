@@ -277,8 +277,8 @@ mod tests {
                 seen.sort_unstable();
                 assert_eq!(seen, expected, "round {round}, recheck {recheck}");
                 expected.retain(|g| pending.groups.contains(g));
-                for g in 0..num_groups {
-                    alive[g] = pending.groups.contains(&(g as u32));
+                for (g, alive) in alive.iter_mut().enumerate() {
+                    *alive = pending.groups.contains(&(g as u32));
                 }
                 assert!(pending.tokens.iter().all(|&(_, g)| alive[g as usize]));
             }

@@ -23,11 +23,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion};
-use propertok::bytedfa::{ByteDfa, DEFAULT_MAX_STATES};
-use propertok::compiler::{Compiler, Limits};
 use propertok::guide::{Guide, Method};
+use propertok::limits::DEFAULT_MAX_BYTE_DFA_STATES as DEFAULT_MAX_STATES;
+use propertok::regex::byte_dfa::ByteDfa;
+use propertok::tokenizer::vocab::Vocabulary;
 use propertok::tokenizer_dfa::TokenizerDfa;
-use propertok::vocab::Vocabulary;
+use propertok::{compiler::Compiler, limits::Limits};
 
 fn shared_dir() -> PathBuf {
     match std::env::var_os("PROPERTOK_SHARED") {

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use propertok::compiler::{Compiler, Limits};
 use propertok::guide::Method;
-use propertok::vocab::Vocabulary;
+use propertok::tokenizer::vocab::Vocabulary;
+use propertok::{compiler::Compiler, limits::Limits};
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -9,8 +9,8 @@
 
 use std::io::Read;
 
-use propertok::piece_machine::{PieceMachine, PieceMachineSpec};
-use propertok::split_pattern::{Node, SplitNfa};
+use propertok::pre_tokenizer::piece_machine::{PieceMachine, PieceMachineSpec};
+use propertok::pre_tokenizer::split_nfa::{Node, SplitNfa};
 use serde_json::{json, Value};
 
 fn main() {

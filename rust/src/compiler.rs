@@ -8,64 +8,20 @@
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
-use crate::bytedfa::{ByteDfa, DEFAULT_MAX_STATES};
-use crate::cartesian::{self, ProductLimits, DEFAULT_MAX_GUIDE_BYTES, DEFAULT_MAX_PRODUCT_STATES};
-use crate::deadline::Deadline;
-use crate::direct_merge::{direct_merge, DirectMergeLimits};
+use crate::build::direct::merge::direct_merge;
+use crate::build::{cartesian, direct, pre_tokenized};
 use crate::error::{Error, Result};
-use crate::explicit::{self, DirectLimits};
-use crate::guide::ProductParts;
-use crate::guide::{Guide, Method};
-use crate::index::TokenTrie;
-use crate::mask_cache::DEFAULT_MAX_MASK_CACHE_BYTES;
-use crate::piece_machine::{PieceMachine, PieceMachineSpec};
-use crate::pretokenized;
-use crate::text_automaton::ContentTrie;
-use crate::tokenizer_dfa::Construction;
-use crate::tokenizer_dfa::TokenizerDfa;
-use crate::vocab::Vocabulary;
-
-/// Limits checked while compiling (and, for the mask cache, while decoding). Each is checked as
-/// the construction goes, so a compile that would exceed one stops early with
-/// [`Error::LimitExceeded`] naming it.
-#[derive(Clone, Copy, Debug)]
-pub struct Limits {
-    pub max_byte_dfa_states: usize,
-    pub max_product_states: usize,
-    /// States of an explicit (`direct`) token DFA.
-    pub max_direct_states: usize,
-    /// Transitions of an explicit (`direct`) token DFA; `auto` falls back to `cartesian` past it.
-    pub max_direct_transitions: usize,
-    /// Wall-clock seconds of one compile, tokenizer DFA excluded (`None`: unlimited).
-    pub max_compile_seconds: Option<f64>,
-    /// Estimated bytes of a compiled product guide's tables (states, index, per-byte-state
-    /// masks), checked during the product search.
-    pub max_guide_bytes: usize,
-    /// Bytes of masks a guide caches while it is used (see `mask_cache`).
-    pub max_mask_cache_bytes: usize,
-}
-
-/// Default for [`Limits::max_compile_seconds`].
-pub const DEFAULT_MAX_COMPILE_SECONDS: f64 = 30.0;
-
-/// Default for [`Limits::max_direct_states`].
-pub const DEFAULT_MAX_DIRECT_STATES: usize = 100_000;
-/// Default for [`Limits::max_direct_transitions`].
-pub const DEFAULT_MAX_DIRECT_TRANSITIONS: usize = 2_000_000;
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_byte_dfa_states: DEFAULT_MAX_STATES,
-            max_product_states: DEFAULT_MAX_PRODUCT_STATES,
-            max_direct_states: DEFAULT_MAX_DIRECT_STATES,
-            max_direct_transitions: DEFAULT_MAX_DIRECT_TRANSITIONS,
-            max_compile_seconds: Some(DEFAULT_MAX_COMPILE_SECONDS),
-            max_guide_bytes: DEFAULT_MAX_GUIDE_BYTES,
-            max_mask_cache_bytes: DEFAULT_MAX_MASK_CACHE_BYTES,
-        }
-    }
-}
+use crate::guide::{Guide, Method, ProductParts};
+use crate::limits::{Deadline, Limits, MAX_PRE_TOKENIZER_STATES};
+use crate::pre_tokenizer::piece_machine::{PieceMachine, PieceMachineSpec};
+use crate::pre_tokenizer::text_automaton::ContentTrie;
+use crate::regex::byte_dfa::ByteDfa;
+use crate::tokenizer::always_split::tokens_always_split;
+use crate::tokenizer::normalization::allowed_chars;
+use crate::tokenizer::token_trie::TokenTrie;
+use crate::tokenizer::vocab::Vocabulary;
+use crate::tokenizer_dfa::lone_tokens::{lone_tokens, LoneSplits};
+use crate::tokenizer_dfa::{Construction, TokenizerDfa};
 
 /// See the module docs. `Send + Sync`: compile from as many threads as you like.
 pub struct Compiler {
@@ -87,14 +43,11 @@ pub struct Compiler {
 struct PreTokenizedParts {
     machine: PieceMachine,
     lone_tokens: Vec<u32>,
-    splits: pretokenized::LoneSplits,
+    splits: LoneSplits,
     /// Contents of the non-special added tokens (split out of the text first).
     contents: ContentTrie,
     trie: TokenTrie,
 }
-
-/// Default cap on the states of a pre-tokenizer's automaton (`crate::piece_machine`).
-pub const DEFAULT_MAX_PRETOKENIZER_STATES: usize = 200_000;
 
 impl Compiler {
     pub fn new(vocab: Arc<Vocabulary>, limits: Limits) -> Compiler {
@@ -139,9 +92,8 @@ impl Compiler {
         self.piece_machine
             .get_or_init(|| {
                 let pre = self.vocab.pre_tokenization().expect("a pre-tokenized vocabulary");
-                let spec =
-                    PieceMachineSpec { stages: pre.stages.clone(), allowed_chars: pretokenized::allowed_chars(pre) };
-                PieceMachine::new(&spec, DEFAULT_MAX_PRETOKENIZER_STATES)
+                let spec = PieceMachineSpec { stages: pre.stages.clone(), allowed_chars: allowed_chars(pre) };
+                PieceMachine::new(&spec, MAX_PRE_TOKENIZER_STATES)
             })
             .as_ref()
             .map_err(Clone::clone)
@@ -230,8 +182,8 @@ impl Compiler {
         // The tokenizer's own behaviour: without the guides' restriction to normalized text.
         let pre = self.vocab.pre_tokenization().expect("a pre-tokenized vocabulary");
         let spec = PieceMachineSpec { stages: pre.stages.clone(), allowed_chars: None };
-        let machine = PieceMachine::new(&spec, DEFAULT_MAX_PRETOKENIZER_STATES)?;
-        pretokenized::tokens_always_split(&machine, &emittable, DEFAULT_MAX_PRETOKENIZER_STATES)
+        let machine = PieceMachine::new(&spec, MAX_PRE_TOKENIZER_STATES)?;
+        tokens_always_split(&machine, &emittable, MAX_PRE_TOKENIZER_STATES)
     }
 
     fn pre_tokenized_parts(&self) -> Result<&PreTokenizedParts> {
@@ -240,8 +192,7 @@ impl Compiler {
                 let tok = self.tokenizer_dfa()?;
                 let pre = self.vocab.pre_tokenization().expect("a pre-tokenized vocabulary");
                 let machine = self.piece_machine()?.clone();
-                let lone_tokens =
-                    if pre.ignore_merges { pretokenized::lone_tokens(&self.vocab, tok) } else { Vec::new() };
+                let lone_tokens = if pre.ignore_merges { lone_tokens(&self.vocab, tok) } else { Vec::new() };
                 let v = &self.vocab;
                 let added: Vec<u32> = pre.added.iter().map(|a| a.0).collect();
                 let trie = TokenTrie::new(
@@ -253,7 +204,7 @@ impl Compiler {
                         })
                         .map(|t| (t, v.token_bytes(t))),
                 );
-                let splits = pretokenized::LoneSplits::new(&self.vocab, &lone_tokens);
+                let splits = LoneSplits::new(&self.vocab, &lone_tokens);
                 let contents = ContentTrie::new(pre.added.iter().map(|a| a.1.as_bytes()));
                 Ok(PreTokenizedParts { machine, lone_tokens, splits, contents, trie })
             })
@@ -268,7 +219,7 @@ impl Compiler {
                 let trie = self.all_tokens();
                 let deadline = self.deadline();
                 let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
-                cartesian::build_agnostic(&self.vocab, trie, dfa, &self.product_limits(deadline))?
+                cartesian::build_agnostic(&self.vocab, trie, dfa, &self.limits.search(deadline))?
             }
             Method::Cartesian => self.compile_cartesian(pattern)?,
             Method::Direct => {
@@ -306,41 +257,21 @@ impl Compiler {
         Deadline::after_seconds(self.limits.max_compile_seconds)
     }
 
-    fn product_limits(&self, deadline: Deadline) -> ProductLimits {
-        ProductLimits {
-            max_product_states: self.limits.max_product_states,
-            max_guide_bytes: self.limits.max_guide_bytes,
-            deadline,
-        }
-    }
-
-    fn direct_limits(&self) -> Result<DirectLimits> {
-        Ok(DirectLimits {
-            max_states: self.limits.max_direct_states,
-            max_transitions: self.limits.max_direct_transitions,
-        })
-    }
-
     /// The explicit DFA: DirectMerge where it is exact (a well-ordered merge table, on which
     /// sequential passes equal Hugging Face's priority BPE — the tokenizer DFA then comes from
     /// Algorithm 3), else the materialised CartesianMerge product; minimised either way.
     fn direct_from(&self, product: &Guide) -> Result<Guide> {
-        let limits = self.direct_limits()?;
+        let limits = self.limits.token_dfa();
         let tok = self.tokenizer_dfa()?;
         // DirectMerge rewrites one merge table over the whole text; it knows no pre-tokenizer.
         let dfa = if tok.construction() == Construction::Algorithm3 && self.vocab.pre_tokenization().is_none() {
             let ProductParts { byte_dfa } = product.parts();
-            let base = explicit::base_symbol_dfa(byte_dfa, &self.vocab, tok, limits.max_states)?;
-            let merged = direct_merge(
-                &base,
-                self.vocab.merges(),
-                &DirectMergeLimits { max_states: limits.max_states, max_transitions: limits.max_transitions },
-            )?;
-            merged
+            let base = direct::base_symbol_dfa(byte_dfa, &self.vocab, tok, limits)?;
+            direct_merge(&base, self.vocab.merges(), &limits)?
         } else {
-            explicit::materialize(product, limits)?
+            direct::materialize(product, limits)?
         };
-        explicit::explicit_guide(&self.vocab, explicit::minimize(&dfa))
+        direct::explicit_guide(&self.vocab, direct::minimize(&dfa))
     }
 
     fn compile_cartesian(&self, pattern: &str) -> Result<Guide> {
@@ -353,7 +284,7 @@ impl Compiler {
         let deadline = self.deadline();
         let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
         deadline.check("the regex's byte DFA")?;
-        cartesian::build(&self.vocab, &tok, trie, dfa, &self.product_limits(deadline))
+        cartesian::build(&self.vocab, &tok, trie, dfa, &self.limits.search(deadline))
     }
 }
 
@@ -363,7 +294,7 @@ impl Compiler {
         let deadline = self.deadline();
         let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
         deadline.check("the regex's byte DFA")?;
-        pretokenized::build(
+        pre_tokenized::build(
             &self.vocab,
             tok,
             &parts.trie,
@@ -371,7 +302,7 @@ impl Compiler {
             parts.machine.clone(),
             &parts.splits,
             parts.contents.clone(),
-            &self.product_limits(deadline),
+            &self.limits.search(deadline),
         )
     }
 }

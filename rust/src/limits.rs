@@ -1,23 +1,182 @@
-//! A wall-clock budget for one compile (`max_compile_seconds`).
+//! Every limit a compile or a guide checks, their defaults, and the wall-clock [`Deadline`].
 //!
-//! Size limits (`max_byte_dfa_states`, `max_product_states`, ...) stop most runaway
-//! constructions, but a construction can also be slow while staying small (a byte DFA whose
-//! states each walk a 128k-token trie, a product search whose states each test thousands of
-//! token groups). A [`Deadline`] is created when a compile starts and checked at the top of every
-//! loop whose iterations are bounded work (one product state, one byte state, one merge), so a
-//! compile stops within one such iteration of the limit — typically well under a millisecond.
+//! Anything that can blow up (states, memory, time, cached masks) has a limit here, checked as
+//! the construction goes, so a compile that would exceed one stops early with
+//! [`Error::LimitExceeded`] naming the knob to raise (its `limit` field is the [`Limits`] field's
+//! name, which is also the Python keyword argument). The README's "Limits" table lists them.
 //!
-//! The one step it cannot interrupt is regex-automata's determinisation, which is bounded by
-//! the byte DFA's state budget instead (see `bytedfa`). The tokenizer DFA, built once per
-//! `Compiler`, is not charged to any compile.
-//!
-//! Reading the clock costs ~20 ns; checks are placed where an iteration costs microseconds.
+//! # The clock
+//! Size limits stop most runaway constructions, but a construction can also be slow while
+//! staying small (a byte DFA whose states each walk a 128k-token trie, a product search whose
+//! states each test thousands of token groups). A [`Deadline`] is created when a compile starts
+//! and checked at the top of every loop whose iterations are bounded work (one product state,
+//! one byte state, one merge), so a compile stops within one such iteration of the limit —
+//! typically well under a millisecond. The one step it cannot interrupt is regex-automata's
+//! determinisation, which is bounded by the byte DFA's state budget instead
+//! ([`crate::regex::byte_dfa`]). The tokenizer DFA, built once per `Compiler`, is not charged to
+//! any compile. Reading the clock costs ~20 ns; checks are placed where an iteration costs
+//! microseconds.
 
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 
-/// See the module docs.
+/// Limits checked while compiling (and, for the mask cache, while decoding). See the module docs.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// States of the regex's byte DFA (regex-automata's determinisation budget).
+    /// Default [`DEFAULT_MAX_BYTE_DFA_STATES`].
+    pub max_byte_dfa_states: usize,
+    /// States of a canonical guide's searches: product states of CartesianMerge; text states,
+    /// elements and guide states (each) of a pre-tokenized guide. Default
+    /// [`DEFAULT_MAX_PRODUCT_STATES`]: about 100 MB of search tables.
+    pub max_product_states: usize,
+    /// States of an explicit (`direct`) token DFA. Default [`DEFAULT_MAX_DIRECT_STATES`].
+    pub max_direct_states: usize,
+    /// Transitions of an explicit (`direct`) token DFA; `auto` falls back to `cartesian` past it.
+    /// Default [`DEFAULT_MAX_DIRECT_TRANSITIONS`].
+    pub max_direct_transitions: usize,
+    /// Wall-clock seconds of one compile, tokenizer DFA excluded (`None`: unlimited). Default
+    /// [`DEFAULT_MAX_COMPILE_SECONDS`].
+    pub max_compile_seconds: Option<f64>,
+    /// Estimated bytes of a compiled product guide's tables (states, index, per-byte-state
+    /// masks), checked during the product search. Default [`DEFAULT_MAX_GUIDE_BYTES`].
+    pub max_guide_bytes: usize,
+    /// Bytes of masks a guide caches while it is used ([`crate::guide::mask_cache`]). Default
+    /// [`DEFAULT_MAX_MASK_CACHE_BYTES`].
+    pub max_mask_cache_bytes: usize,
+}
+
+/// Default for [`Limits::max_byte_dfa_states`].
+pub const DEFAULT_MAX_BYTE_DFA_STATES: usize = 100_000;
+/// Default for [`Limits::max_product_states`]: about 100 MB of search tables, and a few seconds
+/// of search for a simple regex (the deadline stops slower ones earlier).
+pub const DEFAULT_MAX_PRODUCT_STATES: usize = 2_000_000;
+/// Default for [`Limits::max_direct_states`].
+pub const DEFAULT_MAX_DIRECT_STATES: usize = 100_000;
+/// Default for [`Limits::max_direct_transitions`].
+pub const DEFAULT_MAX_DIRECT_TRANSITIONS: usize = 2_000_000;
+/// Default for [`Limits::max_compile_seconds`].
+pub const DEFAULT_MAX_COMPILE_SECONDS: f64 = 30.0;
+/// Default for [`Limits::max_guide_bytes`]: 1 GiB.
+pub const DEFAULT_MAX_GUIDE_BYTES: usize = 1 << 30;
+/// Default for [`Limits::max_mask_cache_bytes`]: 256 MiB, about 16,000 masks of a 128k
+/// vocabulary.
+pub const DEFAULT_MAX_MASK_CACHE_BYTES: usize = 256 << 20;
+/// States of a pre-tokenizer's automaton ([`crate::pre_tokenizer::piece_machine`]). Not a
+/// [`Limits`] field: the automaton is per tokenizer, and no real tokenizer comes near it
+/// (33–140 states at a character boundary, a few thousand inside characters).
+pub const MAX_PRE_TOKENIZER_STATES: usize = 200_000;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_byte_dfa_states: DEFAULT_MAX_BYTE_DFA_STATES,
+            max_product_states: DEFAULT_MAX_PRODUCT_STATES,
+            max_direct_states: DEFAULT_MAX_DIRECT_STATES,
+            max_direct_transitions: DEFAULT_MAX_DIRECT_TRANSITIONS,
+            max_compile_seconds: Some(DEFAULT_MAX_COMPILE_SECONDS),
+            max_guide_bytes: DEFAULT_MAX_GUIDE_BYTES,
+            max_mask_cache_bytes: DEFAULT_MAX_MASK_CACHE_BYTES,
+        }
+    }
+}
+
+impl Limits {
+    /// The limits of one search, with its clock.
+    pub fn search(&self, deadline: Deadline) -> SearchLimits {
+        SearchLimits { max_states: self.max_product_states, max_guide_bytes: self.max_guide_bytes, deadline }
+    }
+
+    /// The size limits of an explicit token DFA.
+    pub fn token_dfa(&self) -> TokenDfaLimits {
+        TokenDfaLimits { max_states: self.max_direct_states, max_transitions: self.max_direct_transitions }
+    }
+}
+
+/// Bytes a product state costs in a finished guide: the state pair (8), its index entry (~16
+/// plus hash-table slack), its byte-edge slot (8) and mask-cache slot (8).
+pub const BYTES_PER_PRODUCT_STATE: usize = 48;
+
+/// The limits of one canonical-guide search (CartesianMerge, pre-tokenized): states
+/// ([`Limits::max_product_states`]), the estimated guide size ([`Limits::max_guide_bytes`])
+/// and the compile's clock.
+#[derive(Clone, Copy, Debug)]
+pub struct SearchLimits {
+    pub max_states: usize,
+    pub max_guide_bytes: usize,
+    pub deadline: Deadline,
+}
+
+impl SearchLimits {
+    /// `Err(LimitExceeded)` naming `max_product_states` and `what` when `count` states would
+    /// exceed the limit.
+    pub(crate) fn check_states(&self, count: usize, what: &str) -> Result<()> {
+        if count > self.max_states {
+            return Err(Error::LimitExceeded {
+                limit: "max_product_states",
+                value: self.max_states.to_string(),
+                what: what.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// `Err(LimitExceeded)` when `states` product states and `masks` byte-state masks of
+    /// `mask_bytes` each would exceed `max_guide_bytes`.
+    pub(crate) fn check_bytes(&self, states: usize, masks: usize, mask_bytes: usize) -> Result<()> {
+        let estimate = states.saturating_mul(BYTES_PER_PRODUCT_STATE).saturating_add(masks.saturating_mul(mask_bytes));
+        if estimate > self.max_guide_bytes {
+            return Err(Error::LimitExceeded {
+                limit: "max_guide_bytes",
+                value: self.max_guide_bytes.to_string(),
+                what: format!(
+                    "estimated guide size: {states} product states and {masks} byte-state masks of {mask_bytes} bytes"
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// Size caps of an explicit token DFA ([`Limits::max_direct_states`],
+/// [`Limits::max_direct_transitions`]), checked while DirectMerge rewrites and while a product
+/// guide is materialised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenDfaLimits {
+    /// Most live states at any time.
+    pub max_states: usize,
+    /// Most live transitions at any time.
+    pub max_transitions: usize,
+}
+
+impl TokenDfaLimits {
+    /// `Err(LimitExceeded)` naming `max_direct_states` when `states` exceed the limit.
+    pub(crate) fn check_states(&self, states: usize, what: &str) -> Result<()> {
+        if states > self.max_states {
+            return Err(Error::LimitExceeded {
+                limit: "max_direct_states",
+                value: self.max_states.to_string(),
+                what: what.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// `Err(LimitExceeded)` naming `max_direct_transitions` when `transitions` exceed the limit.
+    pub(crate) fn check_transitions(&self, transitions: usize, what: &str) -> Result<()> {
+        if transitions > self.max_transitions {
+            return Err(Error::LimitExceeded {
+                limit: "max_direct_transitions",
+                value: self.max_transitions.to_string(),
+                what: what.to_string(),
+            });
+        }
+        Ok(())
+    }
+}
+
+/// The wall-clock budget of one compile (see the module docs).
 #[derive(Clone, Copy, Debug)]
 pub struct Deadline {
     started: Instant,

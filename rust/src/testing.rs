@@ -10,14 +10,14 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::bpe::MergeTable;
-use crate::bytedfa::ByteDfa;
-use crate::compiler::{Compiler, Limits};
 use crate::error::Error;
+use crate::guide::matcher::Matcher;
 use crate::guide::{Guide, Method};
-use crate::matcher::Matcher;
-use crate::random::SplitMix64;
-use crate::vocab::Vocabulary;
+use crate::regex::byte_dfa::ByteDfa;
+use crate::tokenizer::bpe::MergeTable;
+use crate::tokenizer::vocab::Vocabulary;
+use crate::util::random::SplitMix64;
+use crate::{compiler::Compiler, limits::Limits};
 
 /// Small limits, so that every input stays fast; reaching one is an `Err`, not a finding.
 pub fn fuzz_limits() -> Limits {
@@ -275,7 +275,7 @@ pub fn check_tokenizer_json(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     load_and_use(&text, data);
     let Ok(root) = serde_json::from_str::<Value>(&text) else { return };
-    let mut hash = crate::serialize::Fnv64::default();
+    let mut hash = crate::util::serialize::Fnv64::default();
     hash.write(data);
     let mut rng = SplitMix64::new(hash.finish());
     for k in 0..8 {

@@ -1,5 +1,5 @@
 //! Saving and loading compiled guides (the versioned, checksummed container of
-//! [`crate::serialize`]).
+//! [`crate::util::serialize`]).
 //!
 //! A guide refers to its vocabulary and, for canonical product guides, to the tokenizer DFA;
 //! neither is stored. The file is keyed by the vocabulary's fingerprint and loaded through a
@@ -9,18 +9,16 @@
 
 use std::sync::Arc;
 
-use crate::mask_cache::{MaskCache, DEFAULT_MAX_MASK_CACHE_BYTES};
-
 use rustc_hash::FxHashMap;
 
-use crate::bitset;
-use crate::bytedfa::ByteDfa;
 use crate::error::{Error, Result};
+use crate::guide::token_dfa::TokenDfa;
 use crate::guide::{Automaton, Guide, Method, ProductAutomaton};
-use crate::serialize::{Reader, Writer};
-use crate::token_dfa::TokenDfa;
+use crate::regex::byte_dfa::ByteDfa;
+use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::TokenizerDfa;
-use crate::vocab::Vocabulary;
+use crate::util::bitset;
+use crate::util::serialize::{Reader, Writer};
 
 const KIND: &[u8; 4] = b"GUID";
 /// 2: pre-tokenized guides store deduplicated sparse-or-dense token sets.
@@ -158,9 +156,11 @@ pub fn guide_from_bytes(
             }
             Automaton::Explicit { dfa: TokenDfa { start, accepting, transitions }, distance }
         }
-        (2, Method::Cartesian) => {
-            Automaton::Pretokenized(crate::pretokenized::PretokenizedAutomaton::read(&mut r, tokenizer_dfa()?, vocab)?)
-        }
+        (2, Method::Cartesian) => Automaton::Pretokenized(crate::guide::pre_tokenized::PretokenizedAutomaton::read(
+            &mut r,
+            tokenizer_dfa()?,
+            vocab,
+        )?),
         _ => return Err(bad("automaton kind does not match the method")),
     };
     r.expect_end()?;
@@ -172,19 +172,13 @@ pub fn guide_from_bytes(
     if initial as usize >= num_states {
         return Err(bad("initial state out of range"));
     }
-    Ok(Guide {
-        method,
-        vocab: vocab.clone(),
-        automaton,
-        initial,
-        masks: MaskCache::new(num_states, DEFAULT_MAX_MASK_CACHE_BYTES),
-    })
+    Ok(Guide::new(method, vocab.clone(), automaton, initial))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::compiler::{Compiler, Limits};
+    use crate::{compiler::Compiler, limits::Limits};
 
     #[test]
     fn round_trip_every_method_and_reject_corruption() {

@@ -16,9 +16,6 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-/// Default for `max_mask_cache_bytes`: 256 MiB per guide.
-pub const DEFAULT_MAX_MASK_CACHE_BYTES: usize = 256 << 20;
-
 /// See the module docs.
 pub struct MaskCache {
     slots: Box<[OnceLock<Box<[u32]>>]>,

@@ -3,9 +3,9 @@
 
 use std::sync::Arc;
 
-use crate::bitset;
 use crate::error::{Error, Result};
 use crate::guide::Guide;
+use crate::util::bitset;
 
 pub struct Matcher {
     guide: Arc<Guide>,

@@ -20,19 +20,26 @@
 //! * EOS is allowed exactly in final states (`q1` accepting and `q2` not inside a
 //!   byte-fallback character).
 
+pub mod io;
+pub mod mask_cache;
+pub mod matcher;
+pub mod pre_tokenized;
+pub mod token_dfa;
+pub mod token_set;
+
 use std::borrow::Cow;
 use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::bitset;
-use crate::bytedfa::{ByteDfa, DEAD};
 use crate::error::{Error, Result};
-use crate::mask_cache::MaskCache;
-use crate::random::SplitMix64;
-use crate::token_dfa::TokenDfa;
+use crate::guide::mask_cache::MaskCache;
+use crate::guide::token_dfa::TokenDfa;
+use crate::regex::byte_dfa::{ByteDfa, DEAD};
+use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::TokenizerDfa;
-use crate::vocab::Vocabulary;
+use crate::util::bitset;
+use crate::util::random::SplitMix64;
 
 /// The construction behind a guide.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -108,7 +115,17 @@ pub(crate) enum Automaton {
         distance: Vec<u32>,
     },
     /// A canonical guide for a tokenizer with a pre-tokenizer (see `pretokenized`).
-    Pretokenized(crate::pretokenized::PretokenizedAutomaton),
+    Pretokenized(pre_tokenized::PretokenizedAutomaton),
+}
+
+impl Automaton {
+    fn num_states(&self) -> usize {
+        match self {
+            Automaton::Product(p) => p.states.len(),
+            Automaton::Explicit { dfa, .. } => dfa.num_states(),
+            Automaton::Pretokenized(p) => p.num_states(),
+        }
+    }
 }
 
 /// See the module docs.
@@ -121,6 +138,14 @@ pub struct Guide {
 }
 
 impl Guide {
+    /// A guide over `automaton`, with an empty mask cache of the default budget (the
+    /// `Compiler` sets the caller's [`crate::limits::Limits::max_mask_cache_bytes`]).
+    pub(crate) fn new(method: Method, vocab: Arc<Vocabulary>, automaton: Automaton, initial: u32) -> Guide {
+        let num_states = automaton.num_states();
+        let masks = MaskCache::new(num_states, crate::limits::DEFAULT_MAX_MASK_CACHE_BYTES);
+        Guide { method, vocab, automaton, initial, masks }
+    }
+
     pub fn method(&self) -> Method {
         self.method
     }

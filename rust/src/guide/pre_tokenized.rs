@@ -4,16 +4,63 @@ use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::bitset;
-use crate::bytedfa::{ByteDfa, DEAD};
 use crate::error::{Error, Result};
-use crate::text_automaton::FrozenText;
-use crate::token_set::TokenSet;
+use crate::guide::token_set::TokenSet;
+use crate::pre_tokenizer::text_automaton::FrozenText;
+use crate::regex::byte_dfa::{ByteDfa, DEAD};
+use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::TokenizerDfa;
-use crate::vocab::Vocabulary;
+use crate::util::bitset;
 
-use super::lone_splits::{LoneSplits, ROOT, SPELLED};
-use super::{class_or_lone, mark_allowed, mode_of, Element, Member, Mode, LONE, NONE, START};
+use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT, SPELLED};
+use crate::tokenizer_dfa::NO_CLASS;
+
+/// Tokenizer-side state at the start of a piece.
+pub const START: u32 = u32::MAX - 2;
+/// Tokenizer-side state after a lone token: only a piece boundary may follow.
+pub const LONE: u32 = u32::MAX - 3;
+/// "Not a set" / "not on a lone token's split".
+pub(crate) const NONE: u32 = u32::MAX;
+
+/// How a state's tokenizer side constrains its tokens.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+pub(crate) enum Mode {
+    /// At the start of the text: no pair constraint, lone tokens allowed, no boundary yet.
+    Start,
+    /// After a lone token: a boundary must come first.
+    Lone,
+    /// After a token with a class: the pair constraint inside the piece, or a boundary.
+    Regular,
+}
+
+pub(crate) fn mode_of(c: u32) -> Mode {
+    match c {
+        START => Mode::Start,
+        LONE => Mode::Lone,
+        _ => Mode::Regular,
+    }
+}
+
+/// Whether a boundary of `kind` may follow a text state whose stage-0 piece spells an added
+/// token's content (`spells_content`): only when that token was just emitted whole (`c` is
+/// [`LONE`]); a stage-0 boundary needs it, others do not end the stage-0 piece.
+#[inline]
+pub(crate) fn mark_allowed(kind: usize, spells_content: bool, c: u32) -> bool {
+    kind != 0 || !spells_content || c == LONE
+}
+
+#[inline]
+pub(crate) fn class_or_lone(tok: &TokenizerDfa, t: u32) -> u32 {
+    match tok.class_of(t) {
+        NO_CLASS => LONE,
+        k => k,
+    }
+}
+
+/// A member of a guide state: a text state and a [`LoneSplits`] node.
+pub(crate) type Member = (u32, u32);
+/// An element: text state, tokenizer-side state, [`LoneSplits`] node.
+pub(crate) type Element = (u32, u32, u32);
 
 /// Per `(members, mode)`: tokens with a live successor (`all`), and through a boundary
 /// (`free`, a subset of `all`), as indices into the guide's deduplicated [`TokenSet`]s.
@@ -58,22 +105,22 @@ pub(crate) struct Override {
 
 /// The decode-time form of a pre-tokenized guide (see the module docs).
 pub(crate) struct PretokenizedAutomaton {
-    pub(super) tokenizer_dfa: Arc<TokenizerDfa>,
-    pub(super) splits: LoneSplits,
-    pub(super) dfa: ByteDfa,
-    pub(super) text: FrozenText,
-    pub(super) live: FxHashSet<Element>,
-    pub(super) sets: Vec<Box<[Member]>>,
-    pub(super) set_index: FxHashMap<Box<[Member]>, u32>,
-    pub(super) states: Vec<(u32, u32)>,
-    pub(super) index: FxHashMap<(u32, u32), u32>,
-    pub(super) state_table: Vec<u32>,
-    pub(super) tables: Vec<SetTable>,
-    pub(super) token_sets: Vec<TokenSet>,
+    pub(crate) tokenizer_dfa: Arc<TokenizerDfa>,
+    pub(crate) splits: LoneSplits,
+    pub(crate) dfa: ByteDfa,
+    pub(crate) text: FrozenText,
+    pub(crate) live: FxHashSet<Element>,
+    pub(crate) sets: Vec<Box<[Member]>>,
+    pub(crate) set_index: FxHashMap<Box<[Member]>, u32>,
+    pub(crate) states: Vec<(u32, u32)>,
+    pub(crate) index: FxHashMap<(u32, u32), u32>,
+    pub(crate) state_table: Vec<u32>,
+    pub(crate) tables: Vec<SetTable>,
+    pub(crate) token_sets: Vec<TokenSet>,
     /// Per state, an index into `overrides` (0: none).
-    pub(super) state_override: Vec<u32>,
-    pub(super) overrides: Vec<Box<[Override]>>,
-    pub(super) accepting: Vec<bool>,
+    pub(crate) state_override: Vec<u32>,
+    pub(crate) overrides: Vec<Box<[Override]>>,
+    pub(crate) accepting: Vec<bool>,
 }
 
 impl PretokenizedAutomaton {
@@ -179,7 +226,7 @@ impl PretokenizedAutomaton {
     }
 
     /// Serialises the automaton into `w` (part of a guide's serialisation).
-    pub(crate) fn write(&self, w: &mut crate::serialize::Writer) {
+    pub(crate) fn write(&self, w: &mut crate::util::serialize::Writer) {
         self.dfa.write(w);
         self.text.write(w);
         w.u32s(&self.splits.terminal.iter().map(|&t| t as u32).collect::<Vec<_>>());
@@ -211,7 +258,7 @@ impl PretokenizedAutomaton {
     /// Reads an automaton written by [`PretokenizedAutomaton::write`], checking every index, so
     /// that a crafted file gives an error, never a panic.
     pub(crate) fn read(
-        r: &mut crate::serialize::Reader<'_>,
+        r: &mut crate::util::serialize::Reader<'_>,
         tok: Arc<TokenizerDfa>,
         vocab: &Vocabulary,
     ) -> Result<Self> {

@@ -13,7 +13,7 @@
 //!   layout, so equal sets have equal representations (sets can be deduplicated by value).
 //! * Every id is below the vocabulary size the set was built for.
 
-use crate::bitset;
+use crate::util::bitset;
 
 /// A set of token ids; see the module docs.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -128,7 +128,7 @@ impl TokenSet {
     }
 
     /// Appends the serialised set to `w`: a layout tag, then the ids or words.
-    pub(crate) fn write(&self, w: &mut crate::serialize::Writer) {
+    pub(crate) fn write(&self, w: &mut crate::util::serialize::Writer) {
         match self {
             TokenSet::Sparse(ids) => {
                 w.u8(0);
@@ -144,7 +144,7 @@ impl TokenSet {
     /// Reads a set written by [`TokenSet::write`], `None` when it breaks an invariant for
     /// `num_tokens` tokens in `words`-word masks (so a crafted file is refused, not trusted).
     pub(crate) fn read(
-        r: &mut crate::serialize::Reader<'_>,
+        r: &mut crate::util::serialize::Reader<'_>,
         num_tokens: usize,
         words: usize,
     ) -> crate::error::Result<Option<TokenSet>> {
@@ -179,7 +179,7 @@ impl TokenSet {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::random::SplitMix64;
+    use crate::util::random::SplitMix64;
 
     fn random_sorted(rng: &mut SplitMix64, n: usize, density: u64) -> Vec<u32> {
         (0..n as u32).filter(|_| rng.next_u64() % 1000 < density).collect()
@@ -248,18 +248,18 @@ mod tests {
         let words = bitset::words_for(200);
         let dense: Vec<u32> = (0..150).collect();
         for set in [TokenSet::from_sorted(&[3, 9, 77], words), TokenSet::from_sorted(&dense, words)] {
-            let mut w = crate::serialize::Writer::default();
+            let mut w = crate::util::serialize::Writer::default();
             set.write(&mut w);
             let bytes = w.finish(b"TEST", 1, 0);
-            let mut r = crate::serialize::Reader::open(&bytes, b"TEST", 1, 0).unwrap();
+            let mut r = crate::util::serialize::Reader::open(&bytes, b"TEST", 1, 0).unwrap();
             assert_eq!(TokenSet::read(&mut r, 200, words).unwrap(), Some(set));
         }
         let refused = |tag: u8, values: &[u32], num_tokens: usize| {
-            let mut w = crate::serialize::Writer::default();
+            let mut w = crate::util::serialize::Writer::default();
             w.u8(tag);
             w.u32s(values);
             let bytes = w.finish(b"TEST", 1, 0);
-            let mut r = crate::serialize::Reader::open(&bytes, b"TEST", 1, 0).unwrap();
+            let mut r = crate::util::serialize::Reader::open(&bytes, b"TEST", 1, 0).unwrap();
             TokenSet::read(&mut r, num_tokens, words).unwrap().is_none()
         };
         assert!(refused(0, &[5, 5], 200), "not strictly increasing");

@@ -6,7 +6,7 @@
 //! prefers to stop). A [`SplitNfa`] keeps exactly that information: it is a Thompson NFA whose
 //! [`Node::Split`] nodes are *ordered* (`preferred` before `other`), so a Pike VM that explores
 //! threads in priority order finds the same match as the backtracker (see
-//! [`crate::piece_machine`]). [`CharClasses`] partitions all Unicode scalar values into the
+//! [`crate::pre_tokenizer::piece_machine`]). [`CharClasses`] partitions all Unicode scalar values into the
 //! classes that no node of any stage distinguishes, so automata built from the NFAs work on
 //! class ids instead of characters.
 //!

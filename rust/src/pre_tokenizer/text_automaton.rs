@@ -23,11 +23,11 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::bytedfa::{ByteDfa, DEAD};
 use crate::error::{Error, Result};
+use crate::regex::byte_dfa::{ByteDfa, DEAD};
 
 /// The pre-tokenizer as an automaton over correctly marked texts (bytes and boundary marks),
-/// built lazily (see `crate::piece_machine`). A boundary's *kind* is the pre-tokenizer stage
+/// built lazily (see `crate::pre_tokenizer::piece_machine`). A boundary's *kind* is the pre-tokenizer stage
 /// that puts it there first. `DEAD` (`u32::MAX`) answers "no correctly split text continues so".
 pub trait PieceBoundaries {
     fn num_stages(&self) -> usize;
@@ -313,27 +313,27 @@ impl FrozenText {
     }
 }
 
-impl PieceBoundaries for crate::piece_machine::PieceMachine {
+impl PieceBoundaries for crate::pre_tokenizer::piece_machine::PieceMachine {
     fn num_stages(&self) -> usize {
-        crate::piece_machine::PieceMachine::num_stages(self)
+        crate::pre_tokenizer::piece_machine::PieceMachine::num_stages(self)
     }
     fn start(&self) -> u32 {
-        crate::piece_machine::PieceMachine::start(self)
+        crate::pre_tokenizer::piece_machine::PieceMachine::start(self)
     }
     fn byte(&mut self, state: u32, byte: u8) -> Result<u32> {
-        crate::piece_machine::PieceMachine::byte(self, state, byte)
+        crate::pre_tokenizer::piece_machine::PieceMachine::byte(self, state, byte)
     }
     fn mark(&mut self, state: u32, kind: usize) -> Result<u32> {
-        crate::piece_machine::PieceMachine::mark(self, state, kind)
+        crate::pre_tokenizer::piece_machine::PieceMachine::mark(self, state, kind)
     }
     fn accepts_end(&mut self, state: u32) -> Result<bool> {
-        crate::piece_machine::PieceMachine::accepts_end(self, state)
+        crate::pre_tokenizer::piece_machine::PieceMachine::accepts_end(self, state)
     }
 }
 
 impl FrozenText {
     /// Serialises the automaton into `w` (part of a guide's serialisation).
-    pub(crate) fn write(&self, w: &mut crate::serialize::Writer) {
+    pub(crate) fn write(&self, w: &mut crate::util::serialize::Writer) {
         w.u32(self.kinds as u32);
         let mut next: Vec<(u32, u8, u32)> = self.next.iter().map(|(&(z, b), &to)| (z, b, to)).collect();
         next.sort_unstable();
@@ -352,7 +352,7 @@ impl FrozenText {
 
     /// Reads an automaton written by [`FrozenText::write`], checking every index (regex states
     /// against `num_regex_states`).
-    pub(crate) fn read(r: &mut crate::serialize::Reader<'_>, num_regex_states: usize) -> Result<FrozenText> {
+    pub(crate) fn read(r: &mut crate::util::serialize::Reader<'_>, num_regex_states: usize) -> Result<FrozenText> {
         let bad = |what: &str| Error::InvalidArgument(format!("invalid serialized guide: text automaton {what}"));
         let kinds = r.u32()? as usize;
         let flat = r.u32s()?;

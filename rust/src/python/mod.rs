@@ -12,12 +12,12 @@ use pyo3::exceptions::{PyException, PyNotImplementedError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::bytedfa::ByteDfa;
-use crate::compiler::{Compiler, Limits};
 use crate::error::Error;
+use crate::guide::matcher::Matcher;
 use crate::guide::{Guide, Method};
-use crate::matcher::Matcher;
-use crate::vocab::Vocabulary;
+use crate::regex::byte_dfa::ByteDfa;
+use crate::tokenizer::vocab::Vocabulary;
+use crate::{compiler::Compiler, limits::Limits};
 
 /// The extension's Rust allocations go to mimalloc, not glibc's malloc. A Llama 3 compile frees
 /// ~150 MB of temporaries and dropping a guide frees tens of thousands of blocks; under glibc
@@ -145,9 +145,9 @@ impl PyVocabulary {
         d.set_item(
             "normalization",
             match p.normalization {
-                crate::vocab::Normalization::None => "none",
-                crate::vocab::Normalization::Nfc => "NFC",
-                crate::vocab::Normalization::Nfkc => "NFKC",
+                crate::tokenizer::vocab::Normalization::None => "none",
+                crate::tokenizer::vocab::Normalization::Nfc => "NFC",
+                crate::tokenizer::vocab::Normalization::Nfkc => "NFKC",
             },
         )?;
         d.set_item("ignore_merges", p.ignore_merges)?;
@@ -186,7 +186,7 @@ struct PyByteDfa {
 #[pymethods]
 impl PyByteDfa {
     #[new]
-    #[pyo3(signature = (pattern, max_states=crate::bytedfa::DEFAULT_MAX_STATES))]
+    #[pyo3(signature = (pattern, max_states=crate::limits::DEFAULT_MAX_BYTE_DFA_STATES))]
     fn new(py: Python<'_>, pattern: String, max_states: usize) -> PyResult<Self> {
         let inner = py.detach(|| ByteDfa::from_regex(&pattern, max_states)).map_err(to_py)?;
         Ok(PyByteDfa { inner })
@@ -216,13 +216,13 @@ impl PyCompiler {
     #[pyo3(signature = (
         vocabulary,
         *,
-        max_byte_dfa_states=crate::bytedfa::DEFAULT_MAX_STATES,
-        max_product_states=crate::cartesian::DEFAULT_MAX_PRODUCT_STATES,
-        max_direct_states=crate::compiler::DEFAULT_MAX_DIRECT_STATES,
-        max_direct_transitions=crate::compiler::DEFAULT_MAX_DIRECT_TRANSITIONS,
-        max_compile_seconds=Some(crate::compiler::DEFAULT_MAX_COMPILE_SECONDS),
-        max_guide_bytes=crate::cartesian::DEFAULT_MAX_GUIDE_BYTES,
-        max_mask_cache_bytes=crate::mask_cache::DEFAULT_MAX_MASK_CACHE_BYTES,
+        max_byte_dfa_states=crate::limits::DEFAULT_MAX_BYTE_DFA_STATES,
+        max_product_states=crate::limits::DEFAULT_MAX_PRODUCT_STATES,
+        max_direct_states=crate::limits::DEFAULT_MAX_DIRECT_STATES,
+        max_direct_transitions=crate::limits::DEFAULT_MAX_DIRECT_TRANSITIONS,
+        max_compile_seconds=Some(crate::limits::DEFAULT_MAX_COMPILE_SECONDS),
+        max_guide_bytes=crate::limits::DEFAULT_MAX_GUIDE_BYTES,
+        max_mask_cache_bytes=crate::limits::DEFAULT_MAX_MASK_CACHE_BYTES,
         cache_dir=None,
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -291,7 +291,7 @@ impl PyCompiler {
         let compiler = self.inner.clone();
         let guide = py
             .detach(move || {
-                crate::guide_io::guide_from_bytes(&data, compiler.vocabulary(), || compiler.tokenizer_dfa().cloned())
+                crate::guide::io::guide_from_bytes(&data, compiler.vocabulary(), || compiler.tokenizer_dfa().cloned())
                     .map(|g| g.with_mask_cache_limit(compiler.limits().max_mask_cache_bytes))
             })
             .map_err(to_py)?;
@@ -441,7 +441,7 @@ impl PyGuide {
     /// The guide as bytes (versioned, checksummed; load with `Compiler.guide_from_bytes`).
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
         let g = self.inner.clone();
-        let bytes = py.detach(move || crate::guide_io::guide_to_bytes(&g)).map_err(to_py)?;
+        let bytes = py.detach(move || crate::guide::io::guide_to_bytes(&g)).map_err(to_py)?;
         Ok(PyBytes::new(py, &bytes))
     }
     fn __reduce__(&self) -> PyResult<()> {

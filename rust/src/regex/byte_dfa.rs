@@ -24,7 +24,7 @@
 //! stops with [`Error::LimitExceeded`] once `4 * max_states` states are reached (the DFA
 //! before minimisation) or when the minimal DFA has more than `max_states`, and the memory
 //! regex-automata may use while determinising is capped accordingly. Minimisation (Hopcroft,
-//! [`crate::partition`]) costs `O(k · n · log n)` for `n` states and `k` byte classes. The table
+//! [`crate::regex::minimize`]) costs `O(k · n · log n)` for `n` states and `k` byte classes. The table
 //! takes `4 * states * classes` bytes.
 
 use regex_automata::{
@@ -36,16 +36,13 @@ use regex_automata::{
 use regex_syntax::{ast, hir::Hir};
 
 use crate::error::{Error, Result};
-use crate::random::SplitMix64;
+use crate::util::random::SplitMix64;
 
 /// Marks a missing transition.
 pub const DEAD: u32 = u32::MAX;
 
 /// How many times `max_states` the determinised DFA may have before minimisation.
 const UNMINIMISED_FACTOR: usize = 4;
-
-/// Default for [`ByteDfa::from_regex`]'s `max_states`.
-pub const DEFAULT_MAX_STATES: usize = 100_000;
 
 /// A trimmed DFA over bytes. See the module docs for its invariants.
 #[derive(Clone, Debug)]
@@ -211,7 +208,7 @@ impl ByteDfa {
         complete.extend(std::iter::repeat_n(sink, k));
         let mut accepting = self.accepting.clone();
         accepting.push(false);
-        let block = crate::partition::coarsest_partition(n + 1, k, &complete, &accepting);
+        let block = crate::regex::minimize::coarsest_partition(n + 1, k, &complete, &accepting);
         // Dense ids for the blocks other than the sink's, and one representative each.
         let mut id_of_block = vec![u32::MAX; n + 1];
         let mut representatives: Vec<usize> = Vec::new();
@@ -362,7 +359,7 @@ impl ByteDfa {
     }
 
     /// Serialises the DFA into `w` (part of a guide's serialisation).
-    pub(crate) fn write(&self, w: &mut crate::serialize::Writer) {
+    pub(crate) fn write(&self, w: &mut crate::util::serialize::Writer) {
         w.u32s(&self.classes.iter().map(|&c| c as u32).collect::<Vec<_>>());
         w.u32(self.num_classes as u32);
         w.u32s(&self.trans);
@@ -372,7 +369,7 @@ impl ByteDfa {
     }
 
     /// Reads a DFA written by [`ByteDfa::write`], checking every index.
-    pub(crate) fn read(r: &mut crate::serialize::Reader<'_>) -> Result<ByteDfa> {
+    pub(crate) fn read(r: &mut crate::util::serialize::Reader<'_>) -> Result<ByteDfa> {
         let bad = |what: &str| Error::InvalidArgument(format!("invalid serialized byte DFA: {what}"));
         let classes_v = r.u32s()?;
         let num_classes = r.u32()? as usize;
@@ -465,7 +462,7 @@ mod tests {
     use super::*;
 
     fn dfa(p: &str) -> ByteDfa {
-        ByteDfa::from_regex(p, DEFAULT_MAX_STATES).unwrap()
+        ByteDfa::from_regex(p, crate::limits::DEFAULT_MAX_BYTE_DFA_STATES).unwrap()
     }
 
     #[test]

@@ -173,7 +173,7 @@ mod tests {
 
     #[test]
     fn equals_moore_on_random_dfas() {
-        let mut rng = crate::random::SplitMix64::new(7);
+        let mut rng = crate::util::random::SplitMix64::new(7);
         for _ in 0..2_000 {
             let n = 1 + rng.below(12);
             let k = 1 + rng.below(3);

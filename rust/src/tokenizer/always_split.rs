@@ -11,10 +11,10 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::bytedfa::DEAD;
 use crate::error::{Error, Result};
-use crate::index::TokenTrie;
-use crate::piece_machine::PieceMachine;
+use crate::pre_tokenizer::piece_machine::PieceMachine;
+use crate::regex::byte_dfa::DEAD;
+use crate::tokenizer::token_trie::TokenTrie;
 
 /// See the module docs; `candidates` are the tokens to test, as a trie.
 pub fn tokens_always_split(machine: &PieceMachine, candidates: &TokenTrie, max_states: usize) -> Result<Vec<u32>> {

@@ -14,7 +14,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::vocab::Merge;
+use crate::tokenizer::vocab::Merge;
 
 /// "No further merge": the rank after a word's last merge.
 pub const NO_MERGE: u32 = u32::MAX;

@@ -1,6 +1,6 @@
 //! The characters a pre-tokenized guide's text may use (see the parent module's "Normalizers").
 
-use crate::vocab::{Normalization, PreTokenization};
+use crate::tokenizer::vocab::{Normalization, PreTokenization};
 
 /// The characters a guide's text may use (`None`: all): those the normalizer leaves unchanged
 /// in any context, minus those the pre-tokenizer's own character tests disagree on.

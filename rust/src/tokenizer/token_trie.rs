@@ -7,7 +7,7 @@
 //! the DFA prunes every token below it, so the cost per state is the size of the *live* part
 //! of the trie, not the vocabulary's total length.
 
-use crate::bytedfa::{ByteDfa, DEAD};
+use crate::regex::byte_dfa::{ByteDfa, DEAD};
 
 /// A byte trie of token strings. Node 0 is the root.
 ///
@@ -151,13 +151,13 @@ impl TokenTrie {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bytedfa::DEFAULT_MAX_STATES;
+    use crate::limits::DEFAULT_MAX_BYTE_DFA_STATES as DEFAULT_MAX_STATES;
 
     /// On random vocabularies (shared prefixes, duplicate strings, prefixes of others), every
     /// token is found at its own bytes, in the order given, and only there.
     #[test]
     fn trie_lists_every_token_at_its_bytes() {
-        let mut rng = crate::random::SplitMix64::new(5);
+        let mut rng = crate::util::random::SplitMix64::new(5);
         for _ in 0..200 {
             let n = rng.below(60);
             let mut words: Vec<Vec<u8>> = Vec::new();

@@ -374,7 +374,7 @@ impl Vocabulary {
             Some(v) => v,
         };
         let fingerprint = {
-            let mut h = crate::serialize::Fnv64::default();
+            let mut h = crate::util::serialize::Fnv64::default();
             h.write(kind.name().as_bytes());
             h.write(&[metaspace as u8, byte_fallback_token.is_some() as u8]);
             for (id, b) in token_bytes.iter().enumerate() {
@@ -727,9 +727,11 @@ pub(crate) fn byte_level_pre_tokenization(
         // Hugging Face never pre-tokenizes an added token's match; we model its stage-0 piece
         // as going through the later stages too, which is the same exactly when they leave the
         // content whole.
-        let later = crate::piece_machine::PieceMachineSpec { stages: stages.clone(), allowed_chars: None };
-        let mut machine = crate::piece_machine::PieceMachine::new(&later, 200_000)
-            .map_err(|e| format!("the pre-tokenizer cannot be modelled: {e}; {agnostic}"))?;
+        let later =
+            crate::pre_tokenizer::piece_machine::PieceMachineSpec { stages: stages.clone(), allowed_chars: None };
+        let mut machine =
+            crate::pre_tokenizer::piece_machine::PieceMachine::new(&later, crate::limits::MAX_PRE_TOKENIZER_STATES)
+                .map_err(|e| format!("the pre-tokenizer cannot be modelled: {e}; {agnostic}"))?;
         for (_, content) in &added {
             let pieces =
                 machine.split(content).map_err(|e| format!("the pre-tokenizer cannot be modelled: {e}; {agnostic}"))?;

@@ -24,7 +24,7 @@
 
 use std::sync::Arc;
 
-use crate::bitset;
+use crate::util::bitset;
 
 /// A read-only run of `u32`s: owned, or a view into a memory-mapped file.
 #[derive(Clone)]

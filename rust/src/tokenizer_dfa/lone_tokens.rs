@@ -6,11 +6,12 @@
 //! form a piece on its own: [`LoneSplits`] tracks, over the tokens of the current piece, whether
 //! they still follow such a split.
 
-use crate::bpe::MergeTable;
+use crate::tokenizer::bpe::MergeTable;
+use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
-use crate::vocab::Vocabulary;
 
-use super::NONE;
+/// Off every lone token's split.
+pub const NONE: u32 = u32::MAX;
 
 /// The lone tokens of a vocabulary under `ignore_merges`: allowed, not special, not emittable by
 /// the merges from their own text.

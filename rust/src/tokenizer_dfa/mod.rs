@@ -9,9 +9,9 @@
 //! the start of a continuation and after a byte-fallback character.
 //!
 //! # Two constructions, one result
-//! * [`crate::algorithm3`] — the appendix's BuildTokenizerDFA. It assumes merges are applied in
+//! * [`crate::tokenizer_dfa::sequential`] — the appendix's BuildTokenizerDFA. It assumes merges are applied in
 //!   sequential passes, which equals Hugging Face's priority BPE only for *well-ordered* tables
-//!   (see [`crate::bpe`]). Used when the table is well-ordered.
+//!   (see [`crate::tokenizer::bpe`]). Used when the table is well-ordered.
 //! * `build_priority_timeline` — exact for priority BPE on any table (Mistral-7B, Llama 2).
 //!   A pair `(t1, t2)` is canonical iff each token alone encodes to itself and no merge ever
 //!   crosses the boundary when their text is encoded together. Until the first crossing merge,
@@ -39,17 +39,21 @@
 //! A token whose own text does not encode to itself (unreachable by the merges, or only ever
 //! produced inside a larger token) has no class and is never allowed.
 
+pub(crate) mod forbidden_sets;
+pub mod lone_tokens;
+pub mod sequential;
+
 use std::sync::Arc;
 use std::time::Instant;
 
 use rustc_hash::FxHashMap;
 
-use crate::bitset;
-use crate::bpe::{MergeTable, Step, NO_MERGE};
-use crate::bytedfa::{ByteDfa, DEAD};
 use crate::error::{Error, Result};
-use crate::forbidden_sets::{ForbiddenBits, ForbiddenSets, U32Storage};
-use crate::vocab::Vocabulary;
+use crate::regex::byte_dfa::{ByteDfa, DEAD};
+use crate::tokenizer::bpe::{MergeTable, Step, NO_MERGE};
+use crate::tokenizer::vocab::Vocabulary;
+use crate::tokenizer_dfa::forbidden_sets::{ForbiddenBits, ForbiddenSets, U32Storage};
+use crate::util::bitset;
 
 /// No class: the token is never emitted (or is a byte-fallback token, see `byte_of_token`).
 pub const NO_CLASS: u32 = u32::MAX;
@@ -141,7 +145,7 @@ impl TokenizerDfa {
             vocab.merges().iter().all(|m| seen.insert(m.merged))
         };
         let (construction, forbidden_by_token) = if unique_producers && MergeTable::is_well_ordered(vocab.merges()) {
-            (Construction::Algorithm3, crate::algorithm3::forbidden_by_token(vocab, &words.emittable))
+            (Construction::Algorithm3, crate::tokenizer_dfa::sequential::forbidden_by_token(vocab, &words.emittable))
         } else {
             (Construction::PriorityTimeline, build_priority_timeline(&table, &words))
         };
@@ -262,11 +266,11 @@ impl TokenizerDfa {
         })
     }
 
-    /// Serialises the DFA (see [`crate::serialize`]); keyed by the vocabulary's fingerprint.
+    /// Serialises the DFA (see [`crate::util::serialize`]); keyed by the vocabulary's fingerprint.
     /// Every u32 array starts 4-byte aligned in the file (the container header is 40 bytes and
     /// every field before the arrays is 4 or 8 bytes), so a load can map the forbidden sets.
     pub fn to_bytes(&self, vocab: &Vocabulary) -> Vec<u8> {
-        let mut w = crate::serialize::Writer::default();
+        let mut w = crate::util::serialize::Writer::default();
         w.u32(match self.construction {
             Construction::Algorithm3 => 0,
             Construction::PriorityTimeline => 1,
@@ -285,7 +289,7 @@ impl TokenizerDfa {
     /// Reads a DFA written by [`TokenizerDfa::to_bytes`] for the same vocabulary, checking its
     /// structure (the forbidden sets are copied out of `bytes`).
     pub fn from_bytes(bytes: &[u8], vocab: &Vocabulary) -> Result<TokenizerDfa> {
-        Self::read(bytes, vocab, |values| U32Storage::Owned(crate::serialize::u32s_from_le(values)))
+        Self::read(bytes, vocab, |values| U32Storage::Owned(crate::util::serialize::u32s_from_le(values)))
     }
 
     /// Like [`TokenizerDfa::from_bytes`] over a memory map of a cache file, whose forbidden sets
@@ -295,7 +299,7 @@ impl TokenizerDfa {
         Self::read(&map, vocab, |values| {
             let start = values.as_ptr() as usize - map.as_ptr() as usize;
             U32Storage::mapped(&map, start, values.len() / 4)
-                .unwrap_or_else(|| U32Storage::Owned(crate::serialize::u32s_from_le(values)))
+                .unwrap_or_else(|| U32Storage::Owned(crate::util::serialize::u32s_from_le(values)))
         })
     }
 
@@ -304,7 +308,7 @@ impl TokenizerDfa {
     /// (Llama 3's 463 MB: checksum ~24 ms, checks and bitsets ~30 ms).
     fn read(bytes: &[u8], vocab: &Vocabulary, store_values: impl FnOnce(&[u8]) -> U32Storage) -> Result<TokenizerDfa> {
         let (r, checksum) =
-            crate::serialize::Reader::open_unverified(bytes, SERIAL_KIND, SERIAL_VERSION, vocab.fingerprint())?;
+            crate::util::serialize::Reader::open_unverified(bytes, SERIAL_KIND, SERIAL_VERSION, vocab.fingerprint())?;
         std::thread::scope(|scope| {
             // Where no thread can be started, the checksum runs here, after the parse.
             let verifier = std::thread::Builder::new().spawn_scoped(scope, || checksum.verify()).ok();
@@ -321,7 +325,7 @@ impl TokenizerDfa {
     }
 
     fn parse(
-        mut r: crate::serialize::Reader<'_>,
+        mut r: crate::util::serialize::Reader<'_>,
         vocab: &Vocabulary,
         store_values: impl FnOnce(&[u8]) -> U32Storage,
     ) -> Result<TokenizerDfa> {

@@ -10,7 +10,7 @@
 //!
 //! The proof assumes `tokenize` applies each merge in one left-to-right pass over the whole
 //! sequence. Hugging Face's BPE merges by priority instead; the two agree exactly when the merge
-//! table is well-ordered ([`crate::bpe::MergeTable::is_well_ordered`]), which is when
+//! table is well-ordered ([`crate::tokenizer::bpe::MergeTable::is_well_ordered`]), which is when
 //! [`crate::tokenizer_dfa::TokenizerDfa::build`] uses this construction. A token produced by two
 //! different merges is outside the algorithm's model as well (line 17 would send the token's
 //! transitions to two different states); such tables also go to the priority-timeline
@@ -18,7 +18,7 @@
 
 use rustc_hash::FxHashSet;
 
-use crate::vocab::Vocabulary;
+use crate::tokenizer::vocab::Vocabulary;
 
 const NONE: u32 = u32::MAX;
 

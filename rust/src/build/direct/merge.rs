@@ -13,9 +13,9 @@
 //! ## Which tokenizer this is exact for
 //! The result is the tokenizer's own output only when BPE is applied as **sequential passes**,
 //! merge after merge. Hugging Face `tokenizers` applies merges **by priority** (repeatedly the
-//! lowest-ranked adjacent pair, leftmost on ties, see [`crate::bpe`]); the two coincide when the
+//! lowest-ranked adjacent pair, leftmost on ties, see [`crate::tokenizer::bpe`]); the two coincide when the
 //! table is *well-ordered* — every merge's parts are base symbols or created by lower-ranked
-//! merges ([`crate::bpe::MergeTable::is_well_ordered`]). Mistral-7B's and Llama 2's tables are
+//! merges ([`crate::tokenizer::bpe::MergeTable::is_well_ordered`]). Mistral-7B's and Llama 2's tables are
 //! not well-ordered: for them this module computes the sequential-pass language, which differs
 //! from what the tokenizer emits, and callers must use another construction (the materialised
 //! CartesianMerge product) when exactness is required.
@@ -84,7 +84,7 @@
 //! limits turn into an error. Such regexes are CartesianMerge's job.
 //!
 //! # Limits
-//! [`DirectMergeLimits`] caps the number of live states (`max_direct_states`) and of transitions
+//! [`TokenDfaLimits`] caps the number of live states (`max_direct_states`) and of transitions
 //! (`max_direct_transitions`), checked as states and transitions are created, so work stops
 //! early with [`Error::LimitExceeded`]. After a conflict resolution, which may leave garbage,
 //! a count may run up to twice a limit within one merge; at the end of that merge the
@@ -93,18 +93,9 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
-use crate::token_dfa::TokenDfa;
-use crate::vocab::Merge;
-
-/// Size caps checked while rewriting; past them [`direct_merge`] returns
-/// [`Error::LimitExceeded`] with limit `"max_direct_states"` or `"max_direct_transitions"`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct DirectMergeLimits {
-    /// Most live states at any time.
-    pub max_states: usize,
-    /// Most live transitions at any time.
-    pub max_transitions: usize,
-}
+use crate::guide::token_dfa::TokenDfa;
+use crate::limits::TokenDfaLimits;
+use crate::tokenizer::vocab::Merge;
 
 /// Rewrites `dfa` — a DFA over base-symbol token ids recognising `L` (each transition is one
 /// base symbol: a single-character token) — merge by merge over the whole `merges` table (rank
@@ -120,7 +111,7 @@ pub struct DirectMergeLimits {
 /// * [`Error::InvalidArgument`] when `dfa` is malformed (a target or the start out of range,
 ///   transitions of a state not strictly sorted by token) or a merge's `merged` id equals its
 ///   `left` or `right` id.
-pub fn direct_merge(dfa: &TokenDfa, merges: &[Merge], limits: &DirectMergeLimits) -> Result<TokenDfa> {
+pub fn direct_merge(dfa: &TokenDfa, merges: &[Merge], limits: &TokenDfaLimits) -> Result<TokenDfa> {
     run(dfa, merges, limits, false).map(|(dfa, _)| dfa)
 }
 
@@ -135,7 +126,7 @@ struct RunStats {
     sweeps: usize,
 }
 
-fn run(dfa: &TokenDfa, merges: &[Merge], limits: &DirectMergeLimits, check: bool) -> Result<(TokenDfa, RunStats)> {
+fn run(dfa: &TokenDfa, merges: &[Merge], limits: &TokenDfaLimits, check: bool) -> Result<(TokenDfa, RunStats)> {
     validate(dfa, merges)?;
     let dfa = dfa.trim();
     if dfa.num_states() == 0 {
@@ -266,7 +257,7 @@ struct Work {
     extra: FxHashMap<u32, Vec<(u32, u32)>>,
     num_live: usize,
     num_edges: usize,
-    limits: DirectMergeLimits,
+    limits: TokenDfaLimits,
     /// Rank of the merge being applied, and table length, for error messages.
     rank: Option<usize>,
     num_merges: usize,
@@ -276,7 +267,7 @@ struct Work {
 }
 
 impl Work {
-    fn new(dfa: &TokenDfa, limits: DirectMergeLimits, num_merges: usize) -> Result<Work> {
+    fn new(dfa: &TokenDfa, limits: TokenDfaLimits, num_merges: usize) -> Result<Work> {
         let n = dfa.num_states();
         let mut work = Work {
             start: dfa.start,
@@ -963,10 +954,10 @@ mod tests {
     use std::collections::BTreeSet;
 
     use super::*;
-    use crate::bytedfa::{ByteDfa, DEAD};
-    use crate::random::SplitMix64;
+    use crate::regex::byte_dfa::{ByteDfa, DEAD};
+    use crate::util::random::SplitMix64;
 
-    const BIG: DirectMergeLimits = DirectMergeLimits { max_states: 100_000, max_transitions: 1_000_000 };
+    const BIG: TokenDfaLimits = TokenDfaLimits { max_states: 100_000, max_transitions: 1_000_000 };
 
     /// A tokenizer for tests: tokens are strings over a small alphabet of single characters
     /// (ids `0..alphabet`), merged tokens get ids by their string, so one token made by two
@@ -1502,7 +1493,7 @@ mod tests {
                 continue;
             }
             let input = d.trim();
-            let tight = DirectMergeLimits {
+            let tight = TokenDfaLimits {
                 max_states: full.num_states().max(input.num_states()),
                 max_transitions: full.num_transitions().max(input.num_transitions()),
             };
@@ -1582,7 +1573,7 @@ mod tests {
         let t = Table::new("abc", &[("a", "b"), ("a", "a"), ("a", "c"), ("b", "c"), ("aa", "a")]);
         let d = base_dfa_for_tests("[abc]*", &t);
         let full = direct_merge(&d, &t.merges, &BIG).unwrap();
-        let tight = DirectMergeLimits { max_states: full.num_states() - 1, max_transitions: 1_000 };
+        let tight = TokenDfaLimits { max_states: full.num_states() - 1, max_transitions: 1_000 };
         match direct_merge(&d, &t.merges, &tight) {
             Err(Error::LimitExceeded { limit, value, what }) => {
                 assert_eq!(limit, "max_direct_states");
@@ -1591,13 +1582,13 @@ mod tests {
             }
             other => panic!("expected a state limit error, got {other:?}"),
         }
-        let tight = DirectMergeLimits { max_states: 1_000, max_transitions: full.num_transitions() - 1 };
+        let tight = TokenDfaLimits { max_states: 1_000, max_transitions: full.num_transitions() - 1 };
         assert!(matches!(
             direct_merge(&d, &t.merges, &tight),
             Err(Error::LimitExceeded { limit: "max_direct_transitions", .. })
         ));
         // The input itself is checked.
-        let tiny = DirectMergeLimits { max_states: 0, max_transitions: 0 };
+        let tiny = TokenDfaLimits { max_states: 0, max_transitions: 0 };
         match direct_merge(&d, &[], &tiny) {
             Err(Error::LimitExceeded { limit: "max_direct_states", what, .. }) => {
                 assert!(what.contains("input"), "{what}")
@@ -1605,7 +1596,7 @@ mod tests {
             other => panic!("expected a state limit error, got {other:?}"),
         }
         // Limits that are not reached change nothing.
-        let roomy = DirectMergeLimits { max_states: 100, max_transitions: 1_000 };
+        let roomy = TokenDfaLimits { max_states: 100, max_transitions: 1_000 };
         assert_eq!(direct_merge(&d, &t.merges, &roomy).unwrap(), full);
     }
 
@@ -1661,7 +1652,7 @@ mod tests {
         for case in 0..300 {
             let alphabet = if case % 3 == 0 { "abc" } else { "ab" };
             let t = random_table(&mut rng, alphabet, 8, false);
-            well_ordered += crate::bpe::MergeTable::is_well_ordered(&t.merges) as usize;
+            well_ordered += crate::tokenizer::bpe::MergeTable::is_well_ordered(&t.merges) as usize;
             let d = random_dfa(&mut rng, alphabet.len());
             check(&d, &t, if alphabet.len() == 3 { 8 } else { 10 });
         }
@@ -1673,7 +1664,7 @@ mod tests {
     #[test]
     fn sequential_equals_priority_when_well_ordered() {
         // The module docs' premise: on a well-ordered table without repeated pairs, the
-        // appendix's sequential passes give what `crate::bpe` (Hugging Face's priority BPE)
+        // appendix's sequential passes give what `crate::tokenizer::bpe` (Hugging Face's priority BPE)
         // gives, so DirectMerge's language is the tokenizer's.
         let mut rng = SplitMix64::new(11);
         let mut compared = 0;
@@ -1683,8 +1674,9 @@ mod tests {
             let mut pairs: Vec<(u32, u32)> = t.merges.iter().map(|m| (m.left, m.right)).collect();
             pairs.sort_unstable();
             pairs.dedup();
-            let well_ordered = crate::bpe::MergeTable::is_well_ordered(&t.merges) && pairs.len() == t.merges.len();
-            let priority = crate::bpe::MergeTable::new(&t.merges);
+            let well_ordered =
+                crate::tokenizer::bpe::MergeTable::is_well_ordered(&t.merges) && pairs.len() == t.merges.len();
+            let priority = crate::tokenizer::bpe::MergeTable::new(&t.merges);
             for _ in 0..50 {
                 let text: Vec<u32> = (0..rng.below(12)).map(|_| rng.below(3) as u32).collect();
                 let mut by_priority = text.clone();
@@ -1743,7 +1735,7 @@ mod tests {
 
     /// The regex's DFA over a character-level BPE's base symbols (characters absent from the
     /// vocabulary are left out: no byte fallback here).
-    fn char_base_dfa(regex: &str, vocab: &crate::vocab::Vocabulary) -> (TokenDfa, FxHashMap<u32, Vec<u32>>) {
+    fn char_base_dfa(regex: &str, vocab: &crate::tokenizer::vocab::Vocabulary) -> (TokenDfa, FxHashMap<u32, Vec<u32>>) {
         let byte_dfa = ByteDfa::from_regex(regex, 100_000).expect("regex compiles");
         let mut symbols: Vec<(Vec<u8>, u32)> = Vec::new();
         for id in 0..vocab.num_tokens() as u32 {
@@ -1831,11 +1823,11 @@ mod tests {
                 eprintln!("skipped: {} not found", path.display());
                 return;
             };
-            let vocab = crate::vocab::Vocabulary::from_json(&json, None, None).expect("tokenizer loads");
+            let vocab = crate::tokenizer::vocab::Vocabulary::from_json(&json, None, None).expect("tokenizer loads");
             let merges = vocab.merges();
             for (label, regex) in large {
                 let (base, _) = char_base_dfa(regex, &vocab);
-                let limits = DirectMergeLimits { max_states: 100_000, max_transitions: 1_000_000 };
+                let limits = TokenDfaLimits { max_states: 100_000, max_transitions: 1_000_000 };
                 let t0 = std::time::Instant::now();
                 let result = direct_merge(&base, merges, &limits);
                 eprintln!(
@@ -1851,7 +1843,7 @@ mod tests {
             }
             for (label, regex) in regexes {
                 let (base, spell) = char_base_dfa(regex, &vocab);
-                let limits = DirectMergeLimits { max_states: 1_000_000, max_transitions: 50_000_000 };
+                let limits = TokenDfaLimits { max_states: 1_000_000, max_transitions: 50_000_000 };
                 let t0 = std::time::Instant::now();
                 let (out, stats) = run(&base, merges, &limits, false).expect("DirectMerge succeeds");
                 let secs = t0.elapsed().as_secs_f64();

@@ -2,10 +2,10 @@
 //!
 //! A `direct` guide stores its automaton as states with explicit token transitions
 //! ([`TokenDfa`]) instead of CartesianMerge's product representation. Two ways to get one:
-//! * **DirectMerge** (appendix Algorithms 1–2, [`crate::direct_merge`]): rewrite the regex's
+//! * **DirectMerge** (appendix Algorithms 1–2, [`crate::build::direct::merge`]): rewrite the regex's
 //!   base-symbol DFA merge by merge. Its correctness proof assumes BPE applies each merge in one
 //!   sequential pass; Hugging Face's priority BPE agrees exactly when the merge table is
-//!   well-ordered ([`crate::bpe::MergeTable::is_well_ordered`]), so it is used then.
+//!   well-ordered ([`crate::tokenizer::bpe::MergeTable::is_well_ordered`]), so it is used then.
 //! * **Materialising the CartesianMerge product**: every relevant product state becomes a state
 //!   and its allowed tokens become transitions, then Moore-minimised. This is exact for every
 //!   tokenizer the tokenizer DFA supports (Mistral-7B's and Llama 2's tables are not
@@ -15,50 +15,32 @@
 //! allows ~30k tokens from each of thousands of product states); the sizes are checked against
 //! `max_direct_states` / `max_direct_transitions` *before* anything is materialised.
 
-use std::sync::Arc;
+pub mod merge;
 
-use crate::mask_cache::{MaskCache, DEFAULT_MAX_MASK_CACHE_BYTES};
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::bitset;
-use crate::bytedfa::{ByteDfa, DEAD};
 use crate::error::{Error, Result};
+use crate::guide::token_dfa::TokenDfa;
 use crate::guide::{Automaton, Guide, Method};
-use crate::token_dfa::TokenDfa;
+use crate::limits::TokenDfaLimits;
+use crate::regex::byte_dfa::{ByteDfa, DEAD};
+use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::TokenizerDfa;
-use crate::vocab::Vocabulary;
-
-/// Size limits of explicit DFAs.
-#[derive(Clone, Copy, Debug)]
-pub struct DirectLimits {
-    pub max_states: usize,
-    pub max_transitions: usize,
-}
-
-fn limit(limit: &'static str, value: usize, what: &str) -> Error {
-    Error::LimitExceeded { limit, value: value.to_string(), what: what.to_string() }
-}
+use crate::util::bitset;
 
 /// The explicit DFA of a (product) guide's relevant states, without EOS transitions.
-pub fn materialize(guide: &Guide, limits: DirectLimits) -> Result<TokenDfa> {
+pub fn materialize(guide: &Guide, limits: TokenDfaLimits) -> Result<TokenDfa> {
     let n = guide.num_states();
-    if n > limits.max_states {
-        return Err(limit("max_direct_states", limits.max_states, "states of the explicit token DFA"));
-    }
+    limits.check_states(n, "states of the explicit token DFA")?;
     let eos = guide.eos_token_ids();
     let mut scratch = vec![0u32; guide.mask_words()];
     let mut total = 0usize;
     for s in 0..n as u32 {
         guide.write_mask(s, &mut scratch);
         total += bitset::count(&scratch) - if guide.is_final(s) { eos.len() } else { 0 };
-        if total > limits.max_transitions {
-            return Err(limit(
-                "max_direct_transitions",
-                limits.max_transitions,
-                "transitions of the explicit token DFA",
-            ));
-        }
+        limits.check_transitions(total, "transitions of the explicit token DFA")?;
     }
     let mut transitions = Vec::with_capacity(n);
     for s in 0..n as u32 {
@@ -118,7 +100,12 @@ pub fn minimize(dfa: &TokenDfa) -> TokenDfa {
 /// The regex's DFA over base symbols: one transition per character token present in the
 /// vocabulary, byte-fallback tokens for the characters that are not (through the tokenizer
 /// DFA's fallback automaton). This is DirectMerge's input.
-pub fn base_symbol_dfa(dfa: &ByteDfa, vocab: &Vocabulary, tok: &TokenizerDfa, max_states: usize) -> Result<TokenDfa> {
+pub fn base_symbol_dfa(
+    dfa: &ByteDfa,
+    vocab: &Vocabulary,
+    tok: &TokenizerDfa,
+    limits: TokenDfaLimits,
+) -> Result<TokenDfa> {
     let symbols: Vec<u32> = (0..vocab.num_tokens() as u32)
         .filter(|&t| {
             tok.class_of(t) != crate::tokenizer_dfa::NO_CLASS
@@ -138,9 +125,7 @@ pub fn base_symbol_dfa(dfa: &ByteDfa, vocab: &Vocabulary, tok: &TokenizerDfa, ma
             if let Some(&id) = index.get(&p) {
                 return Ok(id);
             }
-            if states.len() >= max_states {
-                return Err(limit("max_direct_states", max_states, "states of the base-symbol DFA"));
-            }
+            limits.check_states(states.len() + 1, "states of the base-symbol DFA")?;
             let id = states.len() as u32;
             index.insert(p, id);
             states.push(p);
@@ -203,12 +188,6 @@ pub fn explicit_guide(vocab: &Arc<Vocabulary>, dfa: TokenDfa) -> Result<Guide> {
         return Err(Error::EmptyLanguage("no canonical token sequence spells a string of the regex".into()));
     }
     let distance = distances(&dfa);
-    let n = dfa.num_states();
-    Ok(Guide {
-        method: Method::Direct,
-        vocab: vocab.clone(),
-        initial: dfa.start,
-        automaton: Automaton::Explicit { dfa, distance },
-        masks: MaskCache::new(n, DEFAULT_MAX_MASK_CACHE_BYTES),
-    })
+    let initial = dfa.start;
+    Ok(Guide::new(Method::Direct, vocab.clone(), Automaton::Explicit { dfa, distance }, initial))
 }

@@ -3,7 +3,7 @@
 //!
 //! # What canonical means here
 //! Such a tokenizer normalizes the text, cuts it into *pieces* with its pre-tokenizer (see
-//! `crate::piece_machine`), and runs BPE on each piece alone; with `ignore_merges`, a piece that
+//! `crate::pre_tokenizer::piece_machine`), and runs BPE on each piece alone; with `ignore_merges`, a piece that
 //! is itself a vocabulary token is emitted whole first. So a token sequence is canonical iff
 //! 1. every piece boundary of its text is a token boundary (no token spans two pieces);
 //! 2. inside each piece, every adjacent token pair is canonical for the merge table (the
@@ -17,7 +17,7 @@
 //! Pairs across a piece boundary are unconstrained.
 //!
 //! # The construction
-//! [`crate::text_automaton`] combines the regex's byte DFA, the pre-tokenizer's automaton over
+//! [`crate::pre_tokenizer::text_automaton`] combines the regex's byte DFA, the pre-tokenizer's automaton over
 //! correctly *marked* texts, and a trie of lone tokens into one automaton `Z` over bytes and
 //! marks. An *element* `(z, c)` pairs a state of `Z` with a tokenizer-side state `c`: a class of
 //! the tokenizer DFA (the last token, inside the current piece), [`START`] (at a piece start: no
@@ -48,146 +48,43 @@
 //! # Costs
 //! One trie walk over `Z` per expanded text state (like the agnostic index), element and set
 //! searches like CartesianMerge's, and two token sets per `(Zset, mode)` (sparse or dense,
-//! deduplicated: `crate::token_set`). The searches visit a wide text state once per class
+//! deduplicated: `crate::guide::token_set`). The searches visit a wide text state once per class
 //! that reaches it (a JSON string's contents: ~33,000 of Llama 3's 36,464 classes), so the
 //! per-visit work is kept to a merge of the still-pending tokens with the class's forbidden set
 //! (`pending`), and each wide successor table is built once by partition refinement
 //! (`successor_table`). Limits: `max_product_states` bounds text states, elements and guide
 //! states each; the compile deadline and `max_guide_bytes` apply as in CartesianMerge.
 
-mod allowed_chars;
-mod always_split;
-mod automaton;
-mod lone_splits;
+use super::search::{some_allowed, Registry};
+
 mod pending;
 mod successor_table;
 mod token_groups;
 
-pub use allowed_chars::{allowed_chars, normalization_stable_chars};
-pub use always_split::tokens_always_split;
-pub(crate) use automaton::PretokenizedAutomaton;
-use automaton::{Override, SetTable, TokenSetPool};
-use lone_splits::SPELLED;
-pub use lone_splits::{lone_tokens, LoneSplits, ROOT};
+use crate::guide::pre_tokenized::{
+    class_or_lone, mark_allowed, mode_of, Element, Member, Mode, Override, PretokenizedAutomaton, SetTable,
+    TokenSetPool, LONE, NONE, START,
+};
+use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT, SPELLED};
 use pending::{ClassBits, PendingGroups, Wanted};
 use successor_table::{successor_table, SuccessorTable, TableScratch};
 use token_groups::{Grouper, TokenGroups};
 
 use std::collections::VecDeque;
-use std::hash::Hash;
 use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::bitset;
-use crate::bytedfa::{ByteDfa, DEAD};
-use crate::cartesian::ProductLimits;
 use crate::error::{Error, Result};
+use crate::guide::token_set::TokenSet;
 use crate::guide::{Automaton, Guide, Method};
-use crate::index::TokenTrie;
-use crate::mask_cache::{MaskCache, DEFAULT_MAX_MASK_CACHE_BYTES};
-use crate::text_automaton::{ContentTrie, PieceBoundaries, TextAutomaton};
-use crate::token_set::TokenSet;
+use crate::limits::SearchLimits;
+use crate::pre_tokenizer::text_automaton::{ContentTrie, PieceBoundaries, TextAutomaton};
+use crate::regex::byte_dfa::{ByteDfa, DEAD};
+use crate::tokenizer::token_trie::TokenTrie;
+use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
-use crate::vocab::Vocabulary;
-
-/// Tokenizer-side state at the start of a piece.
-pub const START: u32 = u32::MAX - 2;
-/// Tokenizer-side state after a lone token: only a piece boundary may follow.
-pub const LONE: u32 = u32::MAX - 3;
-/// "Not a set" / "not on a lone token's split".
-pub(crate) const NONE: u32 = u32::MAX;
-
-/// Whether some token of `tokens` is absent from the sorted `forbidden` and from `except`
-/// (sorted `(token, _)` pairs).
-#[inline]
-fn some_allowed(tokens: &[u32], forbidden: &[u32], except: &[(u32, u32)]) -> bool {
-    if except.is_empty() && tokens.len() > forbidden.len() {
-        return true;
-    }
-    tokens.iter().any(|t| forbidden.binary_search(t).is_err() && except.binary_search_by_key(t, |e| e.0).is_err())
-}
-
-/// Items with ids, discovered once each, and a work queue.
-struct Registry<K> {
-    items: Vec<K>,
-    index: FxHashMap<K, u32>,
-    queue: VecDeque<u32>,
-    max: usize,
-    what: &'static str,
-}
-
-impl<K: Copy + Eq + Hash> Registry<K> {
-    fn new(max: usize, what: &'static str) -> Registry<K> {
-        Registry { items: Vec::new(), index: FxHashMap::default(), queue: VecDeque::new(), max, what }
-    }
-    fn add(&mut self, k: K) -> Result<u32> {
-        if let Some(&id) = self.index.get(&k) {
-            return Ok(id);
-        }
-        if self.items.len() >= self.max {
-            return Err(Error::LimitExceeded {
-                limit: "max_product_states",
-                value: self.max.to_string(),
-                what: self.what.to_string(),
-            });
-        }
-        let id = self.items.len() as u32;
-        self.items.push(k);
-        self.index.insert(k, id);
-        self.queue.push_back(id);
-        Ok(id)
-    }
-
-    /// For a pending group with target `k` (the callback of [`PendingGroups::retain`]):
-    /// whether it stays pending — no, once `k` is registered, or registered now because the
-    /// group has a usable token (`found`).
-    fn keep_pending(&mut self, k: K, found: bool) -> Result<bool> {
-        if self.index.contains_key(&k) {
-            return Ok(false);
-        }
-        if found {
-            self.add(k)?;
-            return Ok(false);
-        }
-        Ok(true)
-    }
-}
-
-/// How a state's tokenizer side constrains its tokens.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub(crate) enum Mode {
-    /// At the start of the text: no pair constraint, lone tokens allowed, no boundary yet.
-    Start,
-    /// After a lone token: a boundary must come first.
-    Lone,
-    /// After a token with a class: the pair constraint inside the piece, or a boundary.
-    Regular,
-}
-
-pub(crate) fn mode_of(c: u32) -> Mode {
-    match c {
-        START => Mode::Start,
-        LONE => Mode::Lone,
-        _ => Mode::Regular,
-    }
-}
-
-/// Whether a boundary of `kind` may follow a text state whose stage-0 piece spells an added
-/// token's content (`spells_content`): only when that token was just emitted whole (`c` is
-/// [`LONE`]); a stage-0 boundary needs it, others do not end the stage-0 piece.
-#[inline]
-pub(crate) fn mark_allowed(kind: usize, spells_content: bool, c: u32) -> bool {
-    kind != 0 || !spells_content || c == LONE
-}
-
-#[inline]
-pub(crate) fn class_or_lone(tok: &TokenizerDfa, t: u32) -> u32 {
-    match tok.class_of(t) {
-        NO_CLASS => LONE,
-        k => k,
-    }
-}
+use crate::util::bitset;
 
 /// Tokens of a `(members, mode)` with the same successor sets (`NONE` when empty): `all`
 /// through any element, `free` through a boundary only.
@@ -217,11 +114,6 @@ impl SetGroup {
     }
 }
 
-/// A member of a guide state: a text state and a [`LoneSplits`] node.
-pub(crate) type Member = (u32, u32);
-/// An element: text state, tokenizer-side state, [`LoneSplits`] node.
-pub(crate) type Element = (u32, u32, u32);
-
 /// Builds the canonical guide of `dfa` for a pre-tokenized `vocab`.
 pub fn build<M: PieceBoundaries>(
     vocab: &Arc<Vocabulary>,
@@ -231,10 +123,10 @@ pub fn build<M: PieceBoundaries>(
     machine: M,
     splits: &LoneSplits,
     contents: ContentTrie,
-    limits: &ProductLimits,
+    limits: &SearchLimits,
 ) -> Result<Guide> {
     let tok = tokenizer_dfa.as_ref();
-    let max = limits.max_product_states;
+    let max = limits.max_states;
     // Compile temporaries that grow with the text states: their token groups.
     let mut group_bytes = 0usize;
     // Each text state costs a 1 KiB row of byte transitions.
@@ -256,7 +148,7 @@ pub fn build<M: PieceBoundaries>(
     // Edges on tokens that continue a lone token's split: (source element, target element).
     let mut split_edges: Vec<(u32, Element)> = Vec::new();
     let mut elements: Registry<Element> =
-        Registry::new(max, "elements (text state, tokenizer state, split node) of a pre-tokenized guide");
+        Registry::new(limits, "elements (text state, tokenizer state, split node) of a pre-tokenized guide");
     elements.add((text.start(), START, ROOT))?;
     while let Some(id) = elements.queue.pop_front() {
         limits.deadline.check("the pre-tokenized guide's forward search")?;
@@ -443,7 +335,7 @@ pub fn build<M: PieceBoundaries>(
     };
     let start_set = intern(&[(text.start(), ROOT)], &mut sets);
     let mut states: Registry<(u32, u32)> =
-        Registry::new(max, "guide states (member set, tokenizer state) of a pre-tokenized guide");
+        Registry::new(limits, "guide states (member set, tokenizer state) of a pre-tokenized guide");
     states.add((start_set, START))?;
     // A state's successors on tokens that continue no member's lone-token split depend only on
     // its text states (the split nodes all become NONE): such tables are shared by the
@@ -613,7 +505,6 @@ pub fn build<M: PieceBoundaries>(
             })
         })
         .collect();
-    let num_states = states.items.len();
     let automaton = PretokenizedAutomaton {
         tokenizer_dfa: tokenizer_dfa.clone(),
         splits: splits.clone(),
@@ -640,13 +531,7 @@ pub fn build<M: PieceBoundaries>(
             shown.join(", ")
         );
     }
-    Ok(Guide {
-        method: Method::Cartesian,
-        vocab: vocab.clone(),
-        automaton: Automaton::Pretokenized(automaton),
-        initial: 0,
-        masks: MaskCache::new(num_states, DEFAULT_MAX_MASK_CACHE_BYTES),
-    })
+    Ok(Guide::new(Method::Cartesian, vocab.clone(), Automaton::Pretokenized(automaton), 0))
 }
 
 /// The live successor member sets of token `t` from `members` in `mode`: through any element,
@@ -722,5 +607,4 @@ fn token_groups<M: PieceBoundaries, F: Fn(u32) -> u32>(
 }
 
 #[cfg(test)]
-#[path = "pretokenized_tests.rs"]
 mod tests;

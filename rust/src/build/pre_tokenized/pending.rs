@@ -17,7 +17,7 @@
 //! * `stamp[g] == round` exactly when group `g` was found to hold an allowed token in the
 //!   current round; `dropped[g]` exactly when `g` was pending once and is not any more.
 
-use crate::bitset;
+use crate::util::bitset;
 
 /// How often [`PendingGroups::retain`] offers the groups it did not find to `keep`.
 pub(super) const RECHECK_EVERY: u32 = 8;
@@ -210,7 +210,7 @@ fn gallop(values: &[u32], from: usize, t: u32) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::random::SplitMix64;
+    use crate::util::random::SplitMix64;
 
     #[test]
     fn gallop_finds_the_lower_bound() {

@@ -25,13 +25,14 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::bytedfa::DEAD;
 use crate::error::Result;
+use crate::regex::byte_dfa::DEAD;
 use crate::tokenizer_dfa::TokenizerDfa;
 
-use super::lone_splits::{LoneSplits, ROOT};
 use super::token_groups::TokenGroups;
-use super::{class_or_lone, mark_allowed, Element, Member, Mode, SetGroup, LONE, NONE, START};
+use super::SetGroup;
+use crate::guide::pre_tokenized::{class_or_lone, mark_allowed, Element, Member, Mode, LONE, NONE, START};
+use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT};
 
 /// Tokens with a live successor, grouped (see the module docs): group `g`'s tokens are
 /// `tokens[groups[g].tokens]`, ascending; `by_token` lists `(token, group)` by ascending token,

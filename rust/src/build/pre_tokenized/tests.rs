@@ -6,9 +6,10 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::*;
-use crate::bpe::MergeTable;
-use crate::deadline::Deadline;
-use crate::text_automaton::PieceBoundaries;
+use crate::limits::Deadline;
+use crate::pre_tokenizer::text_automaton::PieceBoundaries;
+use crate::tokenizer::bpe::MergeTable;
+use crate::tokenizer_dfa::lone_tokens::lone_tokens;
 
 /// Pieces are `" ?[ab]+"` or a single space: a space joins the letters after it, so whether a
 /// boundary follows a space depends on the next character.
@@ -144,17 +145,17 @@ fn check(pattern: &str, ignore_merges: bool, alphabet: &[char], max_len: usize) 
     );
     let splits = LoneSplits::new(&vocab, &lone);
     let dfa = ByteDfa::from_regex(pattern, 1000).unwrap();
-    let limits = ProductLimits { max_product_states: 100_000, max_guide_bytes: 1 << 30, deadline: Deadline::none() };
+    let limits = SearchLimits { max_states: 100_000, max_guide_bytes: 1 << 30, deadline: Deadline::none() };
     let guide =
         build(&vocab, &tok, &trie, dfa.clone(), SpaceJoinsWord, &splits, ContentTrie::default(), &limits).unwrap();
     // A saved guide loads as the same automaton; corruption is refused.
-    let bytes = crate::guide_io::guide_to_bytes(&guide).unwrap();
-    let back = crate::guide_io::guide_from_bytes(&bytes, &vocab, || Ok(tok.clone())).unwrap();
+    let bytes = crate::guide::io::guide_to_bytes(&guide).unwrap();
+    let back = crate::guide::io::guide_from_bytes(&bytes, &vocab, || Ok(tok.clone())).unwrap();
     assert_eq!(guide.first_difference(&back), None, "{pattern}: round trip");
     for i in (0..bytes.len()).step_by(97) {
         let mut b = bytes.clone();
         b[i] ^= 0x10;
-        assert!(crate::guide_io::guide_from_bytes(&b, &vocab, || Ok(tok.clone())).is_err(), "flip at {i}");
+        assert!(crate::guide::io::guide_from_bytes(&b, &vocab, || Ok(tok.clone())).is_err(), "flip at {i}");
     }
     // Masks and steps agree: a token is in the mask exactly when it has a target.
     for st in 0..guide.num_states() as u32 {

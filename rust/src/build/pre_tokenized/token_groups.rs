@@ -18,7 +18,7 @@
 
 use std::ops::Range;
 
-use crate::bytedfa::DEAD;
+use crate::regex::byte_dfa::DEAD;
 
 /// Token transitions from one text state with the same (target text state, class).
 pub(super) struct Group {
@@ -170,7 +170,7 @@ fn class_order(num_tokens: usize, class_of: &impl Fn(u32) -> u32) -> ClassOrder 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::random::SplitMix64;
+    use crate::util::random::SplitMix64;
 
     /// Both ways of grouping give the same groups as a direct grouping of the pairs, on walks
     /// narrow and wide, with classes that are dense, reserved (near `u32::MAX`) or shared.

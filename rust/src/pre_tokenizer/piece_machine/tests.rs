@@ -6,7 +6,7 @@
 //! character sets by `regex-syntax`, for its Unicode tables.
 
 use super::*;
-use crate::random::SplitMix64;
+use crate::util::random::SplitMix64;
 
 // ---------------------------------------------------------------- reference implementation
 

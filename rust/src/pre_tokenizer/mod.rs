@@ -1,0 +1,8 @@
+//! The pre-tokenizer as an automaton over text: its `Split` regexes as priority NFAs
+//! ([`split_nfa`]), the lazy DFA of texts marked exactly at its piece boundaries
+//! ([`piece_machine`]), and that DFA combined with a regex's byte DFA and the added tokens'
+//! contents ([`text_automaton`]). Nothing here knows about token ids.
+
+pub mod piece_machine;
+pub mod split_nfa;
+pub mod text_automaton;

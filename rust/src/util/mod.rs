@@ -1,0 +1,7 @@
+//! Small building blocks with no knowledge of tokenizers or regexes: token bitsets, a seeded
+//! random generator for tests and walks, and the versioned, checksummed container of the disk
+//! caches.
+
+pub mod bitset;
+pub(crate) mod random;
+pub mod serialize;

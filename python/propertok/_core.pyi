@@ -79,7 +79,7 @@ class Vocabulary:
     def canonical_unsupported_reason(self) -> Optional[str]:
         """``None`` when canonical guides are exact for this tokenizer, else why they are refused."""
     @property
-    def pre_tokenization(self) -> Optional[dict[str, Any]]:
+    def pre_tokenizer(self) -> Optional[dict[str, Any]]:
         """For a byte-level BPE tokenizer canonical guides support: ``{"stages": [pattern, ...],
         "normalization": "none" | "NFC" | "NFKC", "ignore_merges": bool}``, the pre-tokenizer as
         ``Split(pattern, Isolated)`` stages applied in order; ``None`` otherwise."""

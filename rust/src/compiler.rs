@@ -91,7 +91,7 @@ impl Compiler {
     fn piece_machine(&self) -> Result<&PieceMachine> {
         self.piece_machine
             .get_or_init(|| {
-                let pre = self.vocab.pre_tokenization().expect("a pre-tokenized vocabulary");
+                let pre = self.vocab.pre_tokenizer().expect("a pre-tokenized vocabulary");
                 let spec = PieceMachineSpec { stages: pre.stages.clone(), allowed_chars: allowed_chars(pre) };
                 PieceMachine::new(&spec, MAX_PRE_TOKENIZER_STATES)
             })
@@ -153,7 +153,7 @@ impl Compiler {
     /// The lone tokens (emitted only as a whole piece, `ignore_merges`) of a pre-tokenized
     /// tokenizer; empty for others.
     pub fn lone_tokens(&self) -> Result<&[u32]> {
-        if self.vocab.pre_tokenization().is_none() {
+        if self.vocab.pre_tokenizer().is_none() {
             return Ok(&[]);
         }
         Ok(&self.pre_tokenized_parts()?.lone_tokens)
@@ -166,7 +166,7 @@ impl Compiler {
     }
 
     fn find_tokens_always_split(&self) -> Result<Vec<u32>> {
-        if self.vocab.pre_tokenization().is_none() {
+        if self.vocab.pre_tokenizer().is_none() {
             return Ok(Vec::new());
         }
         let parts = self.pre_tokenized_parts()?;
@@ -180,7 +180,7 @@ impl Compiler {
                 .map(|t| (t, v.token_bytes(t))),
         );
         // The tokenizer's own behaviour: without the guides' restriction to normalized text.
-        let pre = self.vocab.pre_tokenization().expect("a pre-tokenized vocabulary");
+        let pre = self.vocab.pre_tokenizer().expect("a pre-tokenized vocabulary");
         let spec = PieceMachineSpec { stages: pre.stages.clone(), allowed_chars: None };
         let machine = PieceMachine::new(&spec, MAX_PRE_TOKENIZER_STATES)?;
         tokens_always_split(&machine, &emittable, MAX_PRE_TOKENIZER_STATES)
@@ -190,7 +190,7 @@ impl Compiler {
         self.pre_tokenized
             .get_or_init(|| {
                 let tok = self.tokenizer_dfa()?;
-                let pre = self.vocab.pre_tokenization().expect("a pre-tokenized vocabulary");
+                let pre = self.vocab.pre_tokenizer().expect("a pre-tokenized vocabulary");
                 let machine = self.piece_machine()?.clone();
                 let lone_tokens = if pre.ignore_merges { lone_tokens(&self.vocab, tok) } else { Vec::new() };
                 let v = &self.vocab;
@@ -264,20 +264,20 @@ impl Compiler {
         let limits = self.limits.token_dfa();
         let tok = self.tokenizer_dfa()?;
         // DirectMerge rewrites one merge table over the whole text; it knows no pre-tokenizer.
-        let dfa = if tok.construction() == Construction::Algorithm3 && self.vocab.pre_tokenization().is_none() {
+        let dfa = if tok.construction() == Construction::Algorithm3 && self.vocab.pre_tokenizer().is_none() {
             let ProductParts { byte_dfa } = product.parts();
             let base = direct::base_symbol_dfa(byte_dfa, &self.vocab, tok, limits)?;
             direct_merge(&base, self.vocab.merges(), &limits)?
         } else {
             direct::materialize(product, limits)?
         };
-        direct::explicit_guide(&self.vocab, direct::minimize(&dfa))
+        direct::token_dfa_guide(&self.vocab, direct::minimize(&dfa))
     }
 
     fn compile_cartesian(&self, pattern: &str) -> Result<Guide> {
         // Check the tokenizer first: an unsupported one fails before any regex work.
         let tok = self.tokenizer_dfa()?.clone();
-        if self.vocab.pre_tokenization().is_some() {
+        if self.vocab.pre_tokenizer().is_some() {
             return self.compile_pre_tokenized(pattern, &tok);
         }
         let trie = self.emittable_tokens(&tok);

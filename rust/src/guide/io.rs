@@ -51,7 +51,7 @@ pub fn guide_to_bytes(guide: &Guide) -> Result<Vec<u8>> {
                 w.u32s(&flat);
             }
         }
-        Automaton::Explicit { dfa, distance } => {
+        Automaton::TokenDfa { dfa, distance } => {
             w.u8(1);
             w.u32(dfa.start);
             w.u32s(&dfa.accepting.iter().map(|&a| a as u32).collect::<Vec<_>>());
@@ -60,7 +60,7 @@ pub fn guide_to_bytes(guide: &Guide) -> Result<Vec<u8>> {
             }
             w.u32s(distance);
         }
-        Automaton::Pretokenized(p) => {
+        Automaton::PreTokenized(p) => {
             w.u8(2);
             p.write(&mut w);
         }
@@ -154,9 +154,9 @@ pub fn guide_from_bytes(
             if distance.len() != n || start as usize >= n.max(1) {
                 return Err(bad("sizes"));
             }
-            Automaton::Explicit { dfa: TokenDfa { start, accepting, transitions }, distance }
+            Automaton::TokenDfa { dfa: TokenDfa { start, accepting, transitions }, distance }
         }
-        (2, Method::Cartesian) => Automaton::Pretokenized(crate::guide::pre_tokenized::PretokenizedAutomaton::read(
+        (2, Method::Cartesian) => Automaton::PreTokenized(crate::guide::pre_tokenized::PreTokenizedAutomaton::read(
             &mut r,
             tokenizer_dfa()?,
             vocab,
@@ -166,8 +166,8 @@ pub fn guide_from_bytes(
     r.expect_end()?;
     let num_states = match &automaton {
         Automaton::Product(p) => p.states.len(),
-        Automaton::Explicit { dfa, .. } => dfa.num_states(),
-        Automaton::Pretokenized(p) => p.num_states(),
+        Automaton::TokenDfa { dfa, .. } => dfa.num_states(),
+        Automaton::PreTokenized(p) => p.num_states(),
     };
     if initial as usize >= num_states {
         return Err(bad("initial state out of range"));

@@ -110,20 +110,20 @@ pub struct ProductParts<'a> {
 pub(crate) enum Automaton {
     Product(ProductAutomaton),
     /// An explicit token DFA (method `direct`), with each state's fewest tokens to acceptance.
-    Explicit {
+    TokenDfa {
         dfa: TokenDfa,
         distance: Vec<u32>,
     },
-    /// A canonical guide for a tokenizer with a pre-tokenizer (see `pretokenized`).
-    Pretokenized(pre_tokenized::PretokenizedAutomaton),
+    /// A canonical guide for a tokenizer with a pre-tokenizer (see `pre_tokenized`).
+    PreTokenized(pre_tokenized::PreTokenizedAutomaton),
 }
 
 impl Automaton {
     fn num_states(&self) -> usize {
         match self {
             Automaton::Product(p) => p.states.len(),
-            Automaton::Explicit { dfa, .. } => dfa.num_states(),
-            Automaton::Pretokenized(p) => p.num_states(),
+            Automaton::TokenDfa { dfa, .. } => dfa.num_states(),
+            Automaton::PreTokenized(p) => p.num_states(),
         }
     }
 }
@@ -184,7 +184,7 @@ impl Guide {
     pub(crate) fn parts(&self) -> ProductParts<'_> {
         match &self.automaton {
             Automaton::Product(p) => ProductParts { byte_dfa: &p.dfa },
-            Automaton::Explicit { .. } | Automaton::Pretokenized(_) => {
+            Automaton::TokenDfa { .. } | Automaton::PreTokenized(_) => {
                 unreachable!("parts() is only called on product guides")
             }
         }
@@ -193,8 +193,8 @@ impl Guide {
     /// The explicit token DFA of a `direct` guide.
     pub fn token_dfa(&self) -> Option<&TokenDfa> {
         match &self.automaton {
-            Automaton::Explicit { dfa, .. } => Some(dfa),
-            Automaton::Product(_) | Automaton::Pretokenized(_) => None,
+            Automaton::TokenDfa { dfa, .. } => Some(dfa),
+            Automaton::Product(_) | Automaton::PreTokenized(_) => None,
         }
     }
 
@@ -224,8 +224,8 @@ impl Guide {
     pub fn is_final(&self, state: u32) -> bool {
         match &self.automaton {
             Automaton::Product(p) => p.is_final(state),
-            Automaton::Explicit { dfa, .. } => dfa.accepting[state as usize],
-            Automaton::Pretokenized(p) => p.is_final(state),
+            Automaton::TokenDfa { dfa, .. } => dfa.accepting[state as usize],
+            Automaton::PreTokenized(p) => p.is_final(state),
         }
     }
 
@@ -233,8 +233,8 @@ impl Guide {
     pub fn write_mask(&self, state: u32, out: &mut [u32]) {
         match &self.automaton {
             Automaton::Product(p) => p.write_mask(state, out),
-            Automaton::Pretokenized(p) => p.write_mask(state, out),
-            Automaton::Explicit { dfa, .. } => {
+            Automaton::PreTokenized(p) => p.write_mask(state, out),
+            Automaton::TokenDfa { dfa, .. } => {
                 out.fill(0);
                 for &(t, _) in &dfa.transitions[state as usize] {
                     bitset::set(out, t as usize);
@@ -295,8 +295,8 @@ impl Guide {
         }
         match &self.automaton {
             Automaton::Product(p) => p.next_state(&self.vocab, state, token),
-            Automaton::Explicit { dfa, .. } => dfa.next(state, token),
-            Automaton::Pretokenized(p) => p.next_state(&self.vocab, state, token),
+            Automaton::TokenDfa { dfa, .. } => dfa.next(state, token),
+            Automaton::PreTokenized(p) => p.next_state(&self.vocab, state, token),
         }
     }
 
@@ -313,8 +313,8 @@ impl Guide {
     fn distance_hint(&self, state: u32) -> u32 {
         match &self.automaton {
             Automaton::Product(p) => p.dfa.distance_to_accept(p.states[state as usize].0),
-            Automaton::Explicit { distance, .. } => distance[state as usize],
-            Automaton::Pretokenized(p) => p.distance_hint(state),
+            Automaton::TokenDfa { distance, .. } => distance[state as usize],
+            Automaton::PreTokenized(p) => p.distance_hint(state),
         }
     }
 

@@ -22,22 +22,24 @@ pub const LONE: u32 = u32::MAX - 3;
 /// "Not a set" / "not on a lone token's split".
 pub(crate) const NONE: u32 = u32::MAX;
 
-/// How a state's tokenizer side constrains its tokens.
+/// How a state's tokenizer side (the last token's class, [`START`] or [`LONE`]) constrains the
+/// next token.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub(crate) enum Mode {
-    /// At the start of the text: no pair constraint, lone tokens allowed, no boundary yet.
-    Start,
-    /// After a lone token: a boundary must come first.
-    Lone,
-    /// After a token with a class: the pair constraint inside the piece, or a boundary.
-    Regular,
+pub(crate) enum Side {
+    /// At a piece start ([`START`]: the start of the text, or right after a boundary): no pair
+    /// constraint, lone tokens allowed.
+    PieceStart,
+    /// After a lone token ([`LONE`]): a boundary must come first.
+    AfterLone,
+    /// After a token with a class, inside a piece: the pair constraint, or a boundary.
+    InPiece,
 }
 
-pub(crate) fn mode_of(c: u32) -> Mode {
+pub(crate) fn side_of(c: u32) -> Side {
     match c {
-        START => Mode::Start,
-        LONE => Mode::Lone,
-        _ => Mode::Regular,
+        START => Side::PieceStart,
+        LONE => Side::AfterLone,
+        _ => Side::InPiece,
     }
 }
 
@@ -57,19 +59,43 @@ pub(crate) fn class_or_lone(tok: &TokenizerDfa, t: u32) -> u32 {
     }
 }
 
-/// A member of a guide state: a text state and a [`LoneSplits`] node.
-pub(crate) type Member = (u32, u32);
-/// An element: text state, tokenizer-side state, [`LoneSplits`] node.
-pub(crate) type Element = (u32, u32, u32);
-
-/// Per `(members, mode)`: tokens with a live successor (`all`), and through a boundary
-/// (`free`, a subset of `all`), as indices into the guide's deduplicated [`TokenSet`]s.
-pub(crate) struct SetTable {
-    pub(crate) all: u32,
-    pub(crate) free: u32,
+/// A member of a guide state: a text state and a [`LoneSplits`] node. Ordered by text state,
+/// then split node (member sets are stored sorted).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub(crate) struct Member {
+    pub(crate) text: u32,
+    pub(crate) split: u32,
 }
 
-/// Token sets deduplicated by value (many projections share theirs; most `free` sets are
+impl Member {
+    pub(crate) const fn new(text: u32, split: u32) -> Member {
+        Member { text, split }
+    }
+}
+
+/// An element of the search: a text state, a tokenizer-side state (a class, [`START`] or
+/// [`LONE`]) and a [`LoneSplits`] node.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub(crate) struct Element {
+    pub(crate) text: u32,
+    pub(crate) tokenizer: u32,
+    pub(crate) split: u32,
+}
+
+impl Element {
+    pub(crate) const fn new(text: u32, tokenizer: u32, split: u32) -> Element {
+        Element { text, tokenizer, split }
+    }
+}
+
+/// Per `(members, side)`: tokens with a live successor (`through_any`), and through a boundary
+/// (`through_boundary`, a subset of `through_any`), as indices into the guide's deduplicated [`TokenSet`]s.
+pub(crate) struct SetTable {
+    pub(crate) through_any: u32,
+    pub(crate) through_boundary: u32,
+}
+
+/// Token sets deduplicated by value (many projections share theirs; most `through_boundary` sets are
 /// empty).
 #[derive(Default)]
 pub(crate) struct TokenSetPool {
@@ -99,12 +125,12 @@ impl TokenSetPool {
 /// lone-token split).
 pub(crate) struct Override {
     pub(crate) token: u32,
-    pub(crate) all: u32,
-    pub(crate) free: u32,
+    pub(crate) through_any: u32,
+    pub(crate) through_boundary: u32,
 }
 
 /// The decode-time form of a pre-tokenized guide (see the module docs).
-pub(crate) struct PretokenizedAutomaton {
+pub(crate) struct PreTokenizedAutomaton {
     pub(crate) tokenizer_dfa: Arc<TokenizerDfa>,
     pub(crate) splits: LoneSplits,
     pub(crate) dfa: ByteDfa,
@@ -123,7 +149,7 @@ pub(crate) struct PretokenizedAutomaton {
     pub(crate) accepting: Vec<bool>,
 }
 
-impl PretokenizedAutomaton {
+impl PreTokenizedAutomaton {
     pub(crate) fn is_final(&self, state: u32) -> bool {
         self.accepting[state as usize]
     }
@@ -132,8 +158,8 @@ impl PretokenizedAutomaton {
     pub(crate) fn write_mask(&self, state: u32, out: &mut [u32]) {
         let (_, c) = self.states[state as usize];
         let table = &self.tables[self.state_table[state as usize] as usize];
-        let regular = mode_of(c) == Mode::Regular;
-        let all = &self.token_sets[table.all as usize];
+        let regular = side_of(c) == Side::InPiece;
+        let all = &self.token_sets[table.through_any as usize];
         // `free ⊆ all`, so `(A \ F) ∪ (B ∩ F)` is `(A \ F) ∪ B`.
         if regular {
             all.write_minus(self.tokenizer_dfa.forbidden(c), self.tokenizer_dfa.forbidden_bits(c), out);
@@ -141,11 +167,11 @@ impl PretokenizedAutomaton {
             all.write_minus(&[], None, out);
         }
         if regular {
-            self.token_sets[table.free as usize].or_into(out);
+            self.token_sets[table.through_boundary as usize].or_into(out);
         }
         for o in self.overrides[self.state_override[state as usize] as usize].iter() {
             let forbidden = regular && self.tokenizer_dfa.forbidden(c).binary_search(&o.token).is_ok();
-            if (if forbidden { o.free } else { o.all }) != NONE {
+            if (if forbidden { o.through_boundary } else { o.through_any }) != NONE {
                 bitset::set(out, o.token as usize);
             } else {
                 bitset::clear(out, o.token as usize);
@@ -156,32 +182,33 @@ impl PretokenizedAutomaton {
     /// The target of a non-EOS token, `None` when it is not allowed.
     pub(crate) fn next_state(&self, vocab: &Vocabulary, state: u32, token: u32) -> Option<u32> {
         let (set, c) = self.states[state as usize];
-        let mode = mode_of(c);
-        let forbidden = mode == Mode::Regular && self.tokenizer_dfa.forbidden(c).binary_search(&token).is_ok();
+        let side = side_of(c);
+        let forbidden = side == Side::InPiece && self.tokenizer_dfa.forbidden(c).binary_search(&token).is_ok();
         let class = class_or_lone(&self.tokenizer_dfa, token);
         let bytes = vocab.token_bytes(token);
         let mut out: Vec<Member> = Vec::new();
         let reach = |z: u32, u: u32, out: &mut Vec<Member>| {
             let to = self.text.walk(z, bytes);
             let child = self.splits.child(u, token);
-            if to != DEAD && self.live.contains(&(to, class, child)) {
-                out.push((to, child));
+            if to != DEAD && self.live.contains(&Element::new(to, class, child)) {
+                out.push(Member::new(to, child));
             }
         };
         let members = &self.sets[set as usize];
-        if !forbidden && mode != Mode::Lone && (mode == Mode::Start || class != LONE) {
-            for &(z, u) in members.iter() {
+        if !forbidden && side != Side::AfterLone && (side == Side::PieceStart || class != LONE) {
+            for &Member { text: z, split: u } in members.iter() {
                 reach(z, u, &mut out);
             }
         }
-        if mode != Mode::Start {
-            for &(z, u) in members.iter() {
+        if side != Side::PieceStart {
+            for &Member { text: z, split: u } in members.iter() {
                 if self.splits.spells_lone_token(u) {
                     continue;
                 }
                 let spells = self.text.spells_content(z);
                 for (kind, &zm) in self.text.marks(z).iter().enumerate() {
-                    if zm != DEAD && mark_allowed(kind, spells, c) && self.live.contains(&(zm, START, ROOT)) {
+                    if zm != DEAD && mark_allowed(kind, spells, c) && self.live.contains(&Element::new(zm, START, ROOT))
+                    {
                         reach(zm, ROOT, &mut out);
                     }
                 }
@@ -198,7 +225,7 @@ impl PretokenizedAutomaton {
         let (set, _) = self.states[state as usize];
         self.sets[set as usize]
             .iter()
-            .map(|&(z, _)| self.dfa.distance_to_accept(self.text.regex_state(z)))
+            .map(|m| self.dfa.distance_to_accept(self.text.regex_state(m.text)))
             .min()
             .unwrap_or(u32::MAX)
     }
@@ -235,10 +262,10 @@ impl PretokenizedAutomaton {
         }
         let mut live: Vec<Element> = self.live.iter().copied().collect();
         live.sort_unstable();
-        w.u32s(&live.iter().flat_map(|&(z, c, u)| [z, c, u]).collect::<Vec<_>>());
+        w.u32s(&live.iter().flat_map(|e| [e.text, e.tokenizer, e.split]).collect::<Vec<_>>());
         w.u64(self.sets.len() as u64);
         for set in &self.sets {
-            w.u32s(&set.iter().flat_map(|&(z, u)| [z, u]).collect::<Vec<_>>());
+            w.u32s(&set.iter().flat_map(|m| [m.text, m.split]).collect::<Vec<_>>());
         }
         w.u32s(&self.states.iter().flat_map(|&(s, c)| [s, c]).collect::<Vec<_>>());
         w.u32s(&self.state_table);
@@ -246,16 +273,16 @@ impl PretokenizedAutomaton {
         for set in &self.token_sets {
             set.write(w);
         }
-        w.u32s(&self.tables.iter().flat_map(|t| [t.all, t.free]).collect::<Vec<_>>());
+        w.u32s(&self.tables.iter().flat_map(|t| [t.through_any, t.through_boundary]).collect::<Vec<_>>());
         w.u32s(&self.state_override);
         w.u64(self.overrides.len() as u64);
         for o in &self.overrides {
-            w.u32s(&o.iter().flat_map(|o| [o.token, o.all, o.free]).collect::<Vec<_>>());
+            w.u32s(&o.iter().flat_map(|o| [o.token, o.through_any, o.through_boundary]).collect::<Vec<_>>());
         }
         w.u32s(&self.accepting.iter().map(|&a| a as u32).collect::<Vec<_>>());
     }
 
-    /// Reads an automaton written by [`PretokenizedAutomaton::write`], checking every index, so
+    /// Reads an automaton written by [`PreTokenizedAutomaton::write`], checking every index, so
     /// that a crafted file gives an error, never a panic.
     pub(crate) fn read(
         r: &mut crate::util::serialize::Reader<'_>,
@@ -290,17 +317,17 @@ impl PretokenizedAutomaton {
         if flat.len() % 3 != 0 {
             return Err(bad("live elements"));
         }
-        let live: FxHashSet<Element> = flat.chunks_exact(3).map(|c| (c[0], c[1], c[2])).collect();
-        if live.iter().any(|&(z, c, u)| z >= nz || !class_ok(c) || !node_ok(u)) {
+        let live: FxHashSet<Element> = flat.chunks_exact(3).map(|c| Element::new(c[0], c[1], c[2])).collect();
+        if live.iter().any(|e| e.text >= nz || !class_ok(e.tokenizer) || !node_ok(e.split)) {
             return Err(bad("live element out of range"));
         }
         let num_sets = r.u64()? as usize;
         let mut sets: Vec<Box<[Member]>> = Vec::with_capacity(num_sets.min(1 << 20));
         for _ in 0..num_sets {
             let flat = r.u32s()?;
-            let set: Box<[Member]> = flat.chunks_exact(2).map(|c| (c[0], c[1])).collect();
+            let set: Box<[Member]> = flat.chunks_exact(2).map(|c| Member::new(c[0], c[1])).collect();
             if flat.len() % 2 != 0
-                || set.iter().any(|&(z, u)| z >= nz || !node_ok(u))
+                || set.iter().any(|m| m.text >= nz || !node_ok(m.split))
                 || set.windows(2).any(|w| w[0] >= w[1])
             {
                 return Err(bad("member set"));
@@ -329,11 +356,12 @@ impl PretokenizedAutomaton {
             token_sets.push(TokenSet::read(r, vocab.num_tokens(), words)?.ok_or_else(|| bad("token set"))?);
         }
         let flat = r.u32s()?;
-        let tables: Vec<SetTable> = flat.chunks_exact(2).map(|p| SetTable { all: p[0], free: p[1] }).collect();
+        let tables: Vec<SetTable> =
+            flat.chunks_exact(2).map(|p| SetTable { through_any: p[0], through_boundary: p[1] }).collect();
         let set_of = |i: u32| token_sets.get(i as usize);
         // The masks rely on `free ⊆ all`.
         if flat.len() % 2 != 0
-            || tables.iter().any(|t| match (set_of(t.all), set_of(t.free)) {
+            || tables.iter().any(|t| match (set_of(t.through_any), set_of(t.through_boundary)) {
                 (Some(all), Some(free)) => !free.is_subset(all),
                 _ => true,
             })
@@ -345,11 +373,15 @@ impl PretokenizedAutomaton {
         let mut overrides = Vec::with_capacity(num_overrides.min(1 << 20));
         for _ in 0..num_overrides {
             let flat = r.u32s()?;
-            let list: Box<[Override]> =
-                flat.chunks_exact(3).map(|c| Override { token: c[0], all: c[1], free: c[2] }).collect();
+            let list: Box<[Override]> = flat
+                .chunks_exact(3)
+                .map(|c| Override { token: c[0], through_any: c[1], through_boundary: c[2] })
+                .collect();
             let set_ok = |s: u32| s == NONE || (s as usize) < sets.len();
             if flat.len() % 3 != 0
-                || list.iter().any(|o| o.token as usize >= vocab.num_tokens() || !set_ok(o.all) || !set_ok(o.free))
+                || list.iter().any(|o| {
+                    o.token as usize >= vocab.num_tokens() || !set_ok(o.through_any) || !set_ok(o.through_boundary)
+                })
             {
                 return Err(bad("overrides"));
             }
@@ -365,7 +397,7 @@ impl PretokenizedAutomaton {
         {
             return Err(bad("per-state tables"));
         }
-        Ok(PretokenizedAutomaton {
+        Ok(PreTokenizedAutomaton {
             tokenizer_dfa: tok,
             splits,
             dfa,

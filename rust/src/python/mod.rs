@@ -138,8 +138,8 @@ impl PyVocabulary {
     /// `Split(pattern, Isolated)` stages, its normalizer ("none", "NFC", "NFKC") and
     /// `ignore_merges`; `None` otherwise.
     #[getter]
-    fn pre_tokenization<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
-        let Some(p) = self.inner.pre_tokenization() else { return Ok(None) };
+    fn pre_tokenizer<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(p) = self.inner.pre_tokenizer() else { return Ok(None) };
         let d = PyDict::new(py);
         d.set_item("stages", p.stages.clone())?;
         d.set_item(

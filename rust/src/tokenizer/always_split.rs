@@ -28,7 +28,7 @@ pub fn tokens_always_split(machine: &PieceMachine, candidates: &TokenTrie, max_s
     while let Some(s) = stack.pop() {
         if seen.len() > max_states {
             return Err(Error::LimitExceeded {
-                limit: "max_pretokenizer_states",
+                limit: "max_pre_tokenizer_states",
                 value: max_states.to_string(),
                 what: "pre-tokenizer states while looking for tokens it always splits".into(),
             });

@@ -1,10 +1,10 @@
 //! The characters a pre-tokenized guide's text may use (see the parent module's "Normalizers").
 
-use crate::tokenizer::vocab::{Normalization, PreTokenization};
+use crate::tokenizer::vocab::{Normalization, PreTokenizer};
 
 /// The characters a guide's text may use (`None`: all): those the normalizer leaves unchanged
 /// in any context, minus those the pre-tokenizer's own character tests disagree on.
-pub fn allowed_chars(pre: &PreTokenization) -> Option<Vec<(char, char)>> {
+pub fn allowed_chars(pre: &PreTokenizer) -> Option<Vec<(char, char)>> {
     let base = normalization_stable_chars(pre.normalization);
     if pre.excluded_chars.is_empty() {
         return base;

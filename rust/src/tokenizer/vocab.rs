@@ -18,8 +18,8 @@
 //!   guides follow *continuation* semantics (DESIGN.md), where no start-of-text marker is
 //!   prepended.
 //! * *Byte-level BPE*: bytes are the base symbols, and what runs before the merges is described
-//!   by a [`PreTokenization`] (`Split` / `ByteLevel` / `Digits` / `Punctuation` stages, NFC or
-//!   NFKC, `ignore_merges`, non-special added tokens), which `crate::pretokenized` models.
+//!   by a [`PreTokenizer`] (`Split` / `ByteLevel` / `Digits` / `Punctuation` stages, NFC or
+//!   NFKC, `ignore_merges`, non-special added tokens), which `crate::build::pre_tokenized` models.
 //!
 //! Any other component (lowercasing, a pre-tokenizer after `ByteLevel`, dropout, subword
 //! prefixes, ...) makes the tokenizer refused for canonical methods with a message naming it;
@@ -94,15 +94,15 @@ pub struct Vocabulary {
     canonical_unsupported: Option<String>,
     /// How a byte-level BPE tokenizer splits and normalizes the text (when canonical guides
     /// support it).
-    pre_tokenization: Option<PreTokenization>,
+    pre_tokenizer: Option<PreTokenizer>,
     by_string: FxHashMap<String, u32>,
     fingerprint: u64,
 }
 
 /// What a byte-level BPE tokenizer does to the text before the merges, in the form the
-/// canonical construction (`crate::pretokenized`) models exactly.
+/// canonical construction (`crate::build::pre_tokenized`) models exactly.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PreTokenization {
+pub struct PreTokenizer {
     /// `Split(pattern, Isolated)` stages in order; each splits every piece of the previous one.
     /// `ByteLevel(use_regex=true)`, `Digits` and `Punctuation` are expressed as such patterns.
     pub stages: Vec<String>,
@@ -122,7 +122,7 @@ pub struct PreTokenization {
 pub const DIGITS_DISAGREEMENT: &[(char, char)] = &[('\u{11DE0}', '\u{11DE9}'), ('\u{16FF4}', '\u{16FF6}')];
 
 /// A normalizer that canonical guides support: the text is restricted to characters the
-/// normalizer leaves unchanged in every context (see `crate::pretokenized`).
+/// normalizer leaves unchanged in every context (see `crate::build::pre_tokenized`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Normalization {
     None,
@@ -324,7 +324,7 @@ impl Vocabulary {
         let byte_fallback_token =
             (byte_fallback && fallback.iter().all(|&t| t != u32::MAX)).then(|| Box::new(fallback));
         let byte_level_support = (kind == TokenizerKind::ByteLevelBpe)
-            .then(|| byte_level_pre_tokenization(&root, model, &nonspecial_added, &nonspecial_added_ids, &added_flags));
+            .then(|| byte_level_pre_tokenizer(&root, model, &nonspecial_added, &nonspecial_added_ids, &added_flags));
         let canonical_unsupported = canonical_support(
             &root,
             model,
@@ -406,7 +406,7 @@ impl Vocabulary {
             byte_fallback_token,
             space_is_metaspace: metaspace,
             canonical_unsupported,
-            pre_tokenization: byte_level_support.and_then(|r| r.ok()),
+            pre_tokenizer: byte_level_support.and_then(|r| r.ok()),
             by_string,
         })
     }
@@ -475,8 +475,8 @@ impl Vocabulary {
         self.canonical_unsupported.as_deref()
     }
     /// The pre-tokenization canonical guides model, for a supported byte-level BPE tokenizer.
-    pub fn pre_tokenization(&self) -> Option<&PreTokenization> {
-        self.pre_tokenization.as_ref()
+    pub fn pre_tokenizer(&self) -> Option<&PreTokenizer> {
+        self.pre_tokenizer.as_ref()
     }
     /// The base symbols BPE starts from for `bytes` (one per character, or per byte for
     /// byte-level BPE), `None` when one is missing from the vocabulary.
@@ -512,7 +512,7 @@ fn canonical_support(
     root: &Value,
     model: &Value,
     kind: TokenizerKind,
-    byte_level_support: Option<&std::result::Result<PreTokenization, String>>,
+    byte_level_support: Option<&std::result::Result<PreTokenizer, String>>,
     nonspecial_added: &[String],
     byte_fallback: bool,
     fallback_tokens: Option<&[u32; 256]>,
@@ -592,13 +592,13 @@ fn canonical_support(
 }
 
 /// The pre-tokenization of a byte-level BPE tokenizer, or why canonical guides cannot model it.
-pub(crate) fn byte_level_pre_tokenization(
+pub(crate) fn byte_level_pre_tokenizer(
     root: &Value,
     model: &Value,
     nonspecial_added: &[String],
     nonspecial_added_ids: &[u32],
     added_flags: &[String],
-) -> std::result::Result<PreTokenization, String> {
+) -> std::result::Result<PreTokenizer, String> {
     let agnostic = "use method=\"agnostic\"";
     for key in ["dropout", "continuing_subword_prefix", "end_of_word_suffix"] {
         if model.get(key).is_some_and(|v| !v.is_null()) {
@@ -749,7 +749,7 @@ pub(crate) fn byte_level_pre_tokenization(
         let alternation: Vec<String> = contents.iter().map(|c| regex_syntax::escape(c)).collect();
         stages.insert(0, alternation.join("|"));
     }
-    Ok(PreTokenization { stages, normalization, ignore_merges, excluded_chars, added })
+    Ok(PreTokenizer { stages, normalization, ignore_merges, excluded_chars, added })
 }
 
 fn as_id(v: &Value) -> Option<u32> {

@@ -474,7 +474,7 @@ impl Derivations {
         let mut steps = Vec::new();
         let mut symbols = Vec::new();
         let mut added: Vec<u32> =
-            vocab.pre_tokenization().map(|p| p.added.iter().map(|a| a.0).collect()).unwrap_or_default();
+            vocab.pre_tokenizer().map(|p| p.added.iter().map(|a| a.0).collect()).unwrap_or_default();
         added.sort_unstable();
         for t in 0..n as u32 {
             start.push(steps.len() as u32);
@@ -482,7 +482,7 @@ impl Derivations {
                 continue;
             }
             // A non-special added token is split out of the text before the merges run: they
-            // never emit it, even where they could build it (`crate::pretokenized`).
+            // never emit it, even where they could build it (`crate::build::pre_tokenized`).
             if added.binary_search(&t).is_ok() {
                 continue;
             }

@@ -183,11 +183,11 @@ fn distances(dfa: &TokenDfa) -> Vec<u32> {
 }
 
 /// Wraps an explicit DFA into a guide.
-pub fn explicit_guide(vocab: &Arc<Vocabulary>, dfa: TokenDfa) -> Result<Guide> {
+pub fn token_dfa_guide(vocab: &Arc<Vocabulary>, dfa: TokenDfa) -> Result<Guide> {
     if dfa.num_states() == 0 {
         return Err(Error::EmptyLanguage("no canonical token sequence spells a string of the regex".into()));
     }
     let distance = distances(&dfa);
     let initial = dfa.start;
-    Ok(Guide::new(Method::Direct, vocab.clone(), Automaton::Explicit { dfa, distance }, initial))
+    Ok(Guide::new(Method::Direct, vocab.clone(), Automaton::TokenDfa { dfa, distance }, initial))
 }

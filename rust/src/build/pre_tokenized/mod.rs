@@ -47,7 +47,7 @@
 //!
 //! # Costs
 //! One trie walk over `Z` per expanded text state (like the agnostic index), element and set
-//! searches like CartesianMerge's, and two token sets per `(Zset, mode)` (sparse or dense,
+//! searches like CartesianMerge's, and two token sets per `(Zset, side)` (sparse or dense,
 //! deduplicated: `crate::guide::token_set`). The searches visit a wide text state once per class
 //! that reaches it (a JSON string's contents: ~33,000 of Llama 3's 36,464 classes), so the
 //! per-visit work is kept to a merge of the still-pending tokens with the class's forbidden set
@@ -62,7 +62,7 @@ mod successor_table;
 mod token_groups;
 
 use crate::guide::pre_tokenized::{
-    class_or_lone, mark_allowed, mode_of, Element, Member, Mode, Override, PretokenizedAutomaton, SetTable,
+    class_or_lone, mark_allowed, side_of, Element, Member, Override, PreTokenizedAutomaton, SetTable, Side,
     TokenSetPool, LONE, NONE, START,
 };
 use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT, SPELLED};
@@ -86,25 +86,25 @@ use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::util::bitset;
 
-/// Tokens of a `(members, mode)` with the same successor sets (`NONE` when empty): `all`
-/// through any element, `free` through a boundary only.
+/// Tokens of a `(members, side)` with the same successor sets (`NONE` when empty): `through_any`
+/// through any element, `through_boundary` through a boundary only.
 struct SetGroup {
-    all: u32,
-    free: u32,
+    through_any: u32,
+    through_boundary: u32,
     class: u32,
     /// A range of its table's [`SetSearch::tokens`].
     tokens: std::ops::Range<u32>,
 }
 
-/// The groups of a `(members, mode)` and those whose targets are not reached yet.
+/// The groups of a `(members, side)` and those whose targets are not reached yet.
 struct SetSearch {
     groups: Vec<SetGroup>,
     /// The groups' tokens, group after group.
     tokens: Box<[u32]>,
-    /// Lone-token groups with an `all` target (tested one by one: never forbidden).
-    lone_all: Vec<u32>,
-    pending_all: PendingGroups,
-    pending_free: PendingGroups,
+    /// Lone-token groups with an `through_any` target (tested one by one: never forbidden).
+    lone_any: Vec<u32>,
+    pending_any: PendingGroups,
+    pending_boundary: PendingGroups,
 }
 
 impl SetGroup {
@@ -149,55 +149,55 @@ pub fn build<M: PieceBoundaries>(
     let mut split_edges: Vec<(u32, Element)> = Vec::new();
     let mut elements: Registry<Element> =
         Registry::new(limits, "elements (text state, tokenizer state, split node) of a pre-tokenized guide");
-    elements.add((text.start(), START, ROOT))?;
+    elements.add(Element::new(text.start(), START, ROOT))?;
     while let Some(id) = elements.queue.pop_front() {
         limits.deadline.check("the pre-tokenized guide's forward search")?;
-        let (z, c, u) = elements.items[id as usize];
+        let Element { text: z, tokenizer: c, split: u } = elements.items[id as usize];
         if let std::collections::hash_map::Entry::Vacant(slot) = groups.entry(z) {
             let g = token_groups(&mut text, trie, &mut grouper, z)?;
             group_bytes += g.heap_bytes();
             limits.check_bytes(elements.items.len(), 1, group_bytes)?;
             slot.insert(g);
         }
-        let special = splits.next_tokens(u);
+        let split_continuations = splits.next_tokens(u);
         let gs = &groups[&z];
-        match mode_of(c) {
-            Mode::Start => {
+        match side_of(c) {
+            Side::PieceStart => {
                 for g in &gs.groups {
-                    if some_allowed(gs.tokens(g), &[], special) {
-                        elements.add((g.to, g.class, NONE))?;
+                    if some_allowed(gs.tokens(g), &[], split_continuations) {
+                        elements.add(Element::new(g.to, g.class, NONE))?;
                     }
                 }
             }
-            Mode::Lone => {}
-            Mode::Regular => {
+            Side::AfterLone => {}
+            Side::InPiece => {
                 // Groups not pending have their target reached already. Tokens continuing the
                 // lone-token split of `u` are left to the edges below.
-                // (Made on the first visit in this mode: most text states never get one.)
+                // (Made on the first visit in this side: most text states never get one.)
                 let pending = pending.entry(z).or_insert_with(|| {
                     let regular = gs.groups.iter().enumerate().filter(|(_, g)| g.class != LONE);
                     PendingGroups::new(regular.map(|(i, g)| (i as u32, gs.tokens(g))), gs.groups.len())
                 });
                 let ids = tok.forbidden(c);
                 let bits = class_bits.load(ids, tok.forbidden_bits(c), pending.num_tokens());
-                let visit = pending.retain(ids, bits, special, Wanted::Allowed, |gi, allowed| {
+                let visit = pending.retain(ids, bits, split_continuations, Wanted::Allowed, |gi, allowed| {
                     let g = &gs.groups[gi as usize];
-                    elements.keep_pending((g.to, g.class, NONE), allowed)
+                    elements.keep_pending(Element::new(g.to, g.class, NONE), allowed)
                 });
                 class_bits.unload(ids);
                 visit?;
             }
         }
-        for &(t, child) in special {
-            let allowed = match mode_of(c) {
-                Mode::Start => true,
-                Mode::Lone => false,
-                Mode::Regular => tok.class_of(t) != NO_CLASS && tok.forbidden(c).binary_search(&t).is_err(),
+        for &(t, child) in split_continuations {
+            let allowed = match side_of(c) {
+                Side::PieceStart => true,
+                Side::AfterLone => false,
+                Side::InPiece => tok.class_of(t) != NO_CLASS && tok.forbidden(c).binary_search(&t).is_err(),
             };
             if allowed {
                 let to = text.walk(z, vocab.token_bytes(t))?;
                 if to != DEAD {
-                    let target = (to, class_or_lone(tok, t), child);
+                    let target = Element::new(to, class_or_lone(tok, t), child);
                     elements.add(target)?;
                     split_edges.push((id, target));
                 }
@@ -210,7 +210,7 @@ pub fn build<M: PieceBoundaries>(
             let spells = text.spells_content(z);
             for (kind, &zm) in ms.iter().enumerate() {
                 if zm != DEAD && mark_allowed(kind, spells, c) {
-                    elements.add((zm, START, ROOT))?;
+                    elements.add(Element::new(zm, START, ROOT))?;
                 }
             }
             marks_of.insert(z, ms);
@@ -221,7 +221,7 @@ pub fn build<M: PieceBoundaries>(
     // --- Elements, backward: which can reach acceptance. ---
     let n = elements.items.len();
     let mut not_live: FxHashMap<u32, Vec<u32>> = FxHashMap::default();
-    for (id, &(z, _, _)) in elements.items.iter().enumerate() {
+    for (id, &Element { text: z, .. }) in elements.items.iter().enumerate() {
         not_live.entry(z).or_default().push(id as u32);
     }
     // The groups `(z, group index)` into each `(text state, class)`: chained in one vector
@@ -249,7 +249,7 @@ pub fn build<M: PieceBoundaries>(
     }
     let mut live = vec![false; n];
     let mut work: VecDeque<u32> = VecDeque::new();
-    for (id, &(z, c, u)) in elements.items.iter().enumerate() {
+    for (id, &Element { text: z, tokenizer: c, split: u }) in elements.items.iter().enumerate() {
         if text.is_accepting(z)? && !splits.spells_lone_token(u) && mark_allowed(0, text.spells_content(z), c) {
             live[id] = true;
             work.push_back(id as u32);
@@ -273,7 +273,7 @@ pub fn build<M: PieceBoundaries>(
     while let Some(id) = work.pop_front() {
         limits.deadline.check("the pre-tokenized guide's backward search")?;
         let target = elements.items[id as usize];
-        let (zt, ct, ut) = target;
+        let Element { text: zt, tokenizer: ct, split: ut } = target;
         for &src in split_preds.get(&target).map_or(&[][..], |v| v.as_slice()) {
             if !live[src as usize] {
                 live[src as usize] = true;
@@ -283,7 +283,7 @@ pub fn build<M: PieceBoundaries>(
         if ct == START {
             for &(zs, kind) in mark_preds.get(&zt).map_or(&[][..], |v| v.as_slice()) {
                 let spells = text.spells_content(zs);
-                promote(zs, &mut live, &mut work, &|(_, cp, up)| {
+                promote(zs, &mut live, &mut work, &|Element { tokenizer: cp, split: up, .. }| {
                     cp != START && !splits.spells_lone_token(up) && mark_allowed(kind, spells, cp)
                 });
             }
@@ -299,10 +299,10 @@ pub fn build<M: PieceBoundaries>(
             let gs = &groups[&zs];
             let g = &gs.groups[gi as usize];
             let tokens = gs.tokens(g);
-            promote(zs, &mut live, &mut work, &|(_, cp, up)| match mode_of(cp) {
-                Mode::Start => some_allowed(tokens, &[], splits.next_tokens(up)),
-                Mode::Lone => false,
-                Mode::Regular => g.class != LONE && some_allowed(tokens, tok.forbidden(cp), splits.next_tokens(up)),
+            promote(zs, &mut live, &mut work, &|Element { tokenizer: cp, split: up, .. }| match side_of(cp) {
+                Side::PieceStart => some_allowed(tokens, &[], splits.next_tokens(up)),
+                Side::AfterLone => false,
+                Side::InPiece => g.class != LONE && some_allowed(tokens, tok.forbidden(cp), splits.next_tokens(up)),
             });
         }
     }
@@ -333,14 +333,14 @@ pub fn build<M: PieceBoundaries>(
         set_index.insert(set.into(), id);
         id
     };
-    let start_set = intern(&[(text.start(), ROOT)], &mut sets);
+    let start_set = intern(&[Member::new(text.start(), ROOT)], &mut sets);
     let mut states: Registry<(u32, u32)> =
         Registry::new(limits, "guide states (member set, tokenizer state) of a pre-tokenized guide");
     states.add((start_set, START))?;
     // A state's successors on tokens that continue no member's lone-token split depend only on
     // its text states (the split nodes all become NONE): such tables are shared by the
-    // *projection* of the member set; the few other tokens are overrides per (set, mode).
-    let mut tables: FxHashMap<(u32, Mode), u32> = FxHashMap::default();
+    // *projection* of the member set; the few other tokens are overrides per (set, side).
+    let mut tables: FxHashMap<(u32, Side), u32> = FxHashMap::default();
     let mut table_list: Vec<SetTable> = Vec::new();
     let mut token_sets = TokenSetPool::default();
     let mut table_scratch = TableScratch::new(vocab.num_tokens(), splits);
@@ -349,13 +349,13 @@ pub fn build<M: PieceBoundaries>(
     let mut set_info: Vec<Option<SetInfo>> = Vec::new();
     let mut searches: Vec<SetSearch> = Vec::new();
     let mut state_table: Vec<u32> = Vec::new();
-    let mut overrides: FxHashMap<(u32, Mode), u32> = FxHashMap::default();
+    let mut overrides: FxHashMap<(u32, Side), u32> = FxHashMap::default();
     let mut override_list: Vec<Box<[Override]>> = vec![Box::new([])];
     let mut state_override: Vec<u32> = Vec::new();
     while let Some(id) = states.queue.pop_front() {
         limits.deadline.check("the pre-tokenized guide's state search")?;
         let (set, c) = states.items[id as usize];
-        let mode = mode_of(c);
+        let side = side_of(c);
         // Per member set, once: its projection and the tokens continuing some member's
         // lone-token split (as `(token, _)` pairs).
         if set_info.len() <= set as usize {
@@ -364,109 +364,115 @@ pub fn build<M: PieceBoundaries>(
         if set_info[set as usize].is_none() {
             let members = &sets[set as usize];
             // (Whether a member's piece spells a lone token must survive: it may not end there.)
-            let mut projection: Vec<Member> =
-                members.iter().map(|&(z, u)| (z, if splits.spells_lone_token(u) { SPELLED } else { NONE })).collect();
+            let mut projection: Vec<Member> = members
+                .iter()
+                .map(|m| Member::new(m.text, if splits.spells_lone_token(m.split) { SPELLED } else { NONE }))
+                .collect();
             projection.sort_unstable();
             projection.dedup();
-            let mut special: Vec<(u32, u32)> =
-                members.iter().flat_map(|&(_, u)| splits.next_tokens(u).iter().map(|e| (e.0, 0))).collect();
-            special.sort_unstable();
-            special.dedup();
+            let mut split_continuations: Vec<(u32, u32)> =
+                members.iter().flat_map(|m| splits.next_tokens(m.split).iter().map(|e| (e.0, 0))).collect();
+            split_continuations.sort_unstable();
+            split_continuations.dedup();
             let proj = intern(&projection, &mut sets);
-            set_info[set as usize] = Some((proj, special.into()));
+            set_info[set as usize] = Some((proj, split_continuations.into()));
         }
-        let (proj, special_pairs) = set_info[set as usize].clone().expect("set info computed above");
-        let tid = match tables.get(&(proj, mode)) {
+        let (proj, continuation_pairs) = set_info[set as usize].clone().expect("set info computed above");
+        let tid = match tables.get(&(proj, side)) {
             Some(&tid) => tid,
             None => {
                 let projection = sets[proj as usize].clone();
-                let member_spells: Vec<bool> = projection.iter().map(|&(z, _)| text.spells_content(z)).collect();
-                let SuccessorTable { groups, tokens, by_token, free_tokens } = successor_table(
+                let member_spells: Vec<bool> = projection.iter().map(|m| text.spells_content(m.text)).collect();
+                let SuccessorTable { groups, tokens, by_token, boundary_tokens } = successor_table(
                     &mut table_scratch,
                     &projection,
                     &member_spells,
-                    mode,
+                    side,
                     tok,
                     &groups,
                     &marks_of,
                     &live_set,
                     splits,
                     &mut |m: &[Member]| intern(m, &mut sets),
-                    &mut |t: u32| exact_successors(&mut text, vocab, tok, splits, &live_set, &projection, mode, t),
+                    &mut |t: u32| exact_successors(&mut text, vocab, tok, splits, &live_set, &projection, side, t),
                 )?;
                 let pick = |f: &dyn Fn(&SetGroup) -> bool| {
                     let ids = (0..groups.len() as u32).filter(|&g| f(&groups[g as usize])).collect();
                     let pairs = by_token.iter().filter(|&&(_, g)| f(&groups[g as usize])).copied().collect();
                     PendingGroups::from_sorted(ids, pairs, groups.len())
                 };
-                let pending_all = pick(&|g| g.all != NONE && g.class != LONE);
-                let pending_free = pick(&|g| g.free != NONE && g.class != LONE);
-                let lone_all = (0..groups.len() as u32)
-                    .filter(|&g| groups[g as usize].all != NONE && groups[g as usize].class == LONE)
+                let pending_any = pick(&|g| g.through_any != NONE && g.class != LONE);
+                let pending_boundary = pick(&|g| g.through_boundary != NONE && g.class != LONE);
+                let lone_any = (0..groups.len() as u32)
+                    .filter(|&g| groups[g as usize].through_any != NONE && groups[g as usize].class == LONE)
                     .collect();
                 let tid = table_list.len() as u32;
-                tables.insert((proj, mode), tid);
+                tables.insert((proj, side), tid);
                 let all_tokens: Vec<u32> = by_token.iter().map(|&(t, _)| t).collect();
                 let all = token_sets.intern(TokenSet::from_sorted(&all_tokens, words));
-                let free = token_sets.intern(TokenSet::from_sorted(&free_tokens, words));
-                table_list.push(SetTable { all, free });
-                searches.push(SetSearch { groups, tokens, lone_all, pending_all, pending_free });
+                let free = token_sets.intern(TokenSet::from_sorted(&boundary_tokens, words));
+                table_list.push(SetTable { through_any: all, through_boundary: free });
+                searches.push(SetSearch { groups, tokens, lone_any, pending_any, pending_boundary });
                 limits.check_bytes(states.items.len(), 1, token_sets.heap_bytes())?;
                 tid
             }
         };
         state_table.push(tid);
-        // Tokens continuing some member's lone-token split (never in the Lone mode: no
+        // Tokens continuing some member's lone-token split (never in the Lone side: no
         // unmarked successors there).
-        let except: &[(u32, u32)] = if mode == Mode::Lone { &[] } else { &special_pairs };
+        let except: &[(u32, u32)] = if side == Side::AfterLone { &[] } else { &continuation_pairs };
         let oid = if except.is_empty() {
             0
-        } else if let Some(&oid) = overrides.get(&(set, mode)) {
+        } else if let Some(&oid) = overrides.get(&(set, side)) {
             oid
         } else {
             let members = sets[set as usize].clone();
             let mut list = Vec::with_capacity(except.len());
             for &(t, _) in except {
-                let (all, free) = exact_successors(&mut text, vocab, tok, splits, &live_set, &members, mode, t)?;
-                list.push(Override { token: t, all: intern(&all, &mut sets), free: intern(&free, &mut sets) });
+                let (all, free) = exact_successors(&mut text, vocab, tok, splits, &live_set, &members, side, t)?;
+                list.push(Override {
+                    token: t,
+                    through_any: intern(&all, &mut sets),
+                    through_boundary: intern(&free, &mut sets),
+                });
             }
             let oid = override_list.len() as u32;
             override_list.push(list.into_boxed_slice());
-            overrides.insert((set, mode), oid);
+            overrides.insert((set, side), oid);
             oid
         };
         state_override.push(oid);
         let search = &mut searches[tid as usize];
-        match mode {
-            Mode::Start | Mode::Lone => {
+        match side {
+            Side::PieceStart | Side::AfterLone => {
                 for g in &search.groups {
-                    let target = if mode == Mode::Start { g.all } else { g.free };
+                    let target = if side == Side::PieceStart { g.through_any } else { g.through_boundary };
                     if target != NONE && some_allowed(g.tokens_in(&search.tokens), &[], except) {
                         states.add((target, g.class))?;
                     }
                 }
             }
-            Mode::Regular => {
+            Side::InPiece => {
                 // As in CartesianMerge: each group is tested until its target is reached.
                 let forbidden = tok.forbidden(c);
-                let SetSearch { groups, tokens, lone_all, pending_all, pending_free } = search;
-                let tests = pending_all.num_tokens() + pending_free.num_tokens();
+                let SetSearch { groups, tokens, lone_any, pending_any, pending_boundary } = search;
+                let tests = pending_any.num_tokens() + pending_boundary.num_tokens();
                 let forbidden_bits = class_bits.load(forbidden, tok.forbidden_bits(c), tests);
-                for &gi in lone_all.iter() {
+                for &gi in lone_any.iter() {
                     let g = &groups[gi as usize];
                     if except.is_empty() || some_allowed(g.tokens_in(tokens), forbidden, except) {
-                        states.add((g.all, g.class))?;
+                        states.add((g.through_any, g.class))?;
                     }
                 }
-                let visit = pending_all
+                let visit = pending_any
                     .retain(forbidden, forbidden_bits, except, Wanted::Allowed, |gi, found| {
                         let g = &groups[gi as usize];
-                        states.keep_pending((g.all, g.class), found)
+                        states.keep_pending((g.through_any, g.class), found)
                     })
                     .and_then(|()| {
-                        pending_free.retain(forbidden, forbidden_bits, except, Wanted::Forbidden, |gi, found| {
+                        pending_boundary.retain(forbidden, forbidden_bits, except, Wanted::Forbidden, |gi, found| {
                             let g = &groups[gi as usize];
-                            states.keep_pending((g.free, g.class), found)
+                            states.keep_pending((g.through_boundary, g.class), found)
                         })
                     });
                 class_bits.unload(forbidden);
@@ -475,8 +481,8 @@ pub fn build<M: PieceBoundaries>(
         }
         for o in override_list[oid as usize].iter() {
             let class = class_or_lone(tok, o.token);
-            let forbidden = mode == Mode::Regular && tok.forbidden(c).binary_search(&o.token).is_ok();
-            let target = if forbidden { o.free } else { o.all };
+            let forbidden = side == Side::InPiece && tok.forbidden(c).binary_search(&o.token).is_ok();
+            let target = if forbidden { o.through_boundary } else { o.through_any };
             if target != NONE {
                 states.add((target, class))?;
             }
@@ -485,7 +491,7 @@ pub fn build<M: PieceBoundaries>(
     drop(searches);
     if std::env::var_os("PROPERTOK_DEBUG").is_some() {
         eprintln!(
-            "pretokenized: forward {debug_forward:.3}s backward {debug_backward:.3}s states {:.3}s; {} text states, {} elements ({} live), {} member sets, {} guide states, {} tables",
+            "pre-tokenized: forward {debug_forward:.3}s backward {debug_backward:.3}s states {:.3}s; {} text states, {} elements ({} live), {} member sets, {} guide states, {} tables",
             debug_started.elapsed().as_secs_f64(),
             text.num_states(),
             elements.items.len(),
@@ -500,12 +506,12 @@ pub fn build<M: PieceBoundaries>(
         .items
         .iter()
         .map(|&(set, c)| {
-            sets[set as usize].iter().any(|&(z, u)| {
+            sets[set as usize].iter().any(|&Member { text: z, split: u }| {
                 frozen.is_accepting(z) && !splits.spells_lone_token(u) && mark_allowed(0, frozen.spells_content(z), c)
             })
         })
         .collect();
-    let automaton = PretokenizedAutomaton {
+    let automaton = PreTokenizedAutomaton {
         tokenizer_dfa: tokenizer_dfa.clone(),
         splits: splits.clone(),
         dfa,
@@ -526,15 +532,15 @@ pub fn build<M: PieceBoundaries>(
         let parts = automaton.heap_bytes_by_part();
         let shown: Vec<String> = parts.iter().map(|(n, b)| format!("{n} {:.2}", *b as f64 / 1e6)).collect();
         eprintln!(
-            "pretokenized: ~{:.2} MB retained ({})",
+            "pre-tokenized: ~{:.2} MB retained ({})",
             parts.iter().map(|p| p.1).sum::<usize>() as f64 / 1e6,
             shown.join(", ")
         );
     }
-    Ok(Guide::new(Method::Cartesian, vocab.clone(), Automaton::Pretokenized(automaton), 0))
+    Ok(Guide::new(Method::Cartesian, vocab.clone(), Automaton::PreTokenized(automaton), 0))
 }
 
-/// The live successor member sets of token `t` from `members` in `mode`: through any element,
+/// The live successor member sets of token `t` from `members` in `side`: through any element,
 /// and through a boundary only.
 #[allow(clippy::too_many_arguments)]
 fn exact_successors<M: PieceBoundaries>(
@@ -544,36 +550,36 @@ fn exact_successors<M: PieceBoundaries>(
     splits: &LoneSplits,
     live: &FxHashSet<Element>,
     members: &[Member],
-    mode: Mode,
+    side: Side,
     t: u32,
 ) -> Result<(Vec<Member>, Vec<Member>)> {
     let class = class_or_lone(tok, t);
     let bytes = vocab.token_bytes(t);
     let (mut all, mut free) = (Vec::new(), Vec::new());
-    if mode != Mode::Lone && (mode == Mode::Start || class != LONE) {
-        for &(z, u) in members {
+    if side != Side::AfterLone && (side == Side::PieceStart || class != LONE) {
+        for &Member { text: z, split: u } in members {
             let to = text.walk(z, bytes)?;
             let child = splits.child(u, t);
-            if to != DEAD && live.contains(&(to, class, child)) {
-                all.push((to, child));
+            if to != DEAD && live.contains(&Element::new(to, class, child)) {
+                all.push(Member::new(to, child));
             }
         }
     }
-    if mode != Mode::Start {
-        let c = if mode == Mode::Lone { LONE } else { 0 };
-        for &(z, u) in members {
+    if side != Side::PieceStart {
+        let c = if side == Side::AfterLone { LONE } else { 0 };
+        for &Member { text: z, split: u } in members {
             if splits.spells_lone_token(u) {
                 continue;
             }
             let spells = text.spells_content(z);
             for (kind, zm) in text.marks(z)?.to_vec().into_iter().enumerate() {
-                if zm == DEAD || !mark_allowed(kind, spells, c) || !live.contains(&(zm, START, ROOT)) {
+                if zm == DEAD || !mark_allowed(kind, spells, c) || !live.contains(&Element::new(zm, START, ROOT)) {
                     continue;
                 }
                 let to = text.walk(zm, bytes)?;
                 let child = splits.child(ROOT, t);
-                if to != DEAD && live.contains(&(to, class, child)) {
-                    free.push((to, child));
+                if to != DEAD && live.contains(&Element::new(to, class, child)) {
+                    free.push(Member::new(to, child));
                 }
             }
         }

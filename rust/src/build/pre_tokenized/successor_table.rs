@@ -31,17 +31,17 @@ use crate::tokenizer_dfa::TokenizerDfa;
 
 use super::token_groups::TokenGroups;
 use super::SetGroup;
-use crate::guide::pre_tokenized::{class_or_lone, mark_allowed, Element, Member, Mode, LONE, NONE, START};
+use crate::guide::pre_tokenized::{class_or_lone, mark_allowed, Element, Member, Side, LONE, NONE, START};
 use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT};
 
 /// Tokens with a live successor, grouped (see the module docs): group `g`'s tokens are
 /// `tokens[groups[g].tokens]`, ascending; `by_token` lists `(token, group)` by ascending token,
-/// and `free_tokens` the tokens whose group has a `free` set.
+/// and `boundary_tokens` the tokens whose group has a `through_boundary` set.
 pub(super) struct SuccessorTable {
     pub(super) groups: Vec<SetGroup>,
     pub(super) tokens: Box<[u32]>,
     pub(super) by_token: Vec<(u32, u32)>,
-    pub(super) free_tokens: Vec<u32>,
+    pub(super) boundary_tokens: Vec<u32>,
 }
 
 /// Per-vocabulary scratch reused from table to table.
@@ -79,8 +79,8 @@ struct Source<'a> {
 /// The successor sets of the blocks with one chain of sources: as member lists (ascending) and
 /// as interned ids.
 struct Combination {
-    all: Vec<Member>,
-    free: Vec<Member>,
+    through_any: Vec<Member>,
+    through_boundary: Vec<Member>,
     /// Interned when a block with tokens has it (intermediate ones are never interned).
     ids: Option<(u32, u32)>,
 }
@@ -92,7 +92,7 @@ fn insert_sorted(list: &mut Vec<Member>, m: Member) {
 }
 
 /// Builds the table of `members` (a projection: split nodes are `NONE` or `SPELLED`) in
-/// `mode`. `member_spells[i]`: whether member `i`'s stage-0 piece spells an added token's
+/// `side`. `member_spells[i]`: whether member `i`'s stage-0 piece spells an added token's
 /// content; `intern` numbers member sets (`NONE` for the empty one); `exact(t)` gives the
 /// successor sets of one token, for the tokens left out of the partition.
 #[allow(clippy::too_many_arguments)]
@@ -100,7 +100,7 @@ pub(super) fn successor_table(
     scratch: &mut TableScratch,
     members: &[Member],
     member_spells: &[bool],
-    mode: Mode,
+    side: Side,
     tok: &TokenizerDfa,
     groups: &FxHashMap<u32, TokenGroups>,
     marks_of: &FxHashMap<u32, Vec<u32>>,
@@ -109,29 +109,29 @@ pub(super) fn successor_table(
     intern: &mut dyn FnMut(&[Member]) -> u32,
     exact: &mut dyn FnMut(u32) -> Result<(Vec<Member>, Vec<Member>)>,
 ) -> Result<SuccessorTable> {
-    // --- Sources, as `successor sets` defines them (module docs of `pretokenized`). ---
+    // --- Sources, as `successor sets` defines them (module docs of `build::pre_tokenized`). ---
     let mut sources: Vec<Source<'_>> = Vec::new();
     let mut exact_tokens = false;
     let mut exact_list: Vec<u32> = Vec::new();
-    if mode != Mode::Lone {
-        for &(z, u) in members {
+    if side != Side::AfterLone {
+        for &Member { text: z, split: u } in members {
             debug_assert!(splits.next_tokens(u).is_empty(), "projections carry no split nodes");
             let gs = &groups[&z];
             for g in &gs.groups {
-                if (g.class != LONE || mode == Mode::Start) && live.contains(&(g.to, g.class, NONE)) {
-                    sources.push(Source { target: (g.to, NONE), marked: false, tokens: gs.tokens(g) });
+                if (g.class != LONE || side == Side::PieceStart) && live.contains(&Element::new(g.to, g.class, NONE)) {
+                    sources.push(Source { target: Member::new(g.to, NONE), marked: false, tokens: gs.tokens(g) });
                 }
             }
         }
     }
-    if mode != Mode::Start {
-        let c = if mode == Mode::Lone { LONE } else { 0 };
-        for (&(z, u), &spells) in members.iter().zip(member_spells) {
+    if side != Side::PieceStart {
+        let c = if side == Side::AfterLone { LONE } else { 0 };
+        for (&Member { text: z, split: u }, &spells) in members.iter().zip(member_spells) {
             if splits.spells_lone_token(u) {
                 continue;
             }
             for (kind, &zm) in marks_of.get(&z).map_or(&[][..], |v| v.as_slice()).iter().enumerate() {
-                if zm == DEAD || !mark_allowed(kind, spells, c) || !live.contains(&(zm, START, ROOT)) {
+                if zm == DEAD || !mark_allowed(kind, spells, c) || !live.contains(&Element::new(zm, START, ROOT)) {
                     continue;
                 }
                 exact_tokens = true;
@@ -149,8 +149,8 @@ pub(super) fn successor_table(
                 let gs = &groups[&zm];
                 for g in &gs.groups {
                     // Tokens continuing a lone split from ROOT are handled exactly below.
-                    if live.contains(&(g.to, g.class, NONE)) {
-                        sources.push(Source { target: (g.to, NONE), marked: true, tokens: gs.tokens(g) });
+                    if live.contains(&Element::new(g.to, g.class, NONE)) {
+                        sources.push(Source { target: Member::new(g.to, NONE), marked: true, tokens: gs.tokens(g) });
                     }
                 }
             }
@@ -210,13 +210,13 @@ pub(super) fn successor_table(
             None => {
                 let (mut all, mut free) = match up {
                     NONE => (Vec::new(), Vec::new()),
-                    c => (combos[c as usize].all.clone(), combos[c as usize].free.clone()),
+                    c => (combos[c as usize].through_any.clone(), combos[c as usize].through_boundary.clone()),
                 };
                 insert_sorted(&mut all, src.target);
                 if src.marked {
                     insert_sorted(&mut free, src.target);
                 }
-                combos.push(Combination { all, free, ids: None });
+                combos.push(Combination { through_any: all, through_boundary: free, ids: None });
                 let c = combos.len() as u32 - 1;
                 combo_of.insert(key, c);
                 c
@@ -229,10 +229,10 @@ pub(super) fn successor_table(
     let mut block_group: Vec<u32> = vec![NONE; parent.len()];
     let mut group_index: FxHashMap<(u32, u32, u32), u32> = FxHashMap::default();
     group_index.reserve(parent.len());
-    // Per block, whether its group has a `free` set (read per token: a byte, not a `SetGroup`).
+    // Per block, whether its group has a `through_boundary` set (read per token: a byte, not a `SetGroup`).
     let mut block_free: Vec<bool> = vec![false; parent.len()];
     let mut out =
-        SuccessorTable { groups: Vec::new(), tokens: Box::new([]), by_token: Vec::new(), free_tokens: Vec::new() };
+        SuccessorTable { groups: Vec::new(), tokens: Box::new([]), by_token: Vec::new(), boundary_tokens: Vec::new() };
     let mut place = |all_id: u32, free_id: u32, t: u32, out: &mut SuccessorTable| -> Option<u32> {
         if all_id == NONE {
             return None;
@@ -240,7 +240,7 @@ pub(super) fn successor_table(
         let key = (all_id, free_id, class_or_lone(tok, t));
         let next = out.groups.len() as u32;
         let gi = *group_index.entry(key).or_insert_with(|| {
-            out.groups.push(SetGroup { all: all_id, free: free_id, class: key.2, tokens: 0..0 });
+            out.groups.push(SetGroup { through_any: all_id, through_boundary: free_id, class: key.2, tokens: 0..0 });
             next
         });
         Some(gi)
@@ -272,7 +272,8 @@ pub(super) fn successor_table(
             scratch.block[t as usize] = NONE;
             if block_group[b] == NONE {
                 let combo = &mut combos[block_combo[b] as usize];
-                let (all_id, free_id) = *combo.ids.get_or_insert_with(|| (intern(&combo.all), intern(&combo.free)));
+                let (all_id, free_id) =
+                    *combo.ids.get_or_insert_with(|| (intern(&combo.through_any), intern(&combo.through_boundary)));
                 block_group[b] = place(all_id, free_id, t, &mut out).expect("a block has a source");
                 block_free[b] = free_id != NONE;
             }
@@ -281,7 +282,7 @@ pub(super) fn successor_table(
         if let Some(gi) = gi {
             out.by_token.push((t, gi));
             if free {
-                out.free_tokens.push(t);
+                out.boundary_tokens.push(t);
             }
         }
     }

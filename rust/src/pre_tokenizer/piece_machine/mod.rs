@@ -81,7 +81,7 @@
 //! # Costs
 //! Each new (stage state, character class) transition costs `O(h · n)` for `h` hypotheses and
 //! `n` NFA nodes. The number of states is bounded by `max_states`
-//! ([`Error::LimitExceeded`] with limit `max_pretokenizer_states`). Explored in full (every
+//! ([`Error::LimitExceeded`] with limit `max_pre_tokenizer_states`). Explored in full (every
 //! byte and mark from every reachable state), real pre-tokenizers give 700 (DeepSeek LLM) to
 //! 3,400 (DeepSeek V3) states, 33-140 of them at character boundaries, built in under 50 ms.
 
@@ -403,7 +403,7 @@ impl Stage {
 
 fn limit(max_states: usize) -> Error {
     Error::LimitExceeded {
-        limit: "max_pretokenizer_states",
+        limit: "max_pre_tokenizer_states",
         value: max_states.to_string(),
         what: "states of the pre-tokenizer piece machine".to_string(),
     }

@@ -514,7 +514,7 @@ fn piece_machine_state_limit() {
     let spec = PieceMachineSpec { stages: vec![LLAMA3[0].to_string()], allowed_chars: None };
     let mut m = PieceMachine::new(&spec, 5).unwrap();
     match m.split("Hello, world! 123 don't") {
-        Err(Error::LimitExceeded { limit, .. }) => assert_eq!(limit, "max_pretokenizer_states"),
+        Err(Error::LimitExceeded { limit, .. }) => assert_eq!(limit, "max_pre_tokenizer_states"),
         other => panic!("{other:?}"),
     }
 }

@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use crate::build::direct::merge::direct_merge;
-use crate::build::{cartesian, direct, pre_tokenized};
+use crate::build::pre_tokenized::{self, PreTokenizedTables};
+use crate::build::{cartesian, direct};
 use crate::error::{Error, Result};
 use crate::guide::{Guide, Method, ProductParts};
 use crate::limits::{Deadline, Limits, MAX_PRE_TOKENIZER_STATES};
@@ -38,15 +39,11 @@ pub struct Compiler {
     always_split: OnceLock<Result<Vec<u32>>>,
 }
 
-/// What every guide of a pre-tokenized tokenizer shares: the pre-tokenizer's automaton (cloned
-/// per compile, it grows lazily), the lone tokens and the trie of every token a guide may use.
+/// What every guide of a pre-tokenized tokenizer shares: the lone tokens and the tables of
+/// `build::pre_tokenized`.
 struct PreTokenizedParts {
-    machine: PieceMachine,
     lone_tokens: Vec<u32>,
-    splits: LoneSplits,
-    /// Contents of the non-special added tokens (split out of the text first).
-    contents: ContentTrie,
-    trie: TokenTrie,
+    tables: PreTokenizedTables<PieceMachine>,
 }
 
 impl Compiler {
@@ -206,7 +203,7 @@ impl Compiler {
                 );
                 let splits = LoneSplits::new(&self.vocab, &lone_tokens);
                 let contents = ContentTrie::new(pre.added.iter().map(|a| a.1.as_bytes()));
-                Ok(PreTokenizedParts { machine, lone_tokens, splits, contents, trie })
+                Ok(PreTokenizedParts { lone_tokens, tables: PreTokenizedTables { machine, contents, splits, trie } })
             })
             .as_ref()
             .map_err(Clone::clone)
@@ -294,16 +291,7 @@ impl Compiler {
         let deadline = self.deadline();
         let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
         deadline.check("the regex's byte DFA")?;
-        pre_tokenized::build(
-            &self.vocab,
-            tok,
-            &parts.trie,
-            dfa,
-            parts.machine.clone(),
-            &parts.splits,
-            parts.contents.clone(),
-            &self.limits.search(deadline),
-        )
+        pre_tokenized::build(&self.vocab, tok, &parts.tables, dfa, &self.limits.search(deadline))
     }
 }
 

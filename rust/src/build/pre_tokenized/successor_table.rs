@@ -29,8 +29,8 @@ use crate::error::Result;
 use crate::regex::byte_dfa::DEAD;
 use crate::tokenizer_dfa::TokenizerDfa;
 
+use super::states::SetGroup;
 use super::token_groups::TokenGroups;
-use super::SetGroup;
 use crate::guide::pre_tokenized::{class_or_lone, mark_allowed, Element, Member, Side, LONE, NONE, START};
 use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT};
 

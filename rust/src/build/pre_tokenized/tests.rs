@@ -10,9 +10,11 @@ use crate::limits::Deadline;
 use crate::pre_tokenizer::text_automaton::PieceBoundaries;
 use crate::tokenizer::bpe::MergeTable;
 use crate::tokenizer_dfa::lone_tokens::lone_tokens;
+use crate::tokenizer_dfa::NO_CLASS;
 
 /// Pieces are `" ?[ab]+"` or a single space: a space joins the letters after it, so whether a
 /// boundary follows a space depends on the next character.
+#[derive(Clone)]
 struct SpaceJoinsWord;
 
 // States: 0 start, 1 in a word, 2 a space just began a piece, 3 marked after a word,
@@ -146,8 +148,8 @@ fn check(pattern: &str, ignore_merges: bool, alphabet: &[char], max_len: usize) 
     let splits = LoneSplits::new(&vocab, &lone);
     let dfa = ByteDfa::from_regex(pattern, 1000).unwrap();
     let limits = SearchLimits { max_states: 100_000, max_guide_bytes: 1 << 30, deadline: Deadline::none() };
-    let guide =
-        build(&vocab, &tok, &trie, dfa.clone(), SpaceJoinsWord, &splits, ContentTrie::default(), &limits).unwrap();
+    let tables = PreTokenizedTables { machine: SpaceJoinsWord, contents: ContentTrie::default(), splits, trie };
+    let guide = build(&vocab, &tok, &tables, dfa.clone(), &limits).unwrap();
     // A saved guide loads as the same automaton; corruption is refused.
     let bytes = crate::guide::io::guide_to_bytes(&guide).unwrap();
     let back = crate::guide::io::guide_from_bytes(&bytes, &vocab, || Ok(tok.clone())).unwrap();

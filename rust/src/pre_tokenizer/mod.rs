@@ -3,6 +3,8 @@
 //! ([`piece_machine`]), and that DFA combined with a regex's byte DFA and the added tokens'
 //! contents ([`text_automaton`]). Nothing here knows about token ids.
 
+pub mod char_classes;
+mod onig_syntax;
 pub mod piece_machine;
 pub mod split_nfa;
 pub mod text_automaton;

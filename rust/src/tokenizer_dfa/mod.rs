@@ -12,7 +12,7 @@
 //! * [`crate::tokenizer_dfa::sequential`] — the appendix's BuildTokenizerDFA. It assumes merges are applied in
 //!   sequential passes, which equals Hugging Face's priority BPE only for *well-ordered* tables
 //!   (see [`crate::tokenizer::bpe`]). Used when the table is well-ordered.
-//! * `build_priority_timeline` — exact for priority BPE on any table (Mistral-7B, Llama 2).
+//! * `priority` (`build_priority_timeline`) — exact for priority BPE on any table (Mistral-7B, Llama 2).
 //!   A pair `(t1, t2)` is canonical iff each token alone encodes to itself and no merge ever
 //!   crosses the boundary when their text is encoded together. Until the first crossing merge,
 //!   the two sides evolve exactly as when encoded alone, and the global heap pops their merges
@@ -39,31 +39,29 @@
 //! A token whose own text does not encode to itself (unreachable by the merges, or only ever
 //! produced inside a larger token) has no class and is never allowed.
 
+mod cache;
+mod fallback;
 pub(crate) mod forbidden_sets;
 pub mod lone_tokens;
+mod priority;
 pub mod sequential;
 
-use std::sync::Arc;
+use fallback::absent_char_trie;
+pub use fallback::FallbackTrie;
+use priority::{build_priority_timeline, set_hash, Derivations};
+
 use std::time::Instant;
 
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
-use crate::regex::byte_dfa::{ByteDfa, DEAD};
-use crate::tokenizer::bpe::{MergeTable, Step, NO_MERGE};
+use crate::tokenizer::bpe::MergeTable;
 use crate::tokenizer::vocab::Vocabulary;
-use crate::tokenizer_dfa::forbidden_sets::{ForbiddenBits, ForbiddenSets, U32Storage};
+use crate::tokenizer_dfa::forbidden_sets::{ForbiddenBits, ForbiddenSets};
 use crate::util::bitset;
 
 /// No class: the token is never emitted (or is a byte-fallback token, see `byte_of_token`).
 pub const NO_CLASS: u32 = u32::MAX;
-
-const SERIAL_KIND: &[u8; 4] = b"TDFA";
-/// 2: forbidden sets stored flat (offsets, then values), so a cache load is two bulk reads.
-/// 3: non-special added tokens are never emittable by the merges.
-/// 4: the construction is a u32, so every u32 array lies 4-byte aligned in the file and a cache
-/// load uses the forbidden sets where they lie in a memory map (see `forbidden_sets`).
-const SERIAL_VERSION: u32 = 4;
 
 /// Which construction produced a [`TokenizerDfa`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,31 +76,6 @@ impl Construction {
             Construction::Algorithm3 => "algorithm3",
             Construction::PriorityTimeline => "priority-timeline",
         }
-    }
-}
-
-/// The byte automaton of characters absent from the vocabulary (UTF-8 encodings).
-#[derive(Clone, Debug)]
-pub struct FallbackTrie {
-    dfa: ByteDfa,
-}
-
-impl FallbackTrie {
-    /// Next trie state from `state` (`None` = trie start) on byte `b`:
-    /// `Some(Ok(s))` inside a character, `Some(Err(()))` when the character is complete.
-    #[inline]
-    fn step(&self, state: Option<u32>, b: u8) -> Option<std::result::Result<u32, ()>> {
-        let t = self.dfa.next(state.unwrap_or(self.dfa.start()), b);
-        if t == DEAD {
-            None
-        } else if self.dfa.is_accepting(t) {
-            Some(Err(()))
-        } else {
-            Some(Ok(t))
-        }
-    }
-    pub fn num_states(&self) -> usize {
-        self.dfa.num_states()
     }
 }
 
@@ -266,106 +239,6 @@ impl TokenizerDfa {
         })
     }
 
-    /// Serialises the DFA (see [`crate::util::serialize`]); keyed by the vocabulary's fingerprint.
-    /// Every u32 array starts 4-byte aligned in the file (the container header is 40 bytes and
-    /// every field before the arrays is 4 or 8 bytes), so a load can map the forbidden sets.
-    pub fn to_bytes(&self, vocab: &Vocabulary) -> Vec<u8> {
-        let mut w = crate::util::serialize::Writer::default();
-        w.u32(match self.construction {
-            Construction::Algorithm3 => 0,
-            Construction::PriorityTimeline => 1,
-        });
-        w.u32s(&self.class_of);
-        w.u32s(self.forbidden.offsets());
-        w.u32s(self.forbidden.values());
-        w.u8(self.trie.is_some() as u8);
-        if let Some(trie) = &self.trie {
-            trie.dfa.write(&mut w);
-        }
-        w.u64(self.num_forbidden_pairs as u64);
-        w.finish(SERIAL_KIND, SERIAL_VERSION, vocab.fingerprint())
-    }
-
-    /// Reads a DFA written by [`TokenizerDfa::to_bytes`] for the same vocabulary, checking its
-    /// structure (the forbidden sets are copied out of `bytes`).
-    pub fn from_bytes(bytes: &[u8], vocab: &Vocabulary) -> Result<TokenizerDfa> {
-        Self::read(bytes, vocab, |values| U32Storage::Owned(crate::util::serialize::u32s_from_le(values)))
-    }
-
-    /// Like [`TokenizerDfa::from_bytes`] over a memory map of a cache file, whose forbidden sets
-    /// are then used in place (module `forbidden_sets` states the map's contract: the file is
-    /// never changed in place while mapped).
-    pub fn from_mapped_file(map: Arc<memmap2::Mmap>, vocab: &Vocabulary) -> Result<TokenizerDfa> {
-        Self::read(&map, vocab, |values| {
-            let start = values.as_ptr() as usize - map.as_ptr() as usize;
-            U32Storage::mapped(&map, start, values.len() / 4)
-                .unwrap_or_else(|| U32Storage::Owned(crate::util::serialize::u32s_from_le(values)))
-        })
-    }
-
-    /// The reader behind both loads; `store_values` keeps the forbidden sets' raw bytes. The
-    /// payload is checksummed on a second thread while this one parses and validates it
-    /// (Llama 3's 463 MB: checksum ~24 ms, checks and bitsets ~30 ms).
-    fn read(bytes: &[u8], vocab: &Vocabulary, store_values: impl FnOnce(&[u8]) -> U32Storage) -> Result<TokenizerDfa> {
-        let (r, checksum) =
-            crate::util::serialize::Reader::open_unverified(bytes, SERIAL_KIND, SERIAL_VERSION, vocab.fingerprint())?;
-        std::thread::scope(|scope| {
-            // Where no thread can be started, the checksum runs here, after the parse.
-            let verifier = std::thread::Builder::new().spawn_scoped(scope, || checksum.verify()).ok();
-            let dfa = Self::parse(r, vocab, store_values);
-            match verifier {
-                // A checksum thread cannot panic; were it to, the data is not trusted.
-                Some(v) => {
-                    v.join().unwrap_or_else(|_| Err(Error::InvalidArgument("tokenizer DFA checksum failed".into())))?
-                }
-                None => checksum.verify()?,
-            }
-            dfa
-        })
-    }
-
-    fn parse(
-        mut r: crate::util::serialize::Reader<'_>,
-        vocab: &Vocabulary,
-        store_values: impl FnOnce(&[u8]) -> U32Storage,
-    ) -> Result<TokenizerDfa> {
-        let bad = |what: &str| Error::InvalidArgument(format!("invalid tokenizer DFA data: {what}"));
-        let construction = match r.u32()? {
-            0 => Construction::Algorithm3,
-            1 => Construction::PriorityTimeline,
-            _ => return Err(bad("unknown construction")),
-        };
-        let class_of = r.u32s()?;
-        let n = vocab.num_tokens();
-        if class_of.len() != n {
-            return Err(bad("token count differs from the vocabulary"));
-        }
-        let offsets = r.u32s()?;
-        let forbidden = ForbiddenSets::from_parts(offsets, store_values(r.u32s_bytes()?));
-        forbidden.validate(n).map_err(bad)?;
-        let num_classes = forbidden.len();
-        if num_classes == 0 || num_classes > n + 1 {
-            return Err(bad("class count out of range"));
-        }
-        if !forbidden.get(0).is_empty() {
-            return Err(bad("class 0 must have an empty forbidden set"));
-        }
-        let trie = match r.u8()? {
-            0 => None,
-            1 => Some(FallbackTrie { dfa: ByteDfa::read(&mut r)? }),
-            _ => return Err(bad("byte-fallback flag")),
-        };
-        if trie.is_some() != vocab.byte_fallback_tokens().is_some() {
-            return Err(bad("byte-fallback automaton present without byte fallback, or missing"));
-        }
-        let num_forbidden_pairs = r.u64()? as usize;
-        r.expect_end()?;
-        if class_of.iter().any(|&c| c != NO_CLASS && c as usize >= num_classes) {
-            return Err(bad("class id out of range"));
-        }
-        Self::assemble(vocab, construction, class_of, forbidden, num_forbidden_pairs, trie)
-    }
-
     /// Whether the forbidden sets are read in place from a memory-mapped cache file.
     pub fn is_mapped(&self) -> bool {
         self.forbidden.is_mapped()
@@ -458,255 +331,10 @@ impl TokenizerDfa {
     }
 }
 
-/// Each emittable token's derivation timeline, flattened.
-pub(crate) struct Derivations {
-    pub emittable: Vec<bool>,
-    /// `steps[start[t]..start[t+1]]` is token `t`'s timeline (empty when not emittable).
-    pub start: Vec<u32>,
-    pub steps: Vec<Step>,
-}
-
-impl Derivations {
-    fn compute(vocab: &Vocabulary, table: &MergeTable) -> Derivations {
-        let n = vocab.num_tokens();
-        let mut emittable = vec![false; n];
-        let mut start = Vec::with_capacity(n + 1);
-        let mut steps = Vec::new();
-        let mut symbols = Vec::new();
-        let mut added: Vec<u32> =
-            vocab.pre_tokenizer().map(|p| p.added.iter().map(|a| a.0).collect()).unwrap_or_default();
-        added.sort_unstable();
-        for t in 0..n as u32 {
-            start.push(steps.len() as u32);
-            if vocab.is_never_allowed(t) || vocab.byte_fallback_tokens().is_some_and(|fb| fb.contains(&t)) {
-                continue;
-            }
-            // A non-special added token is split out of the text before the merges run: they
-            // never emit it, even where they could build it (`crate::build::pre_tokenized`).
-            if added.binary_search(&t).is_ok() {
-                continue;
-            }
-            if !vocab.base_symbols(vocab.token_bytes(t), &mut symbols) {
-                continue;
-            }
-            let (out, timeline) = table.derive(&symbols);
-            if out == [t] {
-                emittable[t as usize] = true;
-                steps.extend(timeline);
-            }
-        }
-        start.push(steps.len() as u32);
-        Derivations { emittable, start, steps }
-    }
-
-    #[inline]
-    pub fn timeline(&self, t: u32) -> &[Step] {
-        &self.steps[self.start[t as usize] as usize..self.start[t as usize + 1] as usize]
-    }
-}
-
-/// Whether the boundary pair `(r, l)` of rank `beta` fires when `left` is followed by `right`.
-#[inline]
-fn boundary_fires(left: &[Step], right: &[Step], r: u32, l: u32, beta: u32) -> bool {
-    let (mut i, mut j) = (0, 0);
-    let mut seen_r = false;
-    loop {
-        let (a, b) = (left[i], right[j]);
-        if a.last == r {
-            seen_r = true;
-            if b.first == l && beta < a.next_rank && beta <= b.next_rank {
-                return true;
-            }
-        } else if seen_r {
-            return false; // `r` was absorbed and never comes back
-        }
-        if a.next_rank == NO_MERGE && b.next_rank == NO_MERGE {
-            return false;
-        }
-        if a.next_rank <= b.next_rank {
-            i += 1;
-        } else {
-            j += 1;
-        }
-    }
-}
-
-/// The hash forbidden sets are interned by (`TokenizerDfa::from_forbidden`).
-fn set_hash(set: &[u32]) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut h = rustc_hash::FxHasher::default();
-    set.hash(&mut h);
-    h.finish()
-}
-
-/// The tokens whose timeline has a given first symbol: `(highest next rank while it is first,
-/// token, range of its timeline in steps)`, by that rank descending.
-struct StartingWith {
-    entries: Vec<(u32, u32, u32, u32)>,
-    steps: Vec<Step>,
-}
-
-/// Forbidden next tokens of every emittable token under priority BPE (see module docs).
-fn build_priority_timeline(table: &MergeTable, words: &Derivations) -> Vec<Vec<u32>> {
-    let n = words.emittable.len();
-    // merges by left part, and emittable tokens by the first symbols of their timelines.
-    let mut by_left: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
-    for ((l, r), (rank, _)) in table.iter() {
-        by_left[l as usize].push((r, rank));
-    }
-    // Tokens by the first symbols of their timelines, with the highest next rank seen while
-    // that symbol was first; sorted by it, descending. The boundary `(r, l)` of rank `β` can
-    // only fire while `β ≤ q` for the right side's next rank `q`, so a scan stops at the first
-    // token whose highest `q` under `l` is below `β`.
-    let mut starting_with: Vec<Vec<(u32, u32)>> = vec![Vec::new(); n];
-    for t in 0..n as u32 {
-        let timeline = words.timeline(t);
-        let mut i = 0;
-        while i < timeline.len() {
-            let l = timeline[i].first;
-            let mut high = 0;
-            while i < timeline.len() && timeline[i].first == l {
-                high = high.max(timeline[i].next_rank);
-                i += 1;
-            }
-            starting_with[l as usize].push((high, t));
-        }
-    }
-    for list in &mut starting_with {
-        list.sort_unstable_by(|a, b| b.cmp(a));
-    }
-    // The right sides' timelines copied next to each list, in its order: a scan then reads
-    // them forwards instead of jumping across all tokens' timelines (a cache miss per
-    // candidate, ~380 M candidates for Llama 3).
-    let starting_with: Vec<StartingWith> = starting_with
-        .into_iter()
-        .map(|list| {
-            let mut steps = Vec::with_capacity(list.iter().map(|&(_, t)| words.timeline(t).len()).sum());
-            let entries = list
-                .into_iter()
-                .map(|(high, t)| {
-                    let start = steps.len() as u32;
-                    steps.extend_from_slice(words.timeline(t));
-                    (high, t, start, steps.len() as u32)
-                })
-                .collect();
-            StartingWith { entries, steps }
-        })
-        .collect();
-    let work = |range: std::ops::Range<usize>| -> Vec<Vec<u32>> {
-        // The forbidden set being found, as a bitset: a membership test before each replay,
-        // and read back in ascending order without a sort.
-        let mut found = vec![0u64; n.div_ceil(64)];
-        let mut touched: Vec<u32> = Vec::new();
-        let mut out = Vec::with_capacity(range.len());
-        for t1 in range {
-            let left = words.timeline(t1 as u32);
-            let mut i = 0;
-            while i < left.len() {
-                // The window where `r` is the left side's last symbol, and its highest next rank:
-                // the boundary can only fire while `β < p`.
-                let r = left[i].last;
-                let mut high = 0;
-                while i < left.len() && left[i].last == r {
-                    high = high.max(left[i].next_rank);
-                    i += 1;
-                }
-                for &(l, beta) in &by_left[r as usize] {
-                    if beta >= high {
-                        continue;
-                    }
-                    let list = &starting_with[l as usize];
-                    for &(q_high, t2, start, end) in &list.entries {
-                        if q_high < beta {
-                            break;
-                        }
-                        let (word, bit) = (t2 as usize / 64, 1u64 << (t2 % 64));
-                        if found[word] & bit != 0 {
-                            continue;
-                        }
-                        if boundary_fires(left, &list.steps[start as usize..end as usize], r, l, beta) {
-                            if found[word] == 0 {
-                                touched.push(word as u32);
-                            }
-                            found[word] |= bit;
-                        }
-                    }
-                }
-            }
-            // The touched words in order: sorted when few, else found by a scan of all words.
-            if touched.len() * 32 < found.len() {
-                touched.sort_unstable();
-            } else {
-                touched.clear();
-                touched.extend((0..found.len() as u32).filter(|&w| found[w as usize] != 0));
-            }
-            let mut f = Vec::with_capacity(touched.iter().map(|&w| found[w as usize].count_ones() as usize).sum());
-            for &w in &touched {
-                let mut bits = std::mem::take(&mut found[w as usize]);
-                while bits != 0 {
-                    f.push(w * 64 + bits.trailing_zeros());
-                    bits &= bits - 1;
-                }
-            }
-            touched.clear();
-            out.push(f);
-        }
-        out
-    };
-    let threads = std::thread::available_parallelism().map_or(1, |p| p.get()).clamp(1, 16);
-    let chunk = n.div_ceil(threads * 8).max(1);
-    let ranges: Vec<_> = (0..n).step_by(chunk).map(|s| s..(s + chunk).min(n)).collect();
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<(usize, Vec<Vec<u32>>)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut mine = Vec::new();
-                    loop {
-                        let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        let Some(r) = ranges.get(k) else { break };
-                        mine.push((k, work(r.clone())));
-                    }
-                    mine
-                })
-            })
-            .collect();
-        handles.into_iter().flat_map(|h| h.join().expect("worker panicked")).collect()
-    });
-    let mut ordered: Vec<Option<Vec<Vec<u32>>>> = vec![None; ranges.len()];
-    for (k, v) in results {
-        ordered[k] = Some(v);
-    }
-    ordered.into_iter().flat_map(|v| v.expect("every chunk computed")).collect()
-}
-
-/// The byte automaton of the characters that are not base symbols of the vocabulary.
-fn absent_char_trie(vocab: &Vocabulary, emittable: &[bool]) -> Result<FallbackTrie> {
-    use regex_syntax::hir::{ClassUnicode, ClassUnicodeRange, Hir};
-    let mut present = Vec::new();
-    for t in 0..vocab.num_tokens() as u32 {
-        if !emittable[t as usize] {
-            continue;
-        }
-        if let Some(s) = vocab.token_string(t) {
-            let mut chars = s.chars();
-            if let (Some(c), None) = (chars.next(), chars.next()) {
-                present.push(c);
-                if c == '\u{2581}' && vocab.space_is_metaspace() {
-                    present.push(' ');
-                }
-            }
-        }
-    }
-    let mut class = ClassUnicode::new(present.iter().map(|&c| ClassUnicodeRange::new(c, c)));
-    class.negate();
-    let dfa = ByteDfa::from_hir(&Hir::class(regex_syntax::hir::Class::Unicode(class)), 100_000)?;
-    Ok(FallbackTrie { dfa })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     /// All-pairs brute force (appendix Algorithm 4) with the priority BPE as `tokenize`.
     fn brute_force_allowed(vocab: &Vocabulary, t1: u32, t2: u32) -> bool {

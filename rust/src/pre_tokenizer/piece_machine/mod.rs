@@ -88,7 +88,8 @@
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
-use crate::pre_tokenizer::split_nfa::{restrict_utf8_runs, CharClasses, Node, NodeId, Runs, SplitNfa, INVALID_CLASS};
+use crate::pre_tokenizer::char_classes::{restrict_utf8_runs, CharClasses, Runs, INVALID_CLASS};
+use crate::pre_tokenizer::split_nfa::{Node, NodeId, SplitNfa};
 
 /// No correctly marked string continues this way.
 pub const DEAD: u32 = u32::MAX;

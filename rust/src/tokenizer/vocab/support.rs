@@ -1,0 +1,290 @@
+//! Whether canonical guides can be exact for a tokenizer, and for a byte-level BPE tokenizer the
+//! [`PreTokenizer`] they model: every component is either modelled exactly or refused by name.
+
+use serde_json::Value;
+
+use super::{Merge, Normalization, PreTokenizer, TokenizerKind, DIGITS_DISAGREEMENT, GPT2_PATTERN, PUNCTUATION_CLASS};
+
+/// Why canonical guides cannot be exact for this tokenizer, or `None`.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn canonical_support(
+    root: &Value,
+    model: &Value,
+    kind: TokenizerKind,
+    byte_level_support: Option<&std::result::Result<PreTokenizer, String>>,
+    nonspecial_added: &[String],
+    byte_fallback: bool,
+    fallback_tokens: Option<&[u32; 256]>,
+    merges: &[Merge],
+) -> Option<String> {
+    match kind {
+        TokenizerKind::ByteLevelBpe => {
+            return byte_level_support.and_then(|r| r.as_ref().err().cloned());
+        }
+        TokenizerKind::Unigram => {
+            return Some(
+                "canonical guides need a BPE merge table; this tokenizer is a Unigram model; use method=\"agnostic\""
+                    .into(),
+            )
+        }
+        TokenizerKind::CharBpe => {}
+    }
+    if let Some(pre) = root.get("pre_tokenizer").filter(|v| !v.is_null()) {
+        let ok = pre.get("type").and_then(Value::as_str) == Some("Metaspace")
+            && pre.get("split").and_then(Value::as_bool) == Some(false);
+        if !ok {
+            return Some(format!(
+                "the pre-tokenizer {} splits the text before BPE, which canonical guides do not model yet; use method=\"agnostic\"",
+                describe(Some(pre))
+            ));
+        }
+    }
+    if let Some(norm) = root.get("normalizer").filter(|v| !v.is_null()) {
+        let parts: Vec<&Value> = match norm.get("normalizers").and_then(Value::as_array) {
+            Some(list) => list.iter().collect(),
+            None => vec![norm],
+        };
+        for p in parts {
+            let ty = p.get("type").and_then(Value::as_str).unwrap_or("?");
+            let harmless = match ty {
+                "Prepend" => p.get("prepend").and_then(Value::as_str) == Some("\u{2581}"),
+                "Replace" => replaces(Some(p), " ", "\u{2581}"),
+                _ => false,
+            };
+            if !harmless {
+                return Some(format!(
+                    "the normalizer {ty} changes the text before BPE; canonical guides for it are not \
+                     implemented; use method=\"agnostic\""
+                ));
+            }
+        }
+    }
+    if let Some(first) = nonspecial_added.first() {
+        return Some(format!(
+            "the non-special added token {first:?} (one of {}) is split out of the raw text before BPE, \
+             which canonical guides do not model yet; use method=\"agnostic\"",
+            nonspecial_added.len()
+        ));
+    }
+    for (key, bad) in [("ignore_merges", Value::Bool(true))] {
+        if model.get(key) == Some(&bad) {
+            return Some(format!(
+                "BPE option {key}=true is not supported by canonical guides without a pre-tokenizer yet"
+            ));
+        }
+    }
+    for key in ["dropout", "continuing_subword_prefix", "end_of_word_suffix"] {
+        if model.get(key).is_some_and(|v| !v.is_null()) {
+            return Some(format!("BPE option {key} is not supported by canonical guides"));
+        }
+    }
+    if byte_fallback && fallback_tokens.is_none() {
+        return Some("byte_fallback is set but the vocabulary lacks some of the 256 <0xNN> tokens".into());
+    }
+    if let Some(fb) = fallback_tokens {
+        let is_fb = |t: u32| fb.contains(&t);
+        if merges.iter().any(|m| is_fb(m.left) || is_fb(m.right)) {
+            return Some("a merge involves a byte-fallback token, which canonical guides do not model".into());
+        }
+    }
+    None
+}
+
+/// The pre-tokenization of a byte-level BPE tokenizer, or why canonical guides cannot model it.
+pub(super) fn byte_level_pre_tokenizer(
+    root: &Value,
+    model: &Value,
+    nonspecial_added: &[String],
+    nonspecial_added_ids: &[u32],
+    added_flags: &[String],
+) -> std::result::Result<PreTokenizer, String> {
+    let agnostic = "use method=\"agnostic\"";
+    for key in ["dropout", "continuing_subword_prefix", "end_of_word_suffix"] {
+        if model.get(key).is_some_and(|v| !v.is_null()) {
+            return Err(format!("BPE option {key} is not supported by canonical guides; {agnostic}"));
+        }
+    }
+    if model.get("byte_fallback").and_then(Value::as_bool) == Some(true) {
+        return Err(format!(
+            "byte_fallback with a byte-level pre-tokenizer is not supported by canonical guides; {agnostic}"
+        ));
+    }
+    if let Some(first) = added_flags.first() {
+        return Err(format!(
+            "the non-special added token {first}: canonical guides model added tokens matched as \
+             plain strings only; {agnostic}"
+        ));
+    }
+    let normalization = match root.get("normalizer").filter(|v| !v.is_null()) {
+        None => Normalization::None,
+        Some(norm) => {
+            let parts: Vec<&Value> = match norm.get("normalizers").and_then(Value::as_array) {
+                Some(list) => list.iter().collect(),
+                None => vec![norm],
+            };
+            let mut found = Normalization::None;
+            for p in parts {
+                let ty = p.get("type").and_then(Value::as_str).unwrap_or("?");
+                let this = match ty {
+                    "NFC" => Normalization::Nfc,
+                    "NFKC" => Normalization::Nfkc,
+                    _ => {
+                        return Err(format!(
+                            "the normalizer {ty} changes the text before the pre-tokenizer; canonical \
+                             guides support NFC and NFKC only; {agnostic}"
+                        ))
+                    }
+                };
+                if found != Normalization::None && found != this {
+                    return Err(format!(
+                        "a sequence of normalizers {} is not supported by canonical guides; {agnostic}",
+                        describe(Some(norm))
+                    ));
+                }
+                found = this;
+            }
+            found
+        }
+    };
+    let pre = root.get("pre_tokenizer").filter(|v| !v.is_null());
+    let parts: Vec<&Value> = match pre {
+        None => Vec::new(),
+        Some(p) if p.get("type").and_then(Value::as_str) == Some("Sequence") => {
+            p.get("pretokenizers").and_then(Value::as_array).map(|l| l.iter().collect()).unwrap_or_default()
+        }
+        Some(p) => vec![p],
+    };
+    let mut stages = Vec::new();
+    let mut excluded_chars = Vec::new();
+    let mut byte_level_seen = false;
+    for p in parts {
+        let ty = p.get("type").and_then(Value::as_str).unwrap_or("?");
+        let unsupported = |why: &str| Err(format!("the pre-tokenizer {}: {why}; {agnostic}", describe(Some(p))));
+        if byte_level_seen {
+            // Later stages see the byte-mapped text (one stand-in character per byte), where a
+            // split may fall inside a UTF-8 character (falcon's Digits after ByteLevel).
+            return unsupported(
+                "a pre-tokenizer after ByteLevel works on the byte-mapped text, which canonical guides do not model",
+            );
+        }
+        match ty {
+            "ByteLevel" => {
+                if p.get("add_prefix_space").and_then(Value::as_bool) == Some(true) {
+                    return unsupported("add_prefix_space=true is not supported");
+                }
+                if p.get("use_regex").and_then(Value::as_bool).unwrap_or(true) {
+                    stages.push(GPT2_PATTERN.to_string());
+                }
+                byte_level_seen = true;
+            }
+            "Split" => {
+                if p.get("behavior").and_then(Value::as_str) != Some("Isolated") {
+                    return unsupported("only behavior Isolated is supported");
+                }
+                if p.get("invert").and_then(Value::as_bool) == Some(true) {
+                    return unsupported("invert=true is not supported");
+                }
+                match (
+                    p.pointer("/pattern/Regex").and_then(Value::as_str),
+                    p.pointer("/pattern/String").and_then(Value::as_str),
+                ) {
+                    (Some(r), _) => stages.push(r.to_string()),
+                    (None, Some(lit)) => stages.push(regex_syntax::escape(lit)),
+                    _ => return unsupported("no Regex or String pattern"),
+                }
+            }
+            "Digits" => {
+                excluded_chars.extend_from_slice(DIGITS_DISAGREEMENT);
+                stages.push(if p.get("individual_digits").and_then(Value::as_bool) == Some(true) {
+                    r"\p{N}".to_string()
+                } else {
+                    r"\p{N}+".to_string()
+                })
+            }
+            "Punctuation" => match p.get("behavior").and_then(Value::as_str).unwrap_or("Isolated") {
+                "Isolated" => stages.push(PUNCTUATION_CLASS.to_string()),
+                "Contiguous" => stages.push(format!("{PUNCTUATION_CLASS}+")),
+                _ => return unsupported("only behavior Isolated or Contiguous is supported"),
+            },
+            _ => return unsupported("this pre-tokenizer type is not modelled by canonical guides"),
+        }
+    }
+    if !byte_level_seen {
+        return Err(format!(
+            "a byte-level BPE tokenizer without a ByteLevel pre-tokenizer ({}) is not supported by canonical guides; {agnostic}",
+            describe(pre)
+        ));
+    }
+    let ignore_merges = model.get("ignore_merges").and_then(Value::as_bool) == Some(true);
+    // Non-special added tokens are split out of the text first, leftmost-longest: stage 0,
+    // an alternation of their contents, longest first (leftmost-first then equals
+    // leftmost-longest on literals).
+    let mut added: Vec<(u32, String)> =
+        nonspecial_added_ids.iter().copied().zip(nonspecial_added.iter().cloned()).collect();
+    added.retain(|(_, c)| !c.is_empty());
+    if !added.is_empty() {
+        // Hugging Face never pre-tokenizes an added token's match; we model its stage-0 piece
+        // as going through the later stages too, which is the same exactly when they leave the
+        // content whole.
+        let later =
+            crate::pre_tokenizer::piece_machine::PieceMachineSpec { stages: stages.clone(), allowed_chars: None };
+        let mut machine =
+            crate::pre_tokenizer::piece_machine::PieceMachine::new(&later, crate::limits::MAX_PRE_TOKENIZER_STATES)
+                .map_err(|e| format!("the pre-tokenizer cannot be modelled: {e}; {agnostic}"))?;
+        for (_, content) in &added {
+            let pieces =
+                machine.split(content).map_err(|e| format!("the pre-tokenizer cannot be modelled: {e}; {agnostic}"))?;
+            if pieces.len() != 1 {
+                return Err(format!(
+                    "the non-special added token {content:?} is split out of the raw text before the \
+                     pre-tokenizer, which would cut it into {pieces:?}; canonical guides model added \
+                     tokens only when the pre-tokenizer leaves their text whole; {agnostic}"
+                ));
+            }
+        }
+        let mut contents: Vec<&str> = added.iter().map(|(_, c)| c.as_str()).collect();
+        contents.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+        contents.dedup();
+        let alternation: Vec<String> = contents.iter().map(|c| regex_syntax::escape(c)).collect();
+        stages.insert(0, alternation.join("|"));
+    }
+    Ok(PreTokenizer { stages, normalization, ignore_merges, excluded_chars, added })
+}
+
+/// Whether a component (or a member of a `Sequence`) has the given `type`.
+pub(super) fn has_component(v: Option<&Value>, ty: &str) -> bool {
+    let Some(v) = v else { return false };
+    if v.get("type").and_then(Value::as_str) == Some(ty) {
+        return true;
+    }
+    ["pretokenizers", "normalizers", "decoders"]
+        .iter()
+        .filter_map(|k| v.get(*k).and_then(Value::as_array))
+        .flatten()
+        .any(|c| has_component(Some(c), ty))
+}
+
+/// Whether a component (or a member of a `Sequence`) is `Replace(from -> to)`.
+pub(super) fn replaces(v: Option<&Value>, from: &str, to: &str) -> bool {
+    let Some(v) = v else { return false };
+    if v.get("type").and_then(Value::as_str) == Some("Replace")
+        && v.pointer("/pattern/String").and_then(Value::as_str) == Some(from)
+        && v.get("content").and_then(Value::as_str) == Some(to)
+    {
+        return true;
+    }
+    ["normalizers", "decoders"]
+        .iter()
+        .filter_map(|k| v.get(*k).and_then(Value::as_array))
+        .flatten()
+        .any(|c| replaces(Some(c), from, to))
+}
+
+fn describe(v: Option<&Value>) -> String {
+    let s = v.map(|v| v.to_string()).unwrap_or_else(|| "none".into());
+    if s.len() > 160 {
+        format!("{}…", &s[..s.char_indices().take_while(|(i, _)| *i < 160).last().map_or(0, |(i, c)| i + c.len_utf8())])
+    } else {
+        s
+    }
+}

@@ -4,7 +4,9 @@
 //! sequences are exactly the *canonical* tokenizations (what the tokenizer itself produces) of
 //! the strings that match — not every token sequence that merely decodes to a match, as
 //! Outlines-style indexes do. `docs/design.md` in the repository gives the definition everything
-//! is tested against and the algorithms as implemented.
+//! is tested against and the algorithms as implemented. Module docs cite "the appendix": the
+//! technical appendix of Tran-Thien 2024 (DirectMerge, CartesianMerge, BuildTokenizerDFA), whose
+//! algorithms that note summarises.
 //!
 //! ## Layers, lowest first
 //! Dependencies run one way, down this list (CI fails on a module cycle):

@@ -24,7 +24,7 @@
 //! stops with [`Error::LimitExceeded`] once `4 * max_states` states are reached (the DFA
 //! before minimisation) or when the minimal DFA has more than `max_states`, and the memory
 //! regex-automata may use while determinising is capped accordingly. Minimisation (Hopcroft,
-//! [`crate::regex::minimize`]) costs `O(k · n · log n)` for `n` states and `k` byte classes. The table
+//! `crate::regex::minimize`) costs `O(k · n · log n)` for `n` states and `k` byte classes. The table
 //! takes `4 * states * classes` bytes.
 
 use regex_automata::{

@@ -98,7 +98,7 @@ struct Context<'a> {
 }
 
 /// Builds the canonical guide of `dfa` for a pre-tokenized `vocab`, in three phases: the
-/// elements forward and backward ([`elements`]), then the guide states ([`states`]).
+/// elements forward and backward (`elements`), then the guide states (`states`).
 pub fn build<M: PieceBoundaries + Clone>(
     vocab: &Arc<Vocabulary>,
     tokenizer_dfa: &Arc<TokenizerDfa>,

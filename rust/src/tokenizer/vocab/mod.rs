@@ -15,7 +15,7 @@
 //!   characters (a space becomes "▁" when the tokenizer says so), each character present in the
 //!   vocabulary is a base symbol, the others become byte-fallback tokens, and the merges then act
 //!   by priority. The `Prepend("▁")` normalizer of Mistral-7B / Llama 2 is deliberately ignored:
-//!   guides follow *continuation* semantics (DESIGN.md), where no start-of-text marker is
+//!   guides follow *continuation* semantics (`docs/design.md` §1), where no start-of-text marker is
 //!   prepended.
 //! * *Byte-level BPE*: bytes are the base symbols, and what runs before the merges is described
 //!   by a [`PreTokenizer`] (`Split` / `ByteLevel` / `Digits` / `Punctuation` stages, NFC or

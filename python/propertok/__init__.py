@@ -2,15 +2,15 @@
 sequences (the ids the model's own tokenizer produces for the generated text).
 
 The heavy lifting is the Rust extension ``propertok._core``; this package re-exports it and adds the
-numpy/torch bitmask helpers, tokenizer loading and the ``propertok`` command line. See README.md
-for a worked example.
+numpy/torch bitmask helpers, JSON Schema compilation (``Compiler.compile_json_schema``) and the
+``propertok`` command line. See README.md for a worked example.
 """
 
 import os
 
+from ._compiler import Compiler
 from ._core import (
     ByteDfa,
-    Compiler,
     Guide,
     LimitExceeded,
     Matcher,

@@ -62,8 +62,10 @@ class Vocabulary:
         vocab_size: Optional[int] = None,
     ) -> "Vocabulary":
         """Build from a loaded tokenizer: a ``tokenizers.Tokenizer`` or a ``transformers`` fast
-        tokenizer (see ``propertok._loading.describe_tokenizer``, which supplies the JSON text and
-        the default EOS ids); ``TypeError`` for anything else, e.g. a slow tokenizer."""
+        tokenizer, by duck typing (``to_str()``, or ``backend_tokenizer.to_str()``). A transformers
+        tokenizer's ``eos_token_id`` and, when it was loaded from a local folder, the stop ids of
+        its ``generation_config.json`` are the default EOS ids. ``TypeError`` for anything else,
+        e.g. a slow tokenizer."""
     @property
     def num_tokens(self) -> int:
         """Number of token ids the tokenizer defines (max id + 1)."""
@@ -151,9 +153,6 @@ class Compiler:
         backreferences, empty language, unknown method), ``NotImplementedError`` (canonical
         method on a tokenizer it cannot make exact), ``LimitExceeded``. Releases the GIL.
         """
-    def compile_json_schema(self, schema: object, method: str = "cartesian", **options: object) -> "Guide":
-        """Compile a JSON schema (a dict or JSON text): ``propertok.json_schema.schema_to_regex(schema,
-        **options)`` then ``compile_regex``. Options such as ``whitespace`` go to the converter."""
     def guide_from_bytes(self, data: bytes) -> "Guide":
         """Load a guide saved by ``Guide.to_bytes()`` for the same tokenizer; ``ValueError`` for
         truncated, corrupted, other-version or other-tokenizer data."""

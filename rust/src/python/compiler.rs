@@ -1,0 +1,134 @@
+//! `propertok._core.Compiler`.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use super::guide::PyGuide;
+use super::to_py;
+use super::vocab::PyVocabulary;
+use crate::compiler::Compiler;
+use crate::guide::Method;
+use crate::limits::Limits;
+
+/// Subclassed by `propertok.Compiler`, which adds `compile_json_schema` (written in Python).
+#[pyclass(name = "Compiler", module = "propertok._core", frozen, subclass)]
+pub(crate) struct PyCompiler {
+    inner: Arc<Compiler>,
+    vocab: Py<PyVocabulary>,
+}
+
+#[pymethods]
+impl PyCompiler {
+    #[new]
+    #[pyo3(signature = (
+        vocabulary,
+        *,
+        max_byte_dfa_states=crate::limits::DEFAULT_MAX_BYTE_DFA_STATES,
+        max_product_states=crate::limits::DEFAULT_MAX_PRODUCT_STATES,
+        max_direct_states=crate::limits::DEFAULT_MAX_DIRECT_STATES,
+        max_direct_transitions=crate::limits::DEFAULT_MAX_DIRECT_TRANSITIONS,
+        max_compile_seconds=Some(crate::limits::DEFAULT_MAX_COMPILE_SECONDS),
+        max_guide_bytes=crate::limits::DEFAULT_MAX_GUIDE_BYTES,
+        max_mask_cache_bytes=crate::limits::DEFAULT_MAX_MASK_CACHE_BYTES,
+        cache_dir=None,
+    ))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        vocabulary: Bound<'_, PyVocabulary>,
+        max_byte_dfa_states: usize,
+        max_product_states: usize,
+        max_direct_states: usize,
+        max_direct_transitions: usize,
+        max_compile_seconds: Option<f64>,
+        max_guide_bytes: usize,
+        max_mask_cache_bytes: usize,
+        cache_dir: Option<std::path::PathBuf>,
+    ) -> PyResult<Self> {
+        if max_compile_seconds.is_some_and(|s| s.is_nan() || s < 0.0) {
+            return Err(PyValueError::new_err(format!(
+                "max_compile_seconds must be a non-negative number or None, got {}",
+                max_compile_seconds.unwrap_or_default()
+            )));
+        }
+        let limits = Limits {
+            max_byte_dfa_states,
+            max_product_states,
+            max_direct_states,
+            max_direct_transitions,
+            max_compile_seconds,
+            max_guide_bytes,
+            max_mask_cache_bytes,
+        };
+        let cache_dir =
+            cache_dir.or_else(|| std::env::var_os("PROPERTOK_CACHE_DIR").filter(|v| !v.is_empty()).map(Into::into));
+        let inner = Arc::new(Compiler::new(vocabulary.get().inner.clone(), limits).with_cache_dir(cache_dir));
+        Ok(PyCompiler { inner, vocab: vocabulary.unbind() })
+    }
+    #[getter]
+    fn vocabulary(&self, py: Python<'_>) -> Py<PyVocabulary> {
+        self.vocab.clone_ref(py)
+    }
+    #[pyo3(signature = (pattern, method="cartesian"))]
+    fn compile_regex(&self, py: Python<'_>, pattern: String, method: &str) -> PyResult<PyGuide> {
+        let method = Method::parse(method).map_err(to_py)?;
+        let compiler = self.inner.clone();
+        let guide = py
+            .detach(move || match method {
+                Some(m) => compiler.compile_regex(&pattern, m),
+                None => compiler.compile_regex_auto(&pattern),
+            })
+            .map_err(to_py)?;
+        Ok(PyGuide { inner: Arc::new(guide) })
+    }
+    /// Loads a guide saved with `Guide.to_bytes()` for this compiler's tokenizer.
+    fn guide_from_bytes(&self, py: Python<'_>, data: Vec<u8>) -> PyResult<PyGuide> {
+        let compiler = self.inner.clone();
+        let guide = py
+            .detach(move || {
+                crate::guide::io::guide_from_bytes(&data, compiler.vocabulary(), || compiler.tokenizer_dfa().cloned())
+                    .map(|g| g.with_mask_cache_limit(compiler.limits().max_mask_cache_bytes))
+            })
+            .map_err(to_py)?;
+        Ok(PyGuide { inner: Arc::new(guide) })
+    }
+    fn tokenizer_dfa_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let compiler = self.inner.clone();
+        let dfa = py.detach(move || compiler.tokenizer_dfa().cloned()).map_err(to_py)?;
+        let d = PyDict::new(py);
+        let n = self.inner.vocabulary().num_tokens();
+        d.set_item("num_classes", dfa.num_classes())?;
+        d.set_item("num_states", dfa.num_states())?;
+        d.set_item("num_emittable_tokens", dfa.num_emittable())?;
+        let fallback = dfa.fallback_tokens().map_or(0, |_| 256);
+        let special = (0..n as u32).filter(|&t| self.inner.vocabulary().is_never_allowed(t)).count();
+        let compiler = self.inner.clone();
+        let lone = py.detach(move || compiler.lone_tokens().map(<[u32]>::len)).map_err(to_py)?;
+        d.set_item("num_byte_fallback_tokens", fallback)?;
+        // Emitted only as a whole pre-tokenizer piece (ignore_merges), never by the merges.
+        d.set_item("num_lone_tokens", lone)?;
+        d.set_item("num_unreachable_tokens", n - dfa.num_emittable() - fallback - special - lone)?;
+        let compiler = self.inner.clone();
+        let split = py.detach(move || compiler.tokens_always_split().map(|v| v.len())).map_err(to_py)?;
+        // Emittable by the merges, but the pre-tokenizer never leaves their text whole.
+        d.set_item("num_always_split_tokens", split)?;
+        d.set_item("num_forbidden_pairs", dfa.num_forbidden_pairs())?;
+        d.set_item("build_seconds", dfa.build_seconds())?;
+        d.set_item("cache", self.inner.cache_status())?;
+        Ok(d)
+    }
+    /// Token ids the merges can emit but whose text the pre-tokenizer never leaves whole (so no
+    /// canonical sequence contains them); empty for tokenizers without a pre-tokenizer.
+    fn tokens_always_split(&self, py: Python<'_>) -> PyResult<Vec<u32>> {
+        let compiler = self.inner.clone();
+        py.detach(move || compiler.tokens_always_split()).map_err(to_py)
+    }
+    #[getter]
+    fn tokenizer_dfa_construction(&self, py: Python<'_>) -> PyResult<&'static str> {
+        let compiler = self.inner.clone();
+        let dfa = py.detach(move || compiler.tokenizer_dfa().cloned()).map_err(to_py)?;
+        Ok(dfa.construction().name())
+    }
+}

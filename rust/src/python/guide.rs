@@ -1,0 +1,140 @@
+//! `propertok._core.Guide`.
+
+use std::sync::Arc;
+
+use numpy::{ndarray::ArrayView1, PyArray1};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use super::matcher::PyMatcher;
+use super::to_py;
+use crate::guide::matcher::Matcher;
+use crate::guide::Guide;
+
+#[pyclass(name = "Guide", module = "propertok._core", frozen)]
+pub(crate) struct PyGuide {
+    pub(crate) inner: Arc<Guide>,
+}
+
+impl PyGuide {
+    fn state(&self, state: i64) -> PyResult<u32> {
+        let s = u32::try_from(state).map_err(|_| PyValueError::new_err(format!("state {state} is out of range")))?;
+        self.inner.check_state(s).map_err(to_py)?;
+        Ok(s)
+    }
+}
+
+#[pymethods]
+impl PyGuide {
+    #[getter]
+    fn initial_state(&self) -> u32 {
+        self.inner.initial_state()
+    }
+    #[getter]
+    fn num_states(&self) -> usize {
+        self.inner.num_states()
+    }
+    #[getter]
+    fn vocab_size(&self) -> usize {
+        self.inner.vocab_size()
+    }
+    #[getter]
+    fn eos_token_ids(&self) -> Vec<u32> {
+        self.inner.eos_token_ids().to_vec()
+    }
+    #[getter]
+    fn method(&self) -> &'static str {
+        self.inner.method().name()
+    }
+    fn num_transitions(&self, py: Python<'_>) -> usize {
+        let g = self.inner.clone();
+        py.detach(move || g.num_transitions())
+    }
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let g = self.inner.clone();
+        let st = py.detach(move || g.stats());
+        let d = PyDict::new(py);
+        d.set_item("method", self.inner.method().name())?;
+        d.set_item("num_states", st.num_states)?;
+        d.set_item("num_transitions", st.num_transitions)?;
+        d.set_item("mean_allowed_tokens", st.mean_allowed_tokens)?;
+        d.set_item("single_choice_share", st.single_choice_share)?;
+        let (cached, max_cached) = self.inner.mask_cache_bytes();
+        d.set_item("mask_cache_bytes", cached)?;
+        d.set_item("max_mask_cache_bytes", max_cached)?;
+        Ok(d)
+    }
+    fn allowed_tokens<'py>(&self, py: Python<'py>, state: i64) -> PyResult<Bound<'py, PyArray1<i32>>> {
+        let s = self.state(state)?;
+        let v: Vec<i32> = self.inner.allowed_tokens(s).into_iter().map(|t| t as i32).collect();
+        Ok(PyArray1::from_vec(py, v))
+    }
+    fn mask<'py>(slf: Bound<'py, Self>, state: i64) -> PyResult<Bound<'py, PyArray1<u32>>> {
+        let this = slf.get();
+        let s = this.state(state)?;
+        let Some(words) = this.inner.cached_mask(s) else {
+            // The guide's mask cache is full (max_mask_cache_bytes): a fresh, owned array.
+            let array = PyArray1::from_vec(slf.py(), this.inner.mask(s).into_owned());
+            array.call_method1("setflags", (false,))?;
+            return Ok(array);
+        };
+        let view = ArrayView1::from(words);
+        // SAFETY: the words live in the guide's cache (a boxed slice that is never moved or
+        // freed while the guide lives), and `slf` — which owns the guide — becomes the array's
+        // base object, so the memory outlives the array. The array is made read-only below.
+        let array = unsafe { PyArray1::borrow_from_array(&view, slf.clone().into_any()) };
+        array.call_method1("setflags", (false,))?;
+        Ok(array)
+    }
+    fn next_state(&self, state: i64, token_id: i64) -> PyResult<u32> {
+        let s = self.state(state)?;
+        let t = u32::try_from(token_id)
+            .map_err(|_| PyValueError::new_err(format!("token id {token_id} is out of range")))?;
+        self.inner.next_state(s, t).map_err(to_py)
+    }
+    fn is_final(&self, state: i64) -> PyResult<bool> {
+        Ok(self.inner.is_final(self.state(state)?))
+    }
+    fn count_sequences(&self, py: Python<'_>) -> Option<u64> {
+        let g = self.inner.clone();
+        py.detach(move || g.count_sequences()).map(|c| u64::try_from(c).unwrap_or(u64::MAX))
+    }
+    #[pyo3(signature = (seed, max_tokens=64))]
+    fn random_walk(&self, py: Python<'_>, seed: u64, max_tokens: usize) -> PyResult<Vec<u32>> {
+        let g = self.inner.clone();
+        py.detach(move || g.random_walk(seed, max_tokens)).map_err(to_py)
+    }
+    /// `None` when both guides accept the same token sequences, else a shortest token sequence
+    /// after which their masks differ.
+    fn first_difference(&self, py: Python<'_>, other: PyRef<'_, PyGuide>) -> PyResult<Option<Vec<u32>>> {
+        if self.inner.vocab_size() != other.inner.vocab_size() {
+            return Err(PyValueError::new_err("the guides have different vocab sizes"));
+        }
+        let (a, b) = (self.inner.clone(), other.inner.clone());
+        Ok(py.detach(move || a.first_difference(&b)))
+    }
+    /// The guide as bytes (versioned, checksummed; load with `Compiler.guide_from_bytes`).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let g = self.inner.clone();
+        let bytes = py.detach(move || crate::guide::io::guide_to_bytes(&g)).map_err(to_py)?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+    fn __reduce__(&self) -> PyResult<()> {
+        Err(pyo3::exceptions::PyTypeError::new_err(
+            "a Guide cannot be pickled on its own (it shares its tokenizer's data): send guide.to_bytes() \
+             and load it with Compiler(vocab).guide_from_bytes(data)",
+        ))
+    }
+    fn matcher(&self) -> PyMatcher {
+        PyMatcher { inner: Matcher::new(self.inner.clone()) }
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Guide(method={:?}, num_states={}, vocab_size={})",
+            self.inner.method().name(),
+            self.inner.num_states(),
+            self.inner.vocab_size()
+        )
+    }
+}

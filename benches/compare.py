@@ -25,7 +25,7 @@ compete for the 2 cores; a compile past ``--timeout`` kills the worker, counted 
   ``memory_size_bytes`` too;
 * mask time per step along canonical token paths: valid JSON documents of the schema
   (``jsonschemabench_valid_instances.jsonl``), serialized with ``json.dumps``, kept when the regex
-  matches them, tokenized by the real tokenizer as a continuation (``tests/oracle.py``: no special
+  matches them, tokenized by the real tokenizer as a continuation (``tests/support/oracle.py``: no special
   tokens, no SentencePiece "▁" prepended). At each step the library fills one row of a preallocated
   int32 ``(1, ceil(V/32))`` bitmask (timed), the path token is checked in it, and the token is
   accepted (timed separately); at the end the EOS bit is checked;
@@ -71,8 +71,8 @@ def tokenizer_path(tok: str) -> Path:
 
 
 def load_oracle_module():
-    sys.path.insert(0, str(REPO / "tests"))
-    import oracle  # noqa: E402  (tests/oracle.py: the real tokenizer, continuation semantics)
+    sys.path.insert(0, str(REPO / "tests" / "support"))
+    import oracle  # noqa: E402  (tests/support/oracle.py: the real tokenizer, continuation semantics)
 
     return oracle
 

@@ -16,7 +16,8 @@ from oracle import manifest, tokenizer_path
 
 BOOLEAN = "boolean: ((true)|(false))"
 SIMPLE = "[a-z]{1,3}"
-BPE_TOKENIZERS = [m["slug"] for m in manifest() if m["model_type"] == "BPE"]
+# Without the shared corpus, the embedded Mistral-7B tokenizer alone.
+BPE_TOKENIZERS = [m["slug"] for m in manifest() if m["model_type"] == "BPE"] or ["mistral7b"]
 
 
 def reachable_states(guide, limit: int = 5000) -> list[int]:

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from oracle import tokenizer_path
+from oracle import needs_shared, tokenizer_path
 from synthetic import MergeTableBPE, no_eos_tokenizer_json
 
 SIMPLE = "[a-z]{1,3}"
@@ -109,6 +109,7 @@ def test_missing_file(pt, tmp_path):
         pt.Vocabulary.from_file(str(tmp_path / "does-not-exist.json"))
 
 
+@needs_shared("the BERT tokenizer")
 def test_wordpiece_refused_for_canonical_methods(pt):
     text = tokenizer_path("bert-wordpiece").read_text(encoding="utf-8")
     try:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from oracle import needs_shared
 
 # Small enough that `first_difference` (which walks every transition of the product of two
 # guides) stays well under a second: `{1,12}` here would mean 71,000 states and 628 M transitions.
@@ -23,6 +24,7 @@ def test_guide_round_trip(pt, mistral, method):
     assert pt.Compiler(mistral.vocab).guide_from_bytes(data).first_difference(guide) is None
 
 
+@needs_shared("the Llama 2 tokenizer")
 def test_bad_guide_bytes_are_refused(mistral, llama2):
     data = mistral.compiler.compile_regex(REGEX).to_bytes()
     for cut in (0, 20, len(data) // 2, len(data) - 1):

@@ -1,7 +1,7 @@
 """``propertok.json_schema``: keyword by keyword, error by error, and property tests.
 
 Every keyword test checks both directions against independent judges: hand-written JSON texts
-that must or must not match, and ``jsonschema`` (tests/jsonschema_support.py) on strings sampled
+that must or must not match, and ``jsonschema`` (tests/support/jsonschema_support.py) on strings sampled
 from the regex's own byte DFA (``ByteDfa.sample``), which must all be valid instances. The
 shared JSONSchemaBench corpus and canonical guides are in test_json_schema_corpus.py.
 """

@@ -6,7 +6,7 @@ keywords are exercised too; ``strict=True`` must give the same regex or name an 
 and compiled to a ``ByteDfa``, then:
 
 (a) every shared valid instance that satisfies the converter's documented restrictions
-    (tests/jsonschema_support.py: ``restricted``) is accepted in both ``json.dumps`` spellings
+    (tests/support/jsonschema_support.py: ``restricted``) is accepted in both ``json.dumps`` spellings
     (``separators=(",", ":")`` and the default ``", "``/``": "`` with ``ensure_ascii``) when its
     keys are in declared order; instances with keys in another order are counted and skipped;
 (b) strings sampled from the DFA parse as JSON and validate with ``jsonschema``; the only
@@ -29,6 +29,10 @@ import pytest
 from workloads import oracle_scale
 from helpers import walk
 from jsonschema_support import jsonschemabench, property_order, reordered, restricted, validator
+
+from oracle import require_shared  # noqa: E402
+
+require_shared("JSONSchemaBench schemas and instances")
 
 SUBSETS = ("Glaiveai2K", "Github_easy")
 BASE_COUNT = 60

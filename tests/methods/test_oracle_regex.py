@@ -46,6 +46,10 @@ from pretok_support import MAIN_BYTE_LEVEL, byte_level_slugs, missing_utf8_bytes
 from regex_checks import WALKS_PER_REGEX, run_guarded
 from workloads import jsonschemabench_sample, oracle_scale, regex_suite_sample
 
+from oracle import require_shared  # noqa: E402
+
+require_shared("the regex suite and JSONSchemaBench regexes")
+
 TOKENIZERS = ["mistral7b", "llama2"]
 CHUNK = 50
 HANG_GUARD_S = float(os.environ.get("PROPERTOK_HANG_GUARD_S", "240"))

@@ -21,6 +21,10 @@ from oracle import manifest
 from pretok_support import MAIN_BYTE_LEVEL, named_component, normalization_form, present_components
 from regex_checks import complete_candidates
 
+from oracle import require_shared  # noqa: E402
+
+require_shared("the byte-level tokenizers")
+
 BYTE_LEVEL = list(MAIN_BYTE_LEVEL)
 REGEXES = [
     r"[a-z]+( [a-z]+){0,4}",

@@ -64,6 +64,10 @@ from pretok_support import (
     stable_text,
 )
 
+from oracle import require_shared  # noqa: E402
+
+require_shared("the byte-level tokenizers")
+
 SLUGS = byte_level_slugs()
 GENERAL = r"(?s:.*)"  # every string
 # The tokenizers for which the (?s:.*) guide is compiled (see the module docstring).

@@ -38,7 +38,7 @@ from typing import Iterable, Optional, Sequence
 
 from tokenizers import Tokenizer
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def shared_dir() -> Path:
@@ -54,12 +54,58 @@ def data_dir() -> Path:
     return shared_dir() / "data"
 
 
+# The package embeds Mistral-7B's tokenizer.json (byte-identical to the shared one), so the tests
+# that need only it run on a clone without the shared corpus.
+EMBEDDED_MISTRAL = REPO_ROOT / "python" / "propertok" / "data" / "mistral7b-tokenizer.json"
+REQUIRE_SHARED_ENV = "PROPERTOK_REQUIRE_SHARED"
+
+
+def has_shared() -> bool:
+    """Whether the shared corpus (tokenizers, data) is there."""
+    return (tokenizers_dir() / "MANIFEST.json").is_file()
+
+
+def shared_missing_reason(what: str) -> str:
+    return (
+        f"needs the shared corpus ({what}), not found at {shared_dir()}: set PROPERTOK_SHARED to the "
+        "folder that holds tokenizers/ and data/"
+    )
+
+
+def require_shared(what: str) -> None:
+    """At the top of a test module that needs the shared corpus: skips the whole module with one
+    message when it is absent, or fails it when ``$PROPERTOK_REQUIRE_SHARED`` is set (CI)."""
+    if has_shared():
+        return
+    import pytest
+
+    if os.environ.get(REQUIRE_SHARED_ENV):
+        raise RuntimeError(shared_missing_reason(what) + f" (${REQUIRE_SHARED_ENV} is set)")
+    pytest.skip(shared_missing_reason(what), allow_module_level=True)
+
+
+def needs_shared(what: str):
+    """A mark for one test that needs the shared corpus (see :func:`require_shared`)."""
+    import pytest
+
+    return pytest.mark.skipif(not has_shared() and not os.environ.get(REQUIRE_SHARED_ENV),
+                              reason=shared_missing_reason(what))
+
+
 def tokenizer_path(name: str) -> Path:
-    """Path of ``shared/tokenizers/<name>/tokenizer.json`` (``name`` as in MANIFEST.json's slug)."""
-    return tokenizers_dir() / name / "tokenizer.json"
+    """Path of ``shared/tokenizers/<name>/tokenizer.json`` (``name`` as in MANIFEST.json's slug);
+    the embedded copy for ``mistral7b`` when the shared corpus is absent."""
+    path = tokenizers_dir() / name / "tokenizer.json"
+    if name == "mistral7b" and not path.is_file():
+        return EMBEDDED_MISTRAL
+    return path
 
 
 def manifest() -> list[dict]:
+    """MANIFEST.json's entries; ``[]`` without the shared corpus (modules that need it call
+    :func:`require_shared` first)."""
+    if not has_shared():
+        return []
     with open(tokenizers_dir() / "MANIFEST.json", encoding="utf-8") as f:
         return json.load(f)
 

@@ -11,7 +11,7 @@ left out of both sides.
 
 Not a pytest module (no `test_` prefix): run it directly.
 
-    python3 tests/pretokenizer_split_check.py [--n 3000] [--seed 0] [--only llama3,gpt2]
+    python3 tests/support/pretokenizer_split_check.py [--n 3000] [--seed 0] [--only llama3,gpt2]
 """
 
 import argparse
@@ -24,7 +24,7 @@ from pathlib import Path
 
 from tokenizers import Regex, Tokenizer, pre_tokenizers
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TOKENIZERS = Path(os.environ.get("PROPERTOK_TOKENIZERS", "/work/shared/tokenizers"))
 GPT2_REGEX = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"
 SLUGS = [

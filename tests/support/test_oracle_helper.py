@@ -14,6 +14,10 @@ from oracle import Oracle, gpt2_bytes_to_unicode, manifest, oracle_for, tokenize
 from synthetic import MergeTableBPE, SyntheticOracle, all_strings
 from strategies import merge_tables
 
+from oracle import require_shared  # noqa: E402
+
+require_shared("real tokenizers and workloads")
+
 SENTENCEPIECE = ["mistral7b", "llama2"]
 BYTE_LEVEL = ["gpt2", "llama3", "qwen2", "cl100k"]
 # the tokenizers the propertok tests use, plus deepseek-coder for its byte-level added tokens

@@ -1,14 +1,28 @@
 """Type stubs for the Rust extension module ``propertok._core``.
 
 Everything heavy lives here; the pure-Python package (``propertok``) re-exports these classes
-and adds loading helpers, numpy/torch bitmask helpers and the CLI.
+and adds ``Compiler.compile_json_schema`` (on a subclass), numpy/torch bitmask helpers and the CLI.
+Checked against the extension by ``mypy.stubtest`` in CI.
 """
 
 import os
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Sequence, Union, final
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import disjoint_base
+
+__all__ = [
+    "__version__",
+    "PropertokError",
+    "LimitExceeded",
+    "Vocabulary",
+    "ByteDfa",
+    "Compiler",
+    "Guide",
+    "Matcher",
+    "_release_freed_memory",
+]
 
 __version__: str
 
@@ -26,6 +40,7 @@ class LimitExceeded(PropertokError):
     The message names the limit, its value, and how to raise it.
     """
 
+@final
 class Vocabulary:
     """A tokenizer's vocabulary as byte strings, its merge table and its special tokens.
 
@@ -57,7 +72,7 @@ class Vocabulary:
         be read."""
     @staticmethod
     def from_tokenizer(
-        tok: Any,
+        tokenizer: Any,
         eos_token_ids: Optional[Sequence[int]] = None,
         vocab_size: Optional[int] = None,
     ) -> "Vocabulary":
@@ -90,15 +105,16 @@ class Vocabulary:
     def token_bytes(self, token_id: int) -> bytes:
         """The bytes a token decodes to (``ValueError`` for an id out of range)."""
 
+@final
 class ByteDfa:
     """A regex compiled to a trimmed byte-level DFA (full-match semantics, UTF-8).
 
     Exposed mainly for tests and diagnostics.
     """
 
-    def __init__(self, pattern: str, max_states: int = 100_000) -> None:
+    def __new__(cls, pattern: str, max_states: int = ...) -> "ByteDfa":
         """``ValueError`` for invalid/unsupported syntax or an empty language;
-        ``LimitExceeded`` past ``max_states``."""
+        ``LimitExceeded`` past ``max_states`` (default 100,000)."""
     @property
     def num_states(self) -> int: ...
     def matches(self, data: bytes) -> bool:
@@ -107,6 +123,7 @@ class ByteDfa:
         """``n`` random members of the language (random walks that stop at accepting states;
         past ``max_len`` bytes they take a shortest way to acceptance)."""
 
+@disjoint_base
 class Compiler:
     """Compiles regexes into guides for one vocabulary.
 
@@ -114,19 +131,19 @@ class Compiler:
     of a canonical method and reuses it; immutable and safe to share across threads.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         vocabulary: Vocabulary,
         *,
-        max_byte_dfa_states: int = 100_000,
-        max_product_states: int = 2_000_000,
-        max_direct_states: int = 100_000,
-        max_direct_transitions: int = 2_000_000,
-        max_compile_seconds: Optional[float] = 30.0,
-        max_guide_bytes: int = 1 << 30,
-        max_mask_cache_bytes: int = 256 << 20,
+        max_byte_dfa_states: int = ...,
+        max_product_states: int = ...,
+        max_direct_states: int = ...,
+        max_direct_transitions: int = ...,
+        max_compile_seconds: Optional[float] = ...,
+        max_guide_bytes: int = ...,
+        max_mask_cache_bytes: int = ...,
         cache_dir: Optional[str] = None,
-    ) -> None:
+    ) -> "Compiler":
         """Limits (``LimitExceeded`` naming the limit past each, checked as the work goes):
         ``max_byte_dfa_states`` (the regex's DFA), ``max_product_states`` (CartesianMerge's
         product search), ``max_direct_states`` / ``max_direct_transitions`` (explicit DFAs of
@@ -134,6 +151,9 @@ class Compiler:
         time of one compile, tokenizer DFA excluded; ``None`` = unlimited), ``max_guide_bytes``
         (estimated size of a guide's tables). ``max_mask_cache_bytes`` bounds the masks each guide
         caches while in use: past it masks are computed per request (same results, slower).
+        Defaults (the README's Limits table): 100,000 byte-DFA states, 2,000,000 product states,
+        100,000 direct states, 2,000,000 direct transitions, 30 s, 1 GiB of guide tables, 256 MiB
+        of cached masks.
 
         ``cache_dir`` (default: env ``PROPERTOK_CACHE_DIR``, else no cache): where the tokenizer
         DFA is kept between processes, keyed by the tokenizer's content fingerprint; a corrupt or
@@ -170,6 +190,7 @@ class Compiler:
     def tokenizer_dfa_construction(self) -> str:
         """``"algorithm3"`` (well-ordered merge table) or ``"priority-timeline"``."""
 
+@final
 class Guide:
     """An immutable automaton over token ids: states, allowed tokens per state, transitions.
 
@@ -219,6 +240,7 @@ class Guide:
         ``TypeError`` saying so: it shares its tokenizer's data.)"""
     def matcher(self) -> "Matcher": ...
 
+@final
 class Matcher:
     """A per-sequence cursor over a Guide, with history for rollback."""
 

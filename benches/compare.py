@@ -60,10 +60,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("PROPERTOK_SHARED", str(REPO.parent / "shared"))).resolve()
 DATA = SHARED / "data"
-TOKENIZERS = {"mistral7b": "Mistral-7B", "llama3": "Llama 3"}
-LIBS = ["propertok-cartesian", "propertok-auto", "propertok-agnostic", "outlines-core", "llguidance", "xgrammar"]
+TOKENIZERS = {"mistral7b": "Mistral-7B", "llama3": "Llama 3", "qwen2": "Qwen2", "o200k": "o200k"}
+LIBS = ["propertok-cartesian", "propertok-eager", "propertok-auto", "propertok-agnostic", "outlines-core", "llguidance", "xgrammar"]
 PEERS = ["outlines-core", "llguidance", "xgrammar"]
-OURS = ["propertok-cartesian", "propertok-auto", "propertok-agnostic"]
+OURS = ["propertok-cartesian", "propertok-eager", "propertok-auto", "propertok-agnostic"]
 
 
 def tokenizer_path(tok: str) -> Path:
@@ -140,7 +140,8 @@ class Adapter:
 class PropertokAdapter(Adapter):
     def __init__(self, tok, eos_ids, vocab_size, method):
         super().__init__(tok, eos_ids, vocab_size)
-        self.method = method
+        # "cartesian" is the default (a lazy guide); "eager" the same method built up front.
+        self.method, self.options = ("cartesian", {"lazy": False}) if method == "eager" else (method, {})
 
     def setup(self):
         import numpy as np
@@ -182,10 +183,15 @@ class PropertokAdapter(Adapter):
             shutil.rmtree(d, ignore_errors=True)
 
     def compile(self, regex):
-        return self.compiler.compile_regex(regex, method=self.method)
+        return self.compiler.compile_regex(regex, method=self.method, **self.options)
 
     def describe(self, g):
-        return {"num_states": g.num_states, "method": g.method, "mask_bytes": (g.vocab_size + 31) // 32 * 4}
+        return {
+            "num_states": g.num_states,
+            "method": g.method,
+            "lazy": getattr(g, "is_lazy", False),
+            "mask_bytes": (g.vocab_size + 31) // 32 * 4,
+        }
 
     def matcher(self, g):
         return g.matcher()

@@ -168,6 +168,26 @@ fn bench_compile(c: &mut Criterion, toks: &[Tok], res: &[(String, String, String
     }
 }
 
+/// Time to first mask of a lazy guide (`compile_regex_lazy` computes the initial mask): a fresh
+/// guide per iteration, so every first visit is included.
+fn bench_compile_lazy(c: &mut Criterion, toks: &[Tok], res: &[(String, String, String)]) {
+    let mut g = c.benchmark_group("compile_lazy");
+    g.sample_size(20).warm_up_time(Duration::from_millis(200)).measurement_time(Duration::from_secs(2));
+    for tok in toks {
+        tok.compiler.compile_regex_lazy("a").expect("warm-up: the tokenizer's lazy parts");
+        for (label, id, re) in res {
+            if let Err(e) = tok.compiler.compile_regex_lazy(re) {
+                eprintln!("compile_lazy/{}/{label} ({id}): skipped: {e}", tok.name);
+                continue;
+            }
+            g.bench_with_input(BenchmarkId::new(tok.name, label), re, |b, re| {
+                b.iter(|| tok.compiler.compile_regex_lazy(black_box(re)).expect("compile"))
+            });
+        }
+    }
+    g.finish();
+}
+
 fn bench_mask_fill(c: &mut Criterion, toks: &[Tok], res: &[(String, String, String)]) {
     let mut g = c.benchmark_group("mask_fill");
     g.sample_size(20).warm_up_time(Duration::from_millis(200)).measurement_time(Duration::from_secs(2));
@@ -185,18 +205,18 @@ fn bench_mask_fill(c: &mut Criterion, toks: &[Tok], res: &[(String, String, Stri
                     b.iter(|| {
                         let s = states[i % n];
                         i = i.wrapping_add(1);
-                        guide.write_mask(black_box(s), &mut buf);
+                        guide.write_mask(black_box(s), &mut buf).expect("mask");
                     })
                 });
                 for &s in &states {
-                    guide.cached_mask(s); // fill the lazy cache first
+                    guide.cached_mask(s).unwrap(); // fill the mask cache first
                 }
                 let mut i = 0usize;
                 g.bench_function(BenchmarkId::new(format!("cached_copy/{name}"), label), |b| {
                     b.iter(|| {
                         let s = states[i % n];
                         i = i.wrapping_add(1);
-                        guide.copy_mask(black_box(s), &mut buf);
+                        guide.copy_mask(black_box(s), &mut buf).unwrap();
                     })
                 });
             }
@@ -228,6 +248,7 @@ fn all(c: &mut Criterion) {
         t.compiler.compile_regex("a", Method::Agnostic).expect("warm-up");
     }
     bench_compile(c, &toks, &res);
+    bench_compile_lazy(c, &toks, &res);
     bench_mask_fill(c, &toks, &res);
 }
 

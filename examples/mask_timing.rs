@@ -17,13 +17,13 @@ fn main() {
     let mut out = vec![0u32; guide.mask_words()];
     for _ in 0..2 {
         let started = Instant::now();
-        guide.write_mask(guide.initial_state(), &mut out);
+        guide.write_mask(guide.initial_state(), &mut out).expect("mask");
         println!("initial state: {:.2} µs", started.elapsed().as_secs_f64() * 1e6);
     }
     let mut times: Vec<(f64, u32)> = (0..guide.num_states() as u32)
         .map(|s| {
             let started = Instant::now();
-            guide.write_mask(s, &mut out);
+            guide.write_mask(s, &mut out).expect("mask");
             (started.elapsed().as_secs_f64() * 1e6, s)
         })
         .collect();
@@ -33,7 +33,7 @@ fn main() {
         let started = Instant::now();
         for _ in 0..20 {
             for &s in &slow {
-                guide.write_mask(s, &mut out);
+                guide.write_mask(s, &mut out).expect("mask");
             }
         }
         println!(

@@ -5,7 +5,7 @@ The extension never imports this package; JSON Schema compilation is added here,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from . import _core
 
@@ -19,9 +19,12 @@ class Compiler(_core.Compiler):
 
     __slots__ = ()
 
-    def compile_json_schema(self, schema: Any, method: str = "cartesian", **options: Any) -> _core.Guide:
+    def compile_json_schema(
+        self, schema: Any, method: str = "cartesian", *, lazy: Optional[bool] = None, **options: Any
+    ) -> _core.Guide:
         """Compile a JSON schema (a dict or JSON text): ``propertok.json_schema.schema_to_regex(schema,
-        **options)``, then ``compile_regex``. Options such as ``whitespace`` go to the converter."""
+        **options)``, then ``compile_regex(regex, method, lazy=lazy)``. Options such as
+        ``whitespace`` go to the converter."""
         from .json_schema import schema_to_regex
 
-        return self.compile_regex(schema_to_regex(schema, **options), method)
+        return self.compile_regex(schema_to_regex(schema, **options), method, lazy=lazy)

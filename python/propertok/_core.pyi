@@ -162,16 +162,27 @@ class Compiler:
         place while a process uses it."""
     @property
     def vocabulary(self) -> Vocabulary: ...
-    def compile_regex(self, pattern: str, method: str = "cartesian") -> "Guide":
+    def compile_regex(self, pattern: str, method: str = "cartesian", *, lazy: Optional[bool] = None) -> "Guide":
         """Compile ``pattern`` (full match) into a Guide.
 
         ``method``: ``"cartesian"`` (canonical, default); ``"direct"`` (canonical, as an explicit
         minimised token DFA — ``LimitExceeded`` past ``max_direct_states``/``max_direct_transitions``);
         ``"auto"`` (direct when within those limits, else cartesian; ``guide.method`` says which);
         or ``"agnostic"`` (every token sequence that decodes to a match, what Outlines does).
+
+        ``lazy`` (default: ``True`` for ``"cartesian"``, ``False`` otherwise): build each state
+        the first time a decoder reaches it, memoized in the guide and shared by every matcher and
+        thread, instead of every state up front. The masks are the same bit for bit; a lazy
+        compile costs milliseconds where an eager one on a 128k-vocabulary tokenizer costs up to
+        seconds. ``lazy=True`` with another method is a ``ValueError``; ``Guide.materialize()``
+        turns a lazy guide into an eager one.
+
         Errors: ``ValueError`` (invalid regex, unsupported feature such as look-around or
         backreferences, empty language, unknown method), ``NotImplementedError`` (canonical
-        method on a tokenizer it cannot make exact), ``LimitExceeded``. Releases the GIL.
+        method on a tokenizer it cannot make exact), ``LimitExceeded``. A lazy guide can also
+        raise ``LimitExceeded`` later, from ``mask``/``next_state`` and the matcher calls, when a
+        state it must build passes ``max_product_states`` or its memo passes ``max_guide_bytes``.
+        Releases the GIL.
         """
     def guide_from_bytes(self, data: bytes) -> "Guide":
         """Load a guide saved by ``Guide.to_bytes()`` for the same tokenizer; ``ValueError`` for
@@ -207,12 +218,21 @@ class Guide:
     def eos_token_ids(self) -> list[int]: ...
     @property
     def method(self) -> str: ...
+    @property
+    def is_lazy(self) -> bool:
+        """Whether states are built as decoders reach them (``Compiler.compile_regex(lazy=...)``);
+        ``num_states``, ``num_transitions`` and ``stats`` then count the states built so far."""
+    def materialize(self) -> "Guide":
+        """The same guide with every state built up front (an eager guide, what ``to_bytes``
+        needs), under the limits it was compiled with; an eager guide is returned as it is."""
     def num_transitions(self) -> int:
         """Total number of (state, non-EOS token) transitions (costs a pass over all masks)."""
     def stats(self) -> dict[str, object]:
         """``method``, ``num_states``, ``num_transitions`` (non-EOS), ``mean_allowed_tokens``,
         ``single_choice_share`` (states with exactly one choice: one token, or EOS alone),
-        ``mask_cache_bytes`` / ``max_mask_cache_bytes`` (masks cached so far, and the budget)."""
+        ``mask_cache_bytes`` / ``max_mask_cache_bytes`` (masks cached so far, and the budget),
+        ``lazy``; for a lazy guide also ``lazy_memo_bytes`` / ``max_lazy_memo_bytes`` (its memo,
+        bounded by ``max_guide_bytes``)."""
     def allowed_tokens(self, state: int) -> npt.NDArray[np.int32]:
         """Sorted allowed token ids, EOS ids included when ``state`` is final."""
     def mask(self, state: int) -> npt.NDArray[np.uint32]:
@@ -236,7 +256,8 @@ class Guide:
         which their masks differ. Costs the product's transitions: for tests and diagnostics."""
     def to_bytes(self) -> bytes:
         """The guide in a versioned, checksummed binary format, keyed by the tokenizer's
-        fingerprint; load it with ``Compiler.guide_from_bytes``. (Pickling a Guide raises
+        fingerprint; load it with ``Compiler.guide_from_bytes``. A lazy guide raises
+        ``NotImplementedError``: ``materialize()`` it first. (Pickling a Guide raises
         ``TypeError`` saying so: it shares its tokenizer's data.)"""
     def matcher(self) -> "Matcher": ...
 

@@ -12,9 +12,12 @@ use crate::build::direct::merge::direct_merge;
 use crate::build::pre_tokenized::{self, PreTokenizedTables};
 use crate::build::{cartesian, direct};
 use crate::error::{Error, Result};
+use crate::guide::lazy::LazyGuide;
 use crate::guide::{Guide, Method, ProductParts};
+use crate::lazy::TokenizerParts;
 use crate::limits::{Deadline, Limits, MAX_PRE_TOKENIZER_STATES};
 use crate::pre_tokenizer::piece_machine::{PieceMachine, PieceMachineSpec};
+use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::ContentTrie;
 use crate::regex::byte_dfa::ByteDfa;
 use crate::tokenizer::always_split::tokens_always_split;
@@ -35,6 +38,7 @@ pub struct Compiler {
     emittable_tokens: OnceLock<TokenTrie>,
     piece_machine: OnceLock<Result<PieceMachine>>,
     pre_tokenized: OnceLock<Result<PreTokenizedParts>>,
+    lazy_parts: OnceLock<Result<Arc<TokenizerParts>>>,
     /// `tokens_always_split`, computed once (~0.2 s for Llama 3; `tokenizer_dfa_stats` asks).
     always_split: OnceLock<Result<Vec<u32>>>,
 }
@@ -58,6 +62,7 @@ impl Compiler {
             emittable_tokens: OnceLock::new(),
             piece_machine: OnceLock::new(),
             pre_tokenized: OnceLock::new(),
+            lazy_parts: OnceLock::new(),
             always_split: OnceLock::new(),
         }
     }
@@ -209,6 +214,48 @@ impl Compiler {
             .map_err(Clone::clone)
     }
 
+    /// What every lazy guide of this tokenizer shares: the tokens a guide may use (as a trie and
+    /// as a bitset), the lone tokens and their splits, the pre-tokenizer explored in full.
+    fn lazy_parts(&self) -> Result<&Arc<TokenizerParts>> {
+        self.lazy_parts
+            .get_or_init(|| {
+                let tok = self.tokenizer_dfa()?.clone();
+                let v = &self.vocab;
+                let (trie, splits, pieces, contents, lone_tokens) = match v.pre_tokenizer() {
+                    Some(_) => {
+                        let parts = self.pre_tokenized_parts()?;
+                        let mut machine = parts.tables.machine.clone();
+                        let pieces = PieceTable::explore(&mut machine, MAX_PRE_TOKENIZER_STATES)?;
+                        (
+                            parts.tables.trie.clone(),
+                            parts.tables.splits.clone(),
+                            Some(Arc::new(pieces)),
+                            parts.tables.contents.clone(),
+                            parts.lone_tokens.clone(),
+                        )
+                    }
+                    None => {
+                        let trie = self.emittable_tokens(&tok).clone();
+                        (trie, LoneSplits::default(), None, ContentTrie::default(), Vec::new())
+                    }
+                };
+                Ok(Arc::new(TokenizerParts::new(v.clone(), tok, trie, splits, pieces, contents, &lone_tokens)))
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// Compiles a regex (full match) into a lazy canonical guide: its states are built the
+    /// first time a decoder reaches them (see `crate::lazy`); the same language as
+    /// `compile_regex(pattern, Method::Cartesian)`.
+    pub fn compile_regex_lazy(&self, pattern: &str) -> Result<Guide> {
+        let parts = self.lazy_parts()?.clone();
+        let deadline = self.deadline();
+        let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
+        deadline.check("the regex's byte DFA")?;
+        self.finish(LazyGuide::compile(parts, dfa, self.limits)?)
+    }
+
     /// Compiles a regex (full match) with the given method.
     pub fn compile_regex(&self, pattern: &str, method: Method) -> Result<Guide> {
         let guide = match method {
@@ -224,16 +271,16 @@ impl Compiler {
                 self.direct_from(&product)?
             }
         };
-        Ok(self.finish(guide))
+        self.finish(guide)
     }
 
     /// Applies the mask-cache limit and computes the initial state's mask, the first one every
     /// decoder asks for (its cost then lands in the compile: with a large vocabulary the first
     /// allocation after a compile's temporaries are freed can take ~0.2 ms).
-    fn finish(&self, guide: Guide) -> Guide {
+    fn finish(&self, guide: Guide) -> Result<Guide> {
         let guide = guide.with_mask_cache_limit(self.limits.max_mask_cache_bytes);
-        guide.cached_mask(guide.initial_state());
-        guide
+        guide.cached_mask(guide.initial_state())?;
+        Ok(guide)
     }
 
     /// `method="auto"`: the explicit DFA when it fits the `max_direct_*` limits, else the
@@ -245,7 +292,7 @@ impl Compiler {
             Err(Error::LimitExceeded { limit: "max_direct_states" | "max_direct_transitions", .. }) => product,
             Err(e) => return Err(e),
         };
-        Ok(self.finish(guide))
+        self.finish(guide)
     }
 
     /// Starts the clock of one compile. The tokenizer DFA is built (or loaded) before this, so
@@ -323,8 +370,10 @@ mod tests {
             let cartesian = c.compile_regex(p, Method::Cartesian).unwrap();
             let direct = c.compile_regex(p, Method::Direct).unwrap();
             assert_eq!(direct.method(), Method::Direct);
-            assert_eq!(cartesian.first_difference(&direct), None, "{p}");
-            assert_eq!(direct.first_difference(&cartesian), None, "{p}");
+            assert_eq!(cartesian.first_difference(&direct), Ok(None), "{p}");
+            assert_eq!(direct.first_difference(&cartesian), Ok(None), "{p}");
+            let lazy = c.compile_regex_lazy(p).unwrap();
+            assert_eq!(lazy.first_difference(&cartesian), Ok(None), "{p}: lazy");
         }
     }
 

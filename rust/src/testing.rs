@@ -144,7 +144,7 @@ fn canonical_tokens(vocab: &Vocabulary, table: &MergeTable, text: &[u8]) -> Opti
 fn replay(guide: &Arc<Guide>, tokens: &[u32], ctx: &dyn Fn() -> String) {
     let mut m = Matcher::new(guide.clone());
     for (i, &t) in tokens.iter().enumerate() {
-        assert!(m.allowed_tokens().binary_search(&t).is_ok(), "{}: token {i} ({t}) not in the mask", ctx());
+        assert!(m.allowed_tokens().unwrap().binary_search(&t).is_ok(), "{}: token {i} ({t}) not in the mask", ctx());
         assert_eq!(m.accept_token(t), Ok(true), "{}: token {i} ({t}) refused", ctx());
     }
     assert!(m.is_accepting(), "{}: not accepting after the tokens", ctx());
@@ -214,8 +214,8 @@ pub fn check_regex_guide(data: &[u8]) {
     let find = |m: Method| guides.iter().find(|g| g.0 == m).map(|g| g.1.clone());
     if let (Some(c), Some(d)) = (find(Method::Cartesian), find(Method::Direct)) {
         let ctx = format!("regex {pattern:?}, tokens {tokens:?}, merges {merges:?}");
-        assert_eq!(c.first_difference(&d), None, "{ctx}: cartesian vs direct");
-        assert_eq!(d.first_difference(&c), None, "{ctx}: direct vs cartesian");
+        assert_eq!(c.first_difference(&d), Ok(None), "{ctx}: cartesian vs direct");
+        assert_eq!(d.first_difference(&c), Ok(None), "{ctx}: direct vs cartesian");
     }
 }
 

@@ -249,7 +249,7 @@ def test_product_limit(pt, small):
     with pytest.raises(pt.LimitExceeded, match=r"max_product_states") as exc:
         pt.Compiler(vocab, max_product_states=5).compile_regex("[abcd]{20}")
     assert "5" in str(exc.value)
-    guide = pt.Compiler(vocab).compile_regex("[abcd]{20}")  # default limit: fine
+    guide = pt.Compiler(vocab).compile_regex("[abcd]{20}", lazy=False)  # default limit: fine
     assert guide.num_states > 5
 
 
@@ -281,8 +281,11 @@ def test_compile_time_limit(pt, mistral):
     compiler = pt.Compiler(vocab, max_compile_seconds=0.001)
     compiler.tokenizer_dfa_stats()  # builds the tokenizer DFA, which is never charged to a compile
     with pytest.raises(pt.LimitExceeded, match=r"max_compile_seconds = 0\.001 .*(byte DFA|CartesianMerge)") as exc:
-        compiler.compile_regex(pattern)
+        compiler.compile_regex(pattern, lazy=False)
     assert isinstance(exc.value, pt.PropertokError)
+    # A lazy compile is checked too (here right after the byte DFA).
+    with pytest.raises(pt.LimitExceeded, match=r"max_compile_seconds = 0 .*byte DFA"):
+        pt.Compiler(vocab, max_compile_seconds=0.0).compile_regex(pattern)
     with pytest.raises(pt.LimitExceeded, match=r"max_compile_seconds"):
         pt.Compiler(vocab, max_compile_seconds=0.0).compile_regex(pattern, method="agnostic")
     unlimited = mistral.compiler.compile_regex('"[^"]{0,3}"')
@@ -303,7 +306,7 @@ def test_guide_memory_limit(pt, mistral):
     # A 40-character literal has ~40 byte states, each a 4,000-byte mask for 32,000 tokens.
     pattern = "x" * 40
     with pytest.raises(pt.LimitExceeded, match=r"max_guide_bytes = 50000 .*byte-state masks") as exc:
-        pt.Compiler(vocab, max_guide_bytes=50_000).compile_regex(pattern)
+        pt.Compiler(vocab, max_guide_bytes=50_000).compile_regex(pattern, lazy=False)
     assert isinstance(exc.value, pt.PropertokError)
     with pytest.raises(pt.LimitExceeded, match=r"max_guide_bytes"):
         pt.Compiler(vocab, max_guide_bytes=50_000).compile_regex(pattern, method="agnostic")

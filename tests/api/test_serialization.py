@@ -16,6 +16,11 @@ REGEX = r'\{"name": "[A-Za-zé中 ]{1,3}", "age": [0-9]{1,3}\}'
 def test_guide_round_trip(pt, mistral, method):
     regex = REGEX if method != "direct" else r"(yes|no|maybe)[.!?]"
     guide = mistral.compiler.compile_regex(regex, method=method)
+    if guide.is_lazy:  # cartesian's default: saved through its eager guide
+        with pytest.raises(NotImplementedError, match=r"materialize\(\)"):
+            guide.to_bytes()
+        guide = guide.materialize()
+        assert not guide.is_lazy
     data = guide.to_bytes()
     back = mistral.compiler.guide_from_bytes(data)
     assert back.method == guide.method and back.num_states == guide.num_states
@@ -26,7 +31,7 @@ def test_guide_round_trip(pt, mistral, method):
 
 @needs_shared("the Llama 2 tokenizer")
 def test_bad_guide_bytes_are_refused(mistral, llama2):
-    data = mistral.compiler.compile_regex(REGEX).to_bytes()
+    data = mistral.compiler.compile_regex(REGEX, lazy=False).to_bytes()
     for cut in (0, 20, len(data) // 2, len(data) - 1):
         with pytest.raises(ValueError, match="(?i)invalid|truncated"):
             mistral.compiler.guide_from_bytes(data[:cut])

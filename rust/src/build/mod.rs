@@ -15,3 +15,33 @@ pub mod cartesian;
 pub mod direct;
 pub mod pre_tokenized;
 mod search;
+
+use crate::error::{Error, Result};
+use crate::guide::{Automaton, Guide};
+use crate::limits::Deadline;
+
+/// The eager guide of a lazy one: the same language with every state built up front, under the
+/// limits the lazy guide was compiled with (what serialisation, `direct` and whole-guide
+/// statistics need). `InvalidArgument` for a guide that is not lazy.
+pub fn materialize(guide: &Guide) -> Result<Guide> {
+    let Automaton::Lazy(lazy) = &guide.automaton else {
+        return Err(Error::InvalidArgument("materialize: the guide is not lazy".into()));
+    };
+    let engine = lazy.automaton.engine();
+    let parts = engine.parts();
+    let dfa = engine.space().dfa().clone();
+    let limits = lazy.limits.search(Deadline::after_seconds(lazy.limits.max_compile_seconds));
+    let eager = match &parts.pieces {
+        Some(pieces) => {
+            let tables = pre_tokenized::PreTokenizedTables {
+                machine: (**pieces).clone(),
+                contents: (*parts.contents).clone(),
+                splits: parts.splits.clone(),
+                trie: parts.trie.clone(),
+            };
+            pre_tokenized::build(&parts.vocab, &parts.tok, &tables, dfa, &limits)?
+        }
+        None => cartesian::build(&parts.vocab, &parts.tok, &parts.trie, dfa, &limits)?,
+    };
+    Ok(eager.with_mask_cache_limit(lazy.limits.max_mask_cache_bytes))
+}

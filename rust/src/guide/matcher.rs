@@ -55,7 +55,7 @@ impl Matcher {
             return Ok(self.guide.eos_token_ids().contains(&token));
         }
         // One lookup decides both whether the token is allowed and where it leads.
-        let Some(next) = self.guide.step(self.state(), token) else {
+        let Some(next) = self.guide.step(self.state(), token)? else {
             return Ok(false);
         };
         if self.guide.eos_token_ids().contains(&token) {
@@ -85,26 +85,27 @@ impl Matcher {
     }
 
     /// Writes the allowed-token mask into `out`; a terminated matcher allows only EOS.
-    pub fn write_mask(&self, out: &mut [u32]) {
+    pub fn write_mask(&self, out: &mut [u32]) -> Result<()> {
         if self.terminated {
             out.fill(0);
             for &e in self.guide.eos_token_ids() {
                 bitset::set(out, e as usize);
             }
+            Ok(())
         } else {
-            self.guide.copy_mask(self.state(), out);
+            self.guide.copy_mask(self.state(), out)
         }
     }
 
-    pub fn allowed_tokens(&self) -> Vec<u32> {
+    pub fn allowed_tokens(&self) -> Result<Vec<u32>> {
         let mut m = vec![0u32; self.guide.mask_words()];
-        self.write_mask(&mut m);
-        bitset::iter_ones(&m).map(|t| t as u32).collect()
+        self.write_mask(&mut m)?;
+        Ok(bitset::iter_ones(&m).map(|t| t as u32).collect())
     }
 
-    pub fn forced_tokens(&self) -> Vec<u32> {
+    pub fn forced_tokens(&self) -> Result<Vec<u32>> {
         if self.terminated {
-            return Vec::new();
+            return Ok(Vec::new());
         }
         self.guide.forced_tokens(self.state())
     }

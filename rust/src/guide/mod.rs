@@ -1,32 +1,32 @@
-//! A compiled guide: an immutable automaton over token ids with a mask per state.
+//! A compiled guide: an automaton over token ids with a mask per state, what decoding needs.
 //!
-//! A guide state is a pair `(q1, q2)`: `q1` a state of the regex's byte DFA, `q2` a state of
-//! the tokenizer DFA (always 0 for the agnostic method). The allowed tokens of a state are
-//! never stored per state up front — there can be thousands of states over a 128k vocabulary —
-//! but as the intersection of two precomputed sets (the appendix's §5.4):
-//! * `base_masks[q1]`: tokens whose byte walk from `q1` ends in a state `q1'` such that
-//!   `(q1', class(t))` is a relevant product state (the transition function δ1 restricted to
-//!   relevant targets);
-//! * the tokenizer DFA's forbidden set of `q2`, which is subtracted.
+//! Four representations sit behind one API (`Automaton`):
+//! * *product* (CartesianMerge, agnostic): a state is `(q1, q2)`, a state of the regex's byte
+//!   DFA and of the tokenizer DFA; its mask is `base_masks[q1]` (tokens with a relevant target)
+//!   minus the tokenizer DFA's forbidden set of `q2`, plus byte-fallback edges;
+//! * *token DFA* (`direct`): explicit transitions;
+//! * *pre-tokenized*: a state is (member set, tokenizer side), see `pre_tokenized`;
+//! * *lazy* (the default for canonical methods): states built the first time a decoder reaches
+//!   them, see `crate::lazy`.
 //!
-//! Byte-fallback tokens, whose target depends on `q2`, are kept as explicit edges, and EOS ids
-//! are added on final states. A state's full mask is computed on first request and cached
-//! (within the guide's `max_mask_cache_bytes`, see `mask_cache`), so `mask()` can usually hand
-//! out a zero-copy view; `write_mask` computes straight into a caller's buffer.
+//! EOS ids are added on final states. A state's full mask is computed on first request and
+//! cached (within the guide's `max_mask_cache_bytes`, see `mask_cache`), so `mask()` can usually
+//! hand out a zero-copy view; `write_mask` computes straight into a caller's buffer. Computing a
+//! lazy guide's mask or successor can reach a limit, so those calls return `Result`.
 //!
 //! # Invariants
 //! * Every state is reachable from `initial` and can reach a final state, so a decoder that
 //!   only picks allowed tokens can always finish.
-//! * EOS is allowed exactly in final states (`q1` accepting and `q2` not inside a
-//!   byte-fallback character).
+//! * EOS is allowed exactly in final states.
+//! * A token is in a state's mask exactly when `step` gives it a successor.
 
 pub mod io;
+pub(crate) mod lazy;
 pub mod mask_cache;
 pub mod matcher;
 pub mod pre_tokenized;
 mod product;
 pub mod token_dfa;
-pub mod token_set;
 mod walks;
 
 use std::borrow::Cow;
@@ -101,6 +101,8 @@ pub(crate) enum Automaton {
     },
     /// A canonical guide for a tokenizer with a pre-tokenizer (see `pre_tokenized`).
     PreTokenized(pre_tokenized::PreTokenizedAutomaton),
+    /// A canonical guide built as it is used (see `crate::lazy`).
+    Lazy(lazy::LazyGuide),
 }
 
 impl Automaton {
@@ -109,6 +111,7 @@ impl Automaton {
             Automaton::Product(p) => p.states.len(),
             Automaton::TokenDfa { dfa, .. } => dfa.num_states(),
             Automaton::PreTokenized(p) => p.num_states(),
+            Automaton::Lazy(l) => l.automaton.num_states(),
         }
     }
 }
@@ -126,8 +129,7 @@ impl Guide {
     /// A guide over `automaton`, with an empty mask cache of the default budget (the
     /// `Compiler` sets the caller's [`crate::limits::Limits::max_mask_cache_bytes`]).
     pub(crate) fn new(method: Method, vocab: Arc<Vocabulary>, automaton: Automaton, initial: u32) -> Guide {
-        let num_states = automaton.num_states();
-        let masks = MaskCache::new(num_states, crate::limits::DEFAULT_MAX_MASK_CACHE_BYTES);
+        let masks = MaskCache::new(crate::limits::DEFAULT_MAX_MASK_CACHE_BYTES);
         Guide { method, vocab, automaton, initial, masks }
     }
 
@@ -137,8 +139,20 @@ impl Guide {
     pub fn initial_state(&self) -> u32 {
         self.initial
     }
+    /// Number of states (of a lazy guide: the states built so far).
     pub fn num_states(&self) -> usize {
-        self.masks.num_states()
+        self.automaton.num_states()
+    }
+    /// Whether states are built as decoders reach them (see `crate::lazy`).
+    pub fn is_lazy(&self) -> bool {
+        matches!(self.automaton, Automaton::Lazy(_))
+    }
+    /// Bytes a lazy guide's memo holds (an estimate), and its limit (`max_guide_bytes`).
+    pub fn lazy_memo_bytes(&self) -> Option<(usize, usize)> {
+        match &self.automaton {
+            Automaton::Lazy(l) => Some(l.automaton.engine().memo_bytes()),
+            _ => None,
+        }
     }
     /// Bytes of masks cached so far, and the cache's budget (see `mask_cache`).
     pub fn mask_cache_bytes(&self) -> (usize, usize) {
@@ -146,7 +160,7 @@ impl Guide {
     }
     /// The same guide with an empty mask cache of `max_bytes`.
     pub fn with_mask_cache_limit(mut self, max_bytes: usize) -> Guide {
-        self.masks = MaskCache::new(self.num_states(), max_bytes);
+        self.masks = MaskCache::new(max_bytes);
         self
     }
     pub fn vocab_size(&self) -> usize {
@@ -169,7 +183,7 @@ impl Guide {
     pub(crate) fn parts(&self) -> ProductParts<'_> {
         match &self.automaton {
             Automaton::Product(p) => ProductParts { byte_dfa: &p.dfa },
-            Automaton::TokenDfa { .. } | Automaton::PreTokenized(_) => {
+            Automaton::TokenDfa { .. } | Automaton::PreTokenized(_) | Automaton::Lazy(_) => {
                 unreachable!("parts() is only called on product guides")
             }
         }
@@ -179,7 +193,7 @@ impl Guide {
     pub fn token_dfa(&self) -> Option<&TokenDfa> {
         match &self.automaton {
             Automaton::TokenDfa { dfa, .. } => Some(dfa),
-            Automaton::Product(_) | Automaton::PreTokenized(_) => None,
+            Automaton::Product(_) | Automaton::PreTokenized(_) | Automaton::Lazy(_) => None,
         }
     }
 
@@ -211,11 +225,12 @@ impl Guide {
             Automaton::Product(p) => p.is_final(state),
             Automaton::TokenDfa { dfa, .. } => dfa.accepting[state as usize],
             Automaton::PreTokenized(p) => p.is_final(state),
+            Automaton::Lazy(l) => l.automaton.is_final(state),
         }
     }
 
     /// Writes the mask of `state` into `out` (`mask_words()` words).
-    pub fn write_mask(&self, state: u32, out: &mut [u32]) {
+    pub fn write_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
         match &self.automaton {
             Automaton::Product(p) => p.write_mask(state, out),
             Automaton::PreTokenized(p) => p.write_mask(state, out),
@@ -225,64 +240,68 @@ impl Guide {
                     bitset::set(out, t as usize);
                 }
             }
+            Automaton::Lazy(l) => l.automaton.write_mask(state, out)?,
         }
         if self.is_final(state) {
             for &e in self.vocab.eos_token_ids() {
                 bitset::set(out, e as usize);
             }
         }
+        Ok(())
     }
 
     /// The mask of `state`: borrowed from the cache, or computed afresh once the cache's budget
     /// is spent.
-    pub fn mask(&self, state: u32) -> Cow<'_, [u32]> {
-        match self.cached_mask(state) {
+    pub fn mask(&self, state: u32) -> Result<Cow<'_, [u32]>> {
+        Ok(match self.cached_mask(state)? {
             Some(m) => Cow::Borrowed(m),
             None => {
                 let mut m = vec![0u32; self.mask_words()];
-                self.write_mask(state, &mut m);
+                self.write_mask(state, &mut m)?;
                 Cow::Owned(m)
             }
-        }
+        })
     }
 
     /// The cached mask of `state` (cached now if the budget allows), `None` past the budget.
-    pub fn cached_mask(&self, state: u32) -> Option<&[u32]> {
+    pub fn cached_mask(&self, state: u32) -> Result<Option<&[u32]>> {
         self.masks.get_or_compute(state as usize, self.mask_words(), |m| self.write_mask(state, m))
     }
 
     /// Copies (or computes) the mask of `state` into `out` (`mask_words()` words).
-    pub fn copy_mask(&self, state: u32, out: &mut [u32]) {
-        match self.cached_mask(state) {
+    pub fn copy_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
+        match self.cached_mask(state)? {
             Some(m) => out.copy_from_slice(m),
-            None => self.write_mask(state, out),
+            None => self.write_mask(state, out)?,
         }
+        Ok(())
     }
 
     /// Sorted allowed token ids (EOS included on final states).
-    pub fn allowed_tokens(&self, state: u32) -> Vec<u32> {
-        bitset::iter_ones(&self.mask(state)).map(|t| t as u32).collect()
+    pub fn allowed_tokens(&self, state: u32) -> Result<Vec<u32>> {
+        Ok(bitset::iter_ones(&self.mask(state)?).map(|t| t as u32).collect())
     }
 
     /// Whether `token` is in the mask of `state`, decided without computing the mask.
-    pub fn is_allowed(&self, state: u32, token: u32) -> bool {
-        self.step(state, token).is_some()
+    pub fn is_allowed(&self, state: u32, token: u32) -> Result<bool> {
+        Ok(self.step(state, token)?.is_some())
     }
 
     /// The state after `token`, `None` when the mask of `state` does not allow it; EOS from a
     /// final state stays in `state`. `state` and `token` must be in range.
-    pub fn step(&self, state: u32, token: u32) -> Option<u32> {
+    pub fn step(&self, state: u32, token: u32) -> Result<Option<u32>> {
         if self.vocab.eos_token_ids().contains(&token) {
-            return self.is_final(state).then_some(state);
+            return Ok(self.is_final(state).then_some(state));
         }
         if token as usize >= self.vocab.num_tokens() {
-            return None; // padding ids past the tokenizer
+            return Ok(None); // padding ids past the tokenizer
         }
-        match &self.automaton {
+        Ok(match &self.automaton {
             Automaton::Product(p) => p.next_state(&self.vocab, state, token),
             Automaton::TokenDfa { dfa, .. } => dfa.next(state, token),
             Automaton::PreTokenized(p) => p.next_state(&self.vocab, state, token),
-        }
+            Automaton::Lazy(l) => l.automaton.next_state(state, token)?,
+        })
     }
 
     /// The state after `token`, with an error naming the problem when it is out of range or
@@ -290,16 +309,20 @@ impl Guide {
     pub fn next_state(&self, state: u32, token: u32) -> Result<u32> {
         self.check_state(state)?;
         self.check_token(token)?;
-        self.step(state, token).ok_or_else(|| self.disallowed(state, token))
+        match self.step(state, token)? {
+            Some(next) => Ok(next),
+            None => Err(self.disallowed(state, token)),
+        }
     }
 
     fn disallowed(&self, state: u32, token: u32) -> Error {
         let bytes =
             if (token as usize) < self.vocab.num_tokens() { self.vocab.token_bytes(token) } else { b"<padding>" };
         let text = String::from_utf8_lossy(bytes).into_owned();
-        Error::InvalidArgument(format!(
-            "token {token} ({text:?}) is not allowed in state {state} ({} tokens are)",
-            bitset::count(&self.mask(state))
-        ))
+        let allowed = match self.mask(state) {
+            Ok(mask) => format!("{} tokens are", bitset::count(&mask)),
+            Err(e) => format!("its mask: {e}"),
+        };
+        Error::InvalidArgument(format!("token {token} ({text:?}) is not allowed in state {state} ({allowed})"))
     }
 }

@@ -5,59 +5,15 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
-use crate::guide::token_set::TokenSet;
 use crate::pre_tokenizer::text_automaton::FrozenText;
 use crate::regex::byte_dfa::{ByteDfa, DEAD};
 use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::TokenizerDfa;
 use crate::util::bitset;
+use crate::util::token_set::TokenSet;
 
 use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT, SPELLED};
-use crate::tokenizer_dfa::NO_CLASS;
-
-/// Tokenizer-side state at the start of a piece.
-pub const START: u32 = u32::MAX - 2;
-/// Tokenizer-side state after a lone token: only a piece boundary may follow.
-pub const LONE: u32 = u32::MAX - 3;
-/// "Not a set" / "not on a lone token's split".
-pub(crate) const NONE: u32 = u32::MAX;
-
-/// How a state's tokenizer side (the last token's class, [`START`] or [`LONE`]) constrains the
-/// next token.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
-pub(crate) enum Side {
-    /// At a piece start ([`START`]: the start of the text, or right after a boundary): no pair
-    /// constraint, lone tokens allowed.
-    PieceStart,
-    /// After a lone token ([`LONE`]): a boundary must come first.
-    AfterLone,
-    /// After a token with a class, inside a piece: the pair constraint, or a boundary.
-    InPiece,
-}
-
-pub(crate) fn side_of(c: u32) -> Side {
-    match c {
-        START => Side::PieceStart,
-        LONE => Side::AfterLone,
-        _ => Side::InPiece,
-    }
-}
-
-/// Whether a boundary of `kind` may follow a text state whose stage-0 piece spells an added
-/// token's content (`spells_content`): only when that token was just emitted whole (`c` is
-/// [`LONE`]); a stage-0 boundary needs it, others do not end the stage-0 piece.
-#[inline]
-pub(crate) fn mark_allowed(kind: usize, spells_content: bool, c: u32) -> bool {
-    kind != 0 || !spells_content || c == LONE
-}
-
-#[inline]
-pub(crate) fn class_or_lone(tok: &TokenizerDfa, t: u32) -> u32 {
-    match tok.class_of(t) {
-        NO_CLASS => LONE,
-        k => k,
-    }
-}
+pub(crate) use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, side_of, Side, LONE, NONE, START};
 
 /// A member of a guide state: a text state and a [`LoneSplits`] node. Ordered by text state,
 /// then split node (member sets are stored sorted).

@@ -6,5 +6,6 @@
 pub mod char_classes;
 mod onig_syntax;
 pub mod piece_machine;
+pub mod piece_table;
 pub mod split_nfa;
 pub mod text_automaton;

@@ -74,18 +74,22 @@ impl ContentTrie {
         }
         trie
     }
+    /// Number of trie nodes (0 without contents).
+    pub fn num_nodes(&self) -> usize {
+        self.children.len()
+    }
     /// Whether there are contents at all (stage 0 splits added tokens out).
     pub fn is_active(&self) -> bool {
         !self.children.is_empty()
     }
-    fn step(&self, node: u32, b: u8) -> u32 {
+    pub(crate) fn step(&self, node: u32, b: u8) -> u32 {
         if node == NOT_A_PREFIX || !self.is_active() {
             return NOT_A_PREFIX;
         }
         let ch = &self.children[node as usize];
         ch.binary_search_by_key(&b, |c| c.0).map_or(NOT_A_PREFIX, |i| ch[i].1)
     }
-    fn is_terminal(&self, node: u32) -> bool {
+    pub(crate) fn is_terminal(&self, node: u32) -> bool {
         node != NOT_A_PREFIX && self.is_active() && self.terminal[node as usize]
     }
 }

@@ -71,12 +71,25 @@ impl PyCompiler {
     fn vocabulary(&self, py: Python<'_>) -> Py<PyVocabulary> {
         self.vocab.clone_ref(py)
     }
-    #[pyo3(signature = (pattern, method="cartesian"))]
-    fn compile_regex(&self, py: Python<'_>, pattern: String, method: &str) -> PyResult<PyGuide> {
+    #[pyo3(signature = (pattern, method="cartesian", *, lazy=None))]
+    fn compile_regex(&self, py: Python<'_>, pattern: String, method: &str, lazy: Option<bool>) -> PyResult<PyGuide> {
         let method = Method::parse(method).map_err(to_py)?;
+        // Lazy is the default for the canonical product (`cartesian`); `direct`, `agnostic` and
+        // `auto` (which may build a direct DFA) are eager by construction.
+        let lazy = match (lazy, method) {
+            (None, m) => m == Some(Method::Cartesian),
+            (Some(true), Some(Method::Cartesian)) => true,
+            (Some(true), _) => {
+                return Err(PyValueError::new_err(
+                    "lazy=True needs method='cartesian': the other methods build their whole automaton up front",
+                ))
+            }
+            (Some(false), _) => false,
+        };
         let compiler = self.inner.clone();
         let guide = py
             .detach(move || match method {
+                Some(Method::Cartesian) if lazy => compiler.compile_regex_lazy(&pattern),
                 Some(m) => compiler.compile_regex(&pattern, m),
                 None => compiler.compile_regex_auto(&pattern),
             })

@@ -47,13 +47,13 @@ impl PyGuide {
     fn method(&self) -> &'static str {
         self.inner.method().name()
     }
-    fn num_transitions(&self, py: Python<'_>) -> usize {
+    fn num_transitions(&self, py: Python<'_>) -> PyResult<usize> {
         let g = self.inner.clone();
-        py.detach(move || g.num_transitions())
+        py.detach(move || g.num_transitions()).map_err(to_py)
     }
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let g = self.inner.clone();
-        let st = py.detach(move || g.stats());
+        let st = py.detach(move || g.stats()).map_err(to_py)?;
         let d = PyDict::new(py);
         d.set_item("method", self.inner.method().name())?;
         d.set_item("num_states", st.num_states)?;
@@ -63,21 +63,36 @@ impl PyGuide {
         let (cached, max_cached) = self.inner.mask_cache_bytes();
         d.set_item("mask_cache_bytes", cached)?;
         d.set_item("max_mask_cache_bytes", max_cached)?;
+        d.set_item("lazy", self.inner.is_lazy())?;
+        if let Some((bytes, max_bytes)) = self.inner.lazy_memo_bytes() {
+            d.set_item("lazy_memo_bytes", bytes)?;
+            d.set_item("max_lazy_memo_bytes", max_bytes)?;
+        }
         Ok(d)
     }
     fn allowed_tokens<'py>(&self, py: Python<'py>, state: i64) -> PyResult<Bound<'py, PyArray1<i32>>> {
         let s = self.state(state)?;
-        let v: Vec<i32> = self.inner.allowed_tokens(s).into_iter().map(|t| t as i32).collect();
+        let g = self.inner.clone();
+        let v: Vec<i32> =
+            py.detach(move || g.allowed_tokens(s)).map_err(to_py)?.into_iter().map(|t| t as i32).collect();
         Ok(PyArray1::from_vec(py, v))
     }
     fn mask<'py>(slf: Bound<'py, Self>, state: i64) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let this = slf.get();
         let s = this.state(state)?;
-        let Some(words) = this.inner.cached_mask(s) else {
-            // The guide's mask cache is full (max_mask_cache_bytes): a fresh, owned array.
-            let array = PyArray1::from_vec(slf.py(), this.inner.mask(s).into_owned());
-            array.call_method1("setflags", (false,))?;
-            return Ok(array);
+        // Computed (a lazy guide's first visit can take milliseconds) without the GIL.
+        let g = this.inner.clone();
+        let cached = slf.py().detach(move || g.cached_mask(s).map(|m| m.is_some())).map_err(to_py)?;
+        let words = match cached {
+            true => this.inner.cached_mask(s).map_err(to_py)?.expect("cached above"),
+            false => {
+                // The guide's mask cache is full (max_mask_cache_bytes): a fresh, owned array.
+                let g = this.inner.clone();
+                let owned = slf.py().detach(move || g.mask(s).map(|m| m.into_owned())).map_err(to_py)?;
+                let array = PyArray1::from_vec(slf.py(), owned);
+                array.call_method1("setflags", (false,))?;
+                return Ok(array);
+            }
         };
         let view = ArrayView1::from(words);
         // SAFETY: the words live in the guide's cache (a boxed slice that is never moved or
@@ -87,18 +102,20 @@ impl PyGuide {
         array.call_method1("setflags", (false,))?;
         Ok(array)
     }
-    fn next_state(&self, state: i64, token_id: i64) -> PyResult<u32> {
+    fn next_state(&self, py: Python<'_>, state: i64, token_id: i64) -> PyResult<u32> {
         let s = self.state(state)?;
         let t = u32::try_from(token_id)
             .map_err(|_| PyValueError::new_err(format!("token id {token_id} is out of range")))?;
-        self.inner.next_state(s, t).map_err(to_py)
+        let g = self.inner.clone();
+        py.detach(move || g.next_state(s, t)).map_err(to_py)
     }
     fn is_final(&self, state: i64) -> PyResult<bool> {
         Ok(self.inner.is_final(self.state(state)?))
     }
-    fn count_sequences(&self, py: Python<'_>) -> Option<u64> {
+    fn count_sequences(&self, py: Python<'_>) -> PyResult<Option<u64>> {
         let g = self.inner.clone();
-        py.detach(move || g.count_sequences()).map(|c| u64::try_from(c).unwrap_or(u64::MAX))
+        let count = py.detach(move || g.count_sequences()).map_err(to_py)?;
+        Ok(count.map(|c| u64::try_from(c).unwrap_or(u64::MAX)))
     }
     #[pyo3(signature = (seed, max_tokens=64))]
     fn random_walk(&self, py: Python<'_>, seed: u64, max_tokens: usize) -> PyResult<Vec<u32>> {
@@ -112,7 +129,22 @@ impl PyGuide {
             return Err(PyValueError::new_err("the guides have different vocab sizes"));
         }
         let (a, b) = (self.inner.clone(), other.inner.clone());
-        Ok(py.detach(move || a.first_difference(&b)))
+        py.detach(move || a.first_difference(&b)).map_err(to_py)
+    }
+    /// Whether states are built as decoders reach them.
+    #[getter]
+    fn is_lazy(&self) -> bool {
+        self.inner.is_lazy()
+    }
+    /// The same guide with every state built up front (an eager guide): what `to_bytes` needs.
+    /// An eager guide is returned as it is.
+    fn materialize(&self, py: Python<'_>) -> PyResult<PyGuide> {
+        if !self.inner.is_lazy() {
+            return Ok(PyGuide { inner: self.inner.clone() });
+        }
+        let g = self.inner.clone();
+        let eager = py.detach(move || crate::build::materialize(&g)).map_err(to_py)?;
+        Ok(PyGuide { inner: Arc::new(eager) })
     }
     /// The guide as bytes (versioned, checksummed; load with `Compiler.guide_from_bytes`).
     fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
@@ -131,8 +163,9 @@ impl PyGuide {
     }
     fn __repr__(&self) -> String {
         format!(
-            "Guide(method={:?}, num_states={}, vocab_size={})",
+            "Guide(method={:?}, {}num_states={}, vocab_size={})",
             self.inner.method().name(),
+            if self.inner.is_lazy() { "lazy=True, " } else { "" },
             self.inner.num_states(),
             self.inner.vocab_size()
         )

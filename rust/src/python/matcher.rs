@@ -22,14 +22,16 @@ impl PyMatcher {
     fn num_accepted_tokens(&self) -> usize {
         self.inner.num_accepted_tokens()
     }
-    fn accept_token(&mut self, token_id: i64) -> PyResult<bool> {
+    fn accept_token(&mut self, py: Python<'_>, token_id: i64) -> PyResult<bool> {
         let t = u32::try_from(token_id)
             .map_err(|_| PyValueError::new_err(format!("token id {token_id} is out of range")))?;
-        self.inner.accept_token(t).map_err(to_py)
+        // A lazy guide may build the successor state here: without the GIL.
+        let inner = &mut self.inner;
+        py.detach(move || inner.accept_token(t)).map_err(to_py)
     }
-    fn accept_tokens(&mut self, token_ids: Vec<i64>) -> PyResult<bool> {
+    fn accept_tokens(&mut self, py: Python<'_>, token_ids: Vec<i64>) -> PyResult<bool> {
         for t in token_ids {
-            if !self.accept_token(t)? {
+            if !self.accept_token(py, t)? {
                 return Ok(false);
             }
         }
@@ -47,15 +49,24 @@ impl PyMatcher {
     fn is_terminated(&self) -> bool {
         self.inner.is_terminated()
     }
-    fn allowed_tokens<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i32>> {
-        PyArray1::from_vec(py, self.inner.allowed_tokens().into_iter().map(|t| t as i32).collect())
+    fn allowed_tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<i32>>> {
+        let inner = &self.inner;
+        let tokens = py.detach(move || inner.allowed_tokens()).map_err(to_py)?;
+        Ok(PyArray1::from_vec(py, tokens.into_iter().map(|t| t as i32).collect()))
     }
-    fn forced_tokens(&self) -> Vec<u32> {
-        self.inner.forced_tokens()
+    fn forced_tokens(&self, py: Python<'_>) -> PyResult<Vec<u32>> {
+        let inner = &self.inner;
+        py.detach(move || inner.forced_tokens()).map_err(to_py)
     }
     #[pyo3(signature = (bitmask, index=0))]
     fn fill_next_token_bitmask(&self, bitmask: Bound<'_, PyAny>, index: isize) -> PyResult<()> {
         let words = self.inner.guide().mask_words();
+        // Compute (a lazy guide's first visit) into the guide's cache without the GIL; the copy
+        // into the caller's array below holds it.
+        if !self.inner.is_terminated() {
+            let (guide, state) = (self.inner.guide(), self.inner.state());
+            bitmask.py().detach(move || guide.cached_mask(state).map(|_| ())).map_err(to_py)?;
+        }
         let mut array: PyReadwriteArray2<i32> = bitmask.extract().map_err(|_| {
             PyValueError::new_err(format!(
                 "bitmask must be a writeable 2-D numpy array of dtype int32 with shape (batch, {words}); got {}",
@@ -81,8 +92,7 @@ impl PyMatcher {
         let row = &mut slice[index as usize * words..(index as usize + 1) * words];
         // SAFETY: i32 and u32 have the same size and alignment; any bit pattern is valid for both.
         let row: &mut [u32] = unsafe { std::slice::from_raw_parts_mut(row.as_mut_ptr().cast::<u32>(), row.len()) };
-        self.inner.write_mask(row);
-        Ok(())
+        self.inner.write_mask(row).map_err(to_py)
     }
 }
 

@@ -109,6 +109,13 @@ impl TokenTrie {
         &self.token_ids[self.tokens[node as usize] as usize..self.tokens[node as usize + 1] as usize]
     }
 
+    /// Calls `f` for every token of the trie.
+    pub fn for_each_token(&self, mut f: impl FnMut(u32)) {
+        for &t in &self.token_ids {
+            f(t);
+        }
+    }
+
     /// Walks the trie alongside any automaton: `step(state, byte)` gives the next state (`None`
     /// prunes the subtree), and `emit(token, state)` is called for every token whose whole
     /// walk stays alive. `step` may fail (a lazily built automaton reaching a limit).

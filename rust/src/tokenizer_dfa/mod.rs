@@ -45,6 +45,7 @@ pub(crate) mod forbidden_sets;
 pub mod lone_tokens;
 mod priority;
 pub mod sequential;
+pub mod side;
 
 use fallback::absent_char_trie;
 pub use fallback::FallbackTrie;
@@ -275,6 +276,25 @@ impl TokenizerDfa {
     pub fn forbidden_bits(&self, class: u32) -> Option<&[u32]> {
         self.forbidden_bits.get(class as usize)
     }
+    /// Whether `token` may not follow `class`.
+    #[inline]
+    pub fn forbids(&self, class: u32, token: u32) -> bool {
+        match self.forbidden_bits(class) {
+            Some(bits) => bitset::contains(bits, token as usize),
+            None => self.forbidden(class).binary_search(&token).is_ok(),
+        }
+    }
+
+    /// Whether some token of `tokens` (sorted) may follow `class` and is not in `except` (sorted
+    /// `(token, _)` pairs). A set larger than the forbidden one always has such a token.
+    #[inline]
+    pub fn allows_some(&self, class: u32, tokens: &[u32], except: &[(u32, u32)]) -> bool {
+        if except.is_empty() && tokens.len() > self.forbidden(class).len() {
+            return true;
+        }
+        tokens.iter().any(|&t| !self.forbids(class, t) && except.binary_search_by_key(&t, |e| e.0).is_err())
+    }
+
     /// Clears the forbidden next tokens of `class` from the bitset `mask`.
     pub fn clear_forbidden(&self, class: u32, mask: &mut [u32]) {
         match self.forbidden_bits(class) {

@@ -3,5 +3,7 @@
 //! caches.
 
 pub mod bitset;
+pub mod concurrent;
 pub(crate) mod random;
 pub mod serialize;
+pub mod token_set;

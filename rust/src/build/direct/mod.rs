@@ -38,13 +38,13 @@ pub fn materialize(guide: &Guide, limits: TokenDfaLimits) -> Result<TokenDfa> {
     let mut scratch = vec![0u32; guide.mask_words()];
     let mut total = 0usize;
     for s in 0..n as u32 {
-        guide.write_mask(s, &mut scratch);
+        guide.write_mask(s, &mut scratch)?;
         total += bitset::count(&scratch) - if guide.is_final(s) { eos.len() } else { 0 };
         limits.check_transitions(total, "transitions of the explicit token DFA")?;
     }
     let mut transitions = Vec::with_capacity(n);
     for s in 0..n as u32 {
-        guide.write_mask(s, &mut scratch);
+        guide.write_mask(s, &mut scratch)?;
         let tr: Vec<(u32, u32)> = bitset::iter_ones(&scratch)
             .map(|t| t as u32)
             .filter(|t| !eos.contains(t))

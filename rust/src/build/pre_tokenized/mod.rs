@@ -48,7 +48,7 @@
 //! # Costs
 //! One trie walk over `Z` per expanded text state (like the agnostic index), element and set
 //! searches like CartesianMerge's, and two token sets per `(Zset, side)` (sparse or dense,
-//! deduplicated: `crate::guide::token_set`). The searches visit a wide text state once per class
+//! deduplicated: `crate::util::token_set`). The searches visit a wide text state once per class
 //! that reaches it (a JSON string's contents: ~33,000 of Llama 3's 36,464 classes), so the
 //! per-visit work is kept to a merge of the still-pending tokens with the class's forbidden set
 //! (`pending`), and each wide successor table is built once by partition refinement

@@ -20,12 +20,12 @@ use crate::guide::pre_tokenized::{
     class_or_lone, mark_allowed, side_of, Element, Member, Override, PreTokenizedAutomaton, SetTable, Side,
     TokenSetPool, LONE, NONE, START,
 };
-use crate::guide::token_set::TokenSet;
 use crate::pre_tokenizer::text_automaton::{FrozenText, PieceBoundaries, TextAutomaton};
 use crate::regex::byte_dfa::ByteDfa;
 use crate::tokenizer_dfa::lone_tokens::{ROOT, SPELLED};
 use crate::tokenizer_dfa::TokenizerDfa;
 use crate::util::bitset;
+use crate::util::token_set::TokenSet;
 
 /// Tokens of a `(members, side)` with the same successor sets (`NONE` when empty): `through_any`
 /// through any element, `through_boundary` through a boundary only.

@@ -1,0 +1,31 @@
+//! A lazy guide's automaton as the guide holds it (see `crate::lazy`), with the limits it was
+//! compiled under: what an eager rebuild (`crate::build::materialize`) needs besides the regex
+//! DFA, which the automaton keeps.
+
+use std::sync::Arc;
+
+use super::{Automaton, Guide, Method};
+use crate::error::Result;
+use crate::lazy::automaton::LazyAutomaton;
+use crate::lazy::engine::Engine;
+use crate::lazy::text::TextSpace;
+use crate::lazy::TokenizerParts;
+use crate::limits::Limits;
+use crate::regex::byte_dfa::ByteDfa;
+
+pub(crate) struct LazyGuide {
+    pub(crate) automaton: LazyAutomaton,
+    pub(crate) limits: Limits,
+}
+
+impl LazyGuide {
+    /// A lazy guide for `dfa` over the tokenizer of `parts`, with its initial state (and
+    /// nothing else) built: `EmptyLanguage` when no canonical sequence is accepted.
+    pub(crate) fn compile(parts: Arc<TokenizerParts>, dfa: ByteDfa, limits: Limits) -> Result<Guide> {
+        let vocab = parts.vocab.clone();
+        let space = TextSpace::new(dfa, parts.pieces.clone(), parts.contents.clone())?;
+        let engine = Engine::new(parts, space, limits.max_product_states, limits.max_guide_bytes);
+        let automaton = LazyAutomaton::new(engine)?;
+        Ok(Guide::new(Method::Cartesian, vocab, Automaton::Lazy(LazyGuide { automaton, limits }), 0))
+    }
+}

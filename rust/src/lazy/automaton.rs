@@ -1,0 +1,262 @@
+//! The states of a lazy guide, numbered as decoders reach them.
+//!
+//! A state is `(member set, tokenizer side)`: the text states (with split nodes) the text so
+//! far may be in — a token boundary may or may not be a piece boundary until later text decides
+//! — and the side the last token left (its class, at a piece start, after a lone token, or inside
+//! a byte-fallback character). Without a pre-tokenizer a member set has one member. Its mask:
+//! * at a piece start, the first tokens of its members;
+//! * after a token of class `c`, the members' first tokens that have a class, less `F(c)`, plus
+//!   the byte-fallback moves and the first tokens after each boundary the members allow;
+//! * after a lone token, only the first tokens after a boundary;
+//! * inside a byte-fallback character, the byte tokens that continue it.
+//!
+//! A token's successor is computed on request (`next_state`) with the same liveness facts the
+//! masks use, so a token is in the mask exactly when it has a successor.
+
+use rustc_hash::FxHashSet;
+
+use super::engine::{Engine, Node, Side, TextId};
+use crate::error::{Error, Result};
+use crate::tokenizer_dfa::lone_tokens::ROOT;
+use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START};
+use crate::util::bitset;
+use crate::util::concurrent::Interner;
+
+/// A member of a state: a text state and a lone-token split node.
+type Member = (TextId, u32);
+
+/// See the module docs.
+pub(crate) struct LazyAutomaton {
+    engine: Engine,
+    sets: Interner<Box<[Member]>>,
+    states: Interner<(u32, u32)>,
+}
+
+impl LazyAutomaton {
+    /// The automaton with its initial state (0): the start text state at the tokenizer's
+    /// initial side (`START` with a pre-tokenizer). `EmptyLanguage` when nothing is accepted.
+    pub(crate) fn new(engine: Engine) -> Result<LazyAutomaton> {
+        let pre_tokenized = engine.space().num_stages() > 0;
+        let (side, split) = if pre_tokenized { (START, ROOT) } else { (engine.parts().tok.initial(), NONE) };
+        let initial = Node { text: engine.start(), side, split };
+        if !engine.live(initial)? {
+            return Err(Error::EmptyLanguage(
+                "no canonical token sequence spells a string of the regex (its strings are not representable by this tokenizer, or its pre-tokenizer never splits them so)".into(),
+            ));
+        }
+        let automaton = LazyAutomaton { engine, sets: Interner::default(), states: Interner::default() };
+        let set = automaton.intern_set(vec![(initial.text, initial.split)])?;
+        automaton.intern_state(set, side)?;
+        Ok(automaton)
+    }
+
+    pub(crate) fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub(crate) fn num_states(&self) -> usize {
+        self.states.len()
+    }
+
+    fn intern_set(&self, set: Vec<Member>) -> Result<u32> {
+        Ok(self.sets.intern_unbounded(&set.into_boxed_slice()))
+    }
+
+    fn intern_state(&self, set: u32, side: u32) -> Result<u32> {
+        let max = self.engine.max_states();
+        self.states.intern(&(set, side), max).map(|(id, _)| id).map_err(|n| Error::LimitExceeded {
+            limit: "max_product_states",
+            value: max.to_string(),
+            what: format!("{n} states of a lazy guide"),
+        })
+    }
+
+    fn members(&self, state: u32) -> (&[Member], u32) {
+        let &(set, side) = self.states.key(state);
+        (self.sets.key(set), side)
+    }
+
+    /// EOS is allowed here.
+    pub(crate) fn is_final(&self, state: u32) -> bool {
+        let (members, side) = self.members(state);
+        members.iter().any(|&(text, split)| self.engine.accepts(Node { text, side, split }))
+    }
+
+    /// The text states after each boundary `(z, u)` allows from `side` (`side` matters only as
+    /// "after a lone token" or not).
+    fn boundaries(&self, z: TextId, u: u32, side: u32) -> Result<Vec<TextId>> {
+        let engine = &self.engine;
+        let space = engine.space();
+        if side == START || engine.parts().splits.spells_lone_token(u) {
+            return Ok(Vec::new());
+        }
+        let key = engine.key(z);
+        let spells = space.spells_content(key);
+        let mut out = Vec::new();
+        for kind in 0..space.num_stages() {
+            if mark_allowed(kind, spells, side) {
+                if let Some(zm) = space.mark(key, kind) {
+                    out.push(engine.text_id(zm)?);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// The mask without EOS (see the module docs).
+    pub(crate) fn write_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
+        let engine = &self.engine;
+        let parts = engine.parts();
+        let (members, side) = self.members(state);
+        out.fill(0);
+        match engine.side(side) {
+            Side::PieceStart => {
+                for &(z, u) in members {
+                    engine.first_tokens(z, u)?.or_into(out);
+                }
+            }
+            Side::InPiece(c) => {
+                for &(z, u) in members {
+                    engine.first_tokens(z, u)?.or_into(out);
+                }
+                for (o, &l) in out.iter_mut().zip(parts.lone.iter()) {
+                    *o &= !l;
+                }
+                parts.tok.clear_forbidden(c, out);
+                for &(z, u) in members {
+                    if u == NONE {
+                        for (t, _) in engine.fallback_moves(z, side)? {
+                            bitset::set(out, t as usize);
+                        }
+                    }
+                }
+            }
+            Side::AfterLone => {}
+            Side::InChar(_) => {
+                for &(z, _) in members {
+                    for (t, _) in engine.fallback_moves(z, side)? {
+                        bitset::set(out, t as usize);
+                    }
+                }
+            }
+        }
+        if matches!(engine.side(side), Side::InPiece(_) | Side::AfterLone) {
+            for &(z, u) in members {
+                for zm in self.boundaries(z, u, side)? {
+                    if engine.live(Node { text: zm, side: START, split: ROOT })? {
+                        engine.first_tokens(zm, ROOT)?.or_into(out);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The state after a non-EOS token, `None` when it is not allowed.
+    pub(crate) fn next_state(&self, state: u32, token: u32) -> Result<Option<u32>> {
+        let engine = &self.engine;
+        let parts = engine.parts();
+        let tok = &*parts.tok;
+        let (members, side) = self.members(state);
+        if let Some(b) = tok.fallback_byte(token) {
+            // Byte fallback: only without a pre-tokenizer, where a state has one member.
+            let mut targets = FxHashSet::default();
+            for &(z, _) in members.iter().filter(|m| m.1 == NONE) {
+                let key = engine.key(z);
+                if let (Some(to), Some(next)) = (engine.space().byte(key, b), tok.step_byte(side, b)) {
+                    let n = Node { text: engine.text_id(to)?, side: next, split: NONE };
+                    if engine.live(n)? {
+                        targets.insert((n.text, next));
+                    }
+                }
+            }
+            let mut targets: Vec<(TextId, u32)> = targets.into_iter().collect();
+            targets.sort_unstable();
+            return match targets.as_slice() {
+                [] => Ok(None),
+                [(text, next)] => {
+                    let set = self.intern_set(vec![(*text, NONE)])?;
+                    Ok(Some(self.intern_state(set, *next)?))
+                }
+                _ => unreachable!("a state without a pre-tokenizer has one member"),
+            };
+        }
+        if !bitset::contains(&parts.usable, token as usize) {
+            return Ok(None);
+        }
+        let class = class_or_lone(tok, token);
+        let bytes = parts.vocab.token_bytes(token);
+        let side_kind = engine.side(side);
+        let forbidden = matches!(side_kind, Side::InPiece(c) if tok.forbids(c, token));
+        let mut out: Vec<Member> = Vec::new();
+        let reach = |z: TextId, u: u32, out: &mut Vec<Member>| -> Result<()> {
+            if let Some(to) = engine.space().walk(engine.key(z), bytes) {
+                let child = parts.splits.child(u, token);
+                let text = engine.text_id(to)?;
+                if engine.live(Node { text, side: class, split: child })? {
+                    out.push((text, child));
+                }
+            }
+            Ok(())
+        };
+        let in_piece = match side_kind {
+            Side::PieceStart => true,
+            Side::InPiece(_) => !forbidden && class != LONE,
+            Side::AfterLone | Side::InChar(_) => false,
+        };
+        if in_piece {
+            for &(z, u) in members {
+                reach(z, u, &mut out)?;
+            }
+        }
+        if matches!(side_kind, Side::InPiece(_) | Side::AfterLone) {
+            for &(z, u) in members {
+                for zm in self.boundaries(z, u, side)? {
+                    if engine.live(Node { text: zm, side: START, split: ROOT })? {
+                        reach(zm, ROOT, &mut out)?;
+                    }
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        if out.is_empty() {
+            return Ok(None);
+        }
+        let set = self.intern_set(out)?;
+        Ok(Some(self.intern_state(set, class)?))
+    }
+
+    /// For each token, the fewest bytes to acceptance after its bytes from any member, or from
+    /// any boundary a member allows (`u32::MAX` when no regex state takes them): a hint for
+    /// finishing walks that builds no state.
+    pub(crate) fn distances_after(&self, state: u32, tokens: &[u32]) -> Result<Vec<u32>> {
+        let engine = &self.engine;
+        let space = engine.space();
+        let (members, side) = self.members(state);
+        let mut starts = Vec::new();
+        for &(z, u) in members {
+            starts.push(engine.key(z));
+            if matches!(engine.side(side), Side::InPiece(_) | Side::AfterLone) {
+                for zm in self.boundaries(z, u, side)? {
+                    starts.push(engine.key(zm));
+                }
+            }
+        }
+        starts.sort_unstable();
+        starts.dedup();
+        let vocab = &engine.parts().vocab;
+        let after = |t: u32| {
+            let bytes = vocab.token_bytes(t);
+            let walked = starts.iter().filter_map(|&z| space.walk(z, bytes));
+            walked.map(|to| space.distance(to)).min().unwrap_or(u32::MAX)
+        };
+        Ok(tokens.iter().map(|&t| after(t)).collect())
+    }
+
+    /// Fewest bytes to acceptance over the members' regex states (a hint for finishing walks).
+    pub(crate) fn distance_hint(&self, state: u32) -> u32 {
+        let (members, _) = self.members(state);
+        members.iter().map(|&(z, _)| self.engine.space().distance(self.engine.key(z))).min().unwrap_or(u32::MAX)
+    }
+}

@@ -1,0 +1,506 @@
+//! The shared memo of a lazy guide: text states, their token groups, which search nodes can
+//! still reach acceptance (*facts*), and each text state's first tokens.
+//!
+//! A search *node* is `(text state, tokenizer side, split node)`: the element of
+//! `crate::build::pre_tokenized` (and, without a pre-tokenizer, CartesianMerge's product state
+//! `(q1, q2)`). A node is *live* when some canonical continuation from it reaches acceptance.
+//! Liveness is a least fixpoint over a graph the engine never builds in full: [`Engine::live`]
+//! answers one node with a depth-first search that stops at the first live node it meets
+//! (Tarjan's algorithm on the fly: every node still on its stack reaches the current one, so a
+//! live find makes them all live, and a strongly connected component completed without one is
+//! dead). Every answer is recorded as a fact and reused by later searches, from any thread.
+//!
+//! # Invariants
+//! * Facts are definitive: a node recorded live has a canonical path to acceptance, a node
+//!   recorded dead has none. Searches that run at the same time may record the same facts.
+//! * `first_tokens(z, u)` is exactly the set of tokens whose successor from `(z, ·, u)` inside
+//!   the piece is live; masks are made from it, so a decoder that follows them can always finish.
+//!
+//! # Costs
+//! One trie walk per text state whose groups a search or a mask needs (a few µs for a narrow
+//! state, a few ms for a JSON string's contents on a 128k vocabulary); a search visits the
+//! nodes between its start and the nearest live node, groups in order of the regex's distance to
+//! acceptance. Limits: `max_product_states` bounds the text states and the nodes of one search,
+//! `max_guide_bytes` the memo's bytes.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use super::text::{TextKey, TextSpace};
+use crate::error::{Error, Result};
+use crate::pre_tokenizer::piece_table::PieceTable;
+use crate::pre_tokenizer::text_automaton::ContentTrie;
+use crate::tokenizer::token_trie::TokenTrie;
+use crate::tokenizer::vocab::Vocabulary;
+use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT};
+use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START};
+use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
+use crate::util::concurrent::{Interner, ShardedMap, Slots};
+use crate::util::token_set::TokenSet;
+
+/// A dense id of a text state kept by the engine.
+pub(crate) type TextId = u32;
+
+/// A search node (see the module docs).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub(crate) struct Node {
+    pub(crate) text: TextId,
+    /// A tokenizer-DFA state (a class, or inside a byte-fallback character), [`START`] or
+    /// [`LONE`].
+    pub(crate) side: u32,
+    /// A lone-token split node ([`NONE`], [`ROOT`] or deeper).
+    pub(crate) split: u32,
+}
+
+/// How a node's tokenizer side constrains the next token.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) enum Side {
+    /// At a piece start: no pair constraint, lone tokens allowed.
+    PieceStart,
+    /// After a lone token: a boundary must come first.
+    AfterLone,
+    /// After a token of this class: the pair condition inside the piece, or a boundary.
+    InPiece(u32),
+    /// Inside a byte-fallback character (this tokenizer-DFA state): byte tokens only.
+    InChar(u32),
+}
+
+/// What every lazy guide of one tokenizer shares (made once per `Compiler`).
+pub struct TokenizerParts {
+    pub(crate) vocab: Arc<Vocabulary>,
+    pub(crate) tok: Arc<TokenizerDfa>,
+    /// Every token a guide may use except byte-fallback tokens.
+    pub(crate) trie: TokenTrie,
+    pub(crate) splits: LoneSplits,
+    /// `None` without a pre-tokenizer.
+    pub(crate) pieces: Option<Arc<PieceTable>>,
+    pub(crate) contents: Arc<ContentTrie>,
+    /// The lone tokens (no class) of `trie`, as a bitset.
+    pub(crate) lone: Box<[u32]>,
+    /// The tokens of `trie`, as a bitset: no other token (byte-fallback ones aside) is ever
+    /// allowed.
+    pub(crate) usable: Box<[u32]>,
+}
+
+impl TokenizerParts {
+    /// `trie` holds every token a guide may use but byte-fallback ones; `lone_tokens` those of
+    /// them without a class.
+    pub fn new(
+        vocab: Arc<Vocabulary>,
+        tok: Arc<TokenizerDfa>,
+        trie: TokenTrie,
+        splits: LoneSplits,
+        pieces: Option<Arc<PieceTable>>,
+        contents: ContentTrie,
+        lone_tokens: &[u32],
+    ) -> TokenizerParts {
+        let words = crate::util::bitset::words_for(vocab.vocab_size());
+        let mut usable = vec![0u32; words].into_boxed_slice();
+        trie.for_each_token(|t| crate::util::bitset::set(&mut usable, t as usize));
+        let mut lone = vec![0u32; words].into_boxed_slice();
+        for &t in lone_tokens {
+            crate::util::bitset::set(&mut lone, t as usize);
+        }
+        TokenizerParts { vocab, tok, trie, splits, pieces, contents: Arc::new(contents), lone, usable }
+    }
+}
+
+/// Tokens from one text state with the same successor `(target text state, class)`.
+struct Group {
+    to: TextId,
+    class: u32,
+    tokens: std::ops::Range<u32>,
+}
+
+/// A text state's groups, in order of the target's distance to acceptance (searches try the
+/// ways out first).
+pub(crate) struct Groups {
+    groups: Box<[Group]>,
+    tokens: Box<[u32]>,
+}
+
+impl Groups {
+    fn tokens(&self, g: &Group) -> &[u32] {
+        &self.tokens[g.tokens.start as usize..g.tokens.end as usize]
+    }
+    fn heap_bytes(&self) -> usize {
+        self.groups.len() * std::mem::size_of::<Group>() + self.tokens.len() * 4
+    }
+}
+
+/// Where a search is in a node's successors.
+#[derive(Clone, Copy, Default)]
+struct Cursor {
+    phase: u8,
+    at: u32,
+}
+
+/// See the module docs.
+pub(crate) struct Engine {
+    parts: Arc<TokenizerParts>,
+    space: TextSpace,
+    texts: Interner<TextKey>,
+    groups: Slots<Arc<Groups>>,
+    facts: ShardedMap<Node, bool>,
+    first: ShardedMap<(TextId, u32), Arc<TokenSet>>,
+    max_states: usize,
+    max_bytes: usize,
+    bytes: AtomicUsize,
+}
+
+/// Bytes a fact or an interned key costs (entry plus hash-table slack).
+const BYTES_PER_ENTRY: usize = 32;
+
+impl Engine {
+    pub(crate) fn new(parts: Arc<TokenizerParts>, space: TextSpace, max_states: usize, max_bytes: usize) -> Engine {
+        let engine = Engine {
+            parts,
+            space,
+            texts: Interner::default(),
+            groups: Slots::default(),
+            facts: ShardedMap::default(),
+            first: ShardedMap::default(),
+            max_states,
+            max_bytes,
+            bytes: AtomicUsize::new(0),
+        };
+        engine.texts.intern(&engine.space.start(), usize::MAX).expect("no limit on the first text state");
+        engine
+    }
+
+    pub(crate) fn max_states(&self) -> usize {
+        self.max_states
+    }
+    pub(crate) fn parts(&self) -> &TokenizerParts {
+        &self.parts
+    }
+    pub(crate) fn space(&self) -> &TextSpace {
+        &self.space
+    }
+    /// The start text state's id (0).
+    pub(crate) fn start(&self) -> TextId {
+        0
+    }
+    pub(crate) fn key(&self, z: TextId) -> TextKey {
+        *self.texts.key(z)
+    }
+    /// Heap bytes the memo holds (an estimate), and its limit.
+    pub(crate) fn memo_bytes(&self) -> (usize, usize) {
+        (self.bytes.load(Ordering::Relaxed), self.max_bytes)
+    }
+
+    fn charge(&self, bytes: usize) -> Result<()> {
+        let total = self.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        if total > self.max_bytes {
+            return Err(Error::LimitExceeded {
+                limit: "max_guide_bytes",
+                value: self.max_bytes.to_string(),
+                what: format!("memory of a lazy guide's tables ({total} bytes: text states, token groups, facts)"),
+            });
+        }
+        Ok(())
+    }
+
+    /// The id of a text state, interned now if new.
+    pub(crate) fn text_id(&self, key: TextKey) -> Result<TextId> {
+        match self.texts.intern(&key, self.max_states) {
+            Ok((id, new)) => {
+                if new {
+                    self.charge(BYTES_PER_ENTRY)?;
+                }
+                Ok(id)
+            }
+            Err(n) => Err(Error::LimitExceeded {
+                limit: "max_product_states",
+                value: self.max_states.to_string(),
+                what: format!("{n} text states (regex state, pre-tokenizer state, added-token prefix) of a lazy guide"),
+            }),
+        }
+    }
+
+    /// How `side` constrains the next token.
+    #[inline]
+    pub(crate) fn side(&self, side: u32) -> Side {
+        match side {
+            START => Side::PieceStart,
+            LONE => Side::AfterLone,
+            s if self.parts.tok.is_class(s) => Side::InPiece(s),
+            s => Side::InChar(s),
+        }
+    }
+
+    /// Whether the text may end at `n`.
+    pub(crate) fn accepts(&self, n: Node) -> bool {
+        let z = self.key(n.text);
+        !matches!(self.side(n.side), Side::InChar(_))
+            && !self.parts.splits.spells_lone_token(n.split)
+            && self.space.accepting(z)
+            && mark_allowed(0, self.space.spells_content(z), n.side)
+    }
+
+    /// The groups of text state `z`, made by one trie walk on first use.
+    fn groups(&self, z: TextId) -> Result<&Arc<Groups>> {
+        self.groups.get_or_compute(z as usize, || {
+            let start = self.key(z);
+            let mut pairs: Vec<(u32, TextKey)> = Vec::new();
+            self.parts
+                .trie
+                .for_each_walk(
+                    start,
+                    |k, b| Ok::<_, std::convert::Infallible>(self.space.byte(k, b)),
+                    |t, to| pairs.push((t, to)),
+                )
+                .unwrap_or_else(|never| match never {});
+            let mut ids: FxHashMap<TextKey, TextId> = FxHashMap::default();
+            let mut triples: Vec<(u32, TextId, u32, u32)> = Vec::with_capacity(pairs.len());
+            for (t, to) in pairs {
+                let id = match ids.get(&to) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.text_id(to)?;
+                        ids.insert(to, id);
+                        id
+                    }
+                };
+                let distance = self.space.distance(to);
+                triples.push((distance, id, class_or_lone(&self.parts.tok, t), t));
+            }
+            triples.sort_unstable();
+            let tokens: Box<[u32]> = triples.iter().map(|x| x.3).collect();
+            let mut groups = Vec::new();
+            let mut start = 0u32;
+            for run in triples.chunk_by(|a, b| a.1 == b.1 && a.2 == b.2) {
+                let end = start + run.len() as u32;
+                groups.push(Group { to: run[0].1, class: run[0].2, tokens: start..end });
+                start = end;
+            }
+            let groups = Groups { groups: groups.into_boxed_slice(), tokens };
+            self.charge(groups.heap_bytes())?;
+            Ok(Arc::new(groups))
+        })
+    }
+
+    /// The next successor of `n` at `cursor`, advancing it; `None` when there are no more.
+    /// Order: boundaries, lone-token split continuations, byte-fallback tokens, token groups.
+    fn next_successor(&self, n: Node, cursor: &mut Cursor) -> Result<Option<Node>> {
+        let parts = &*self.parts;
+        let tok = &*parts.tok;
+        let z = self.key(n.text);
+        let side = self.side(n.side);
+        loop {
+            let at = cursor.at;
+            cursor.at += 1;
+            match cursor.phase {
+                // Boundaries (never at a piece start, never where a lone token's split ends).
+                0 => {
+                    if at as usize >= self.space.num_stages()
+                        || matches!(side, Side::PieceStart | Side::InChar(_))
+                        || parts.splits.spells_lone_token(n.split)
+                    {
+                        *cursor = Cursor { phase: 1, at: 0 };
+                        continue;
+                    }
+                    let kind = at as usize;
+                    if !mark_allowed(kind, self.space.spells_content(z), n.side) {
+                        continue;
+                    }
+                    if let Some(zm) = self.space.mark(z, kind) {
+                        return Ok(Some(Node { text: self.text_id(zm)?, side: START, split: ROOT }));
+                    }
+                }
+                // Tokens continuing a lone token's merge-only split.
+                1 => {
+                    let conts = parts.splits.next_tokens(n.split);
+                    if at as usize >= conts.len() || matches!(side, Side::AfterLone | Side::InChar(_)) {
+                        *cursor = Cursor { phase: 2, at: 0 };
+                        continue;
+                    }
+                    let (t, child) = conts[at as usize];
+                    let allowed = match side {
+                        Side::PieceStart => true,
+                        Side::InPiece(c) => tok.class_of(t) != NO_CLASS && !tok.forbids(c, t),
+                        Side::AfterLone | Side::InChar(_) => false,
+                    };
+                    if let Some(to) = self.space.walk(z, parts.vocab.token_bytes(t)).filter(|_| allowed) {
+                        return Ok(Some(Node { text: self.text_id(to)?, side: class_or_lone(tok, t), split: child }));
+                    }
+                }
+                // Byte-fallback tokens (SentencePiece BPE).
+                2 => {
+                    let in_scope =
+                        matches!(side, Side::InPiece(_) | Side::InChar(_)) && tok.fallback_tokens().is_some();
+                    if at >= 256 || !in_scope {
+                        *cursor = Cursor { phase: 3, at: 0 };
+                        continue;
+                    }
+                    let b = at as u8;
+                    if let (Some(to), Some(next)) = (self.space.byte(z, b), tok.step_byte(n.side, b)) {
+                        return Ok(Some(Node { text: self.text_id(to)?, side: next, split: NONE }));
+                    }
+                }
+                // Token groups.
+                3 => {
+                    if matches!(side, Side::AfterLone | Side::InChar(_)) {
+                        return Ok(None);
+                    }
+                    let groups = self.groups(n.text)?;
+                    let Some(g) = groups.groups.get(at as usize) else { return Ok(None) };
+                    let conts = parts.splits.next_tokens(n.split);
+                    let tokens = groups.tokens(g);
+                    let allowed = match side {
+                        Side::PieceStart => tokens.iter().any(|t| conts.binary_search_by_key(t, |e| e.0).is_err()),
+                        Side::InPiece(c) => g.class != LONE && tok.allows_some(c, tokens, conts),
+                        Side::AfterLone | Side::InChar(_) => false,
+                    };
+                    if allowed {
+                        return Ok(Some(Node { text: g.to, side: g.class, split: NONE }));
+                    }
+                }
+                _ => unreachable!("four phases"),
+            }
+        }
+    }
+
+    fn record(&self, n: Node, live: bool) -> Result<()> {
+        self.facts.insert_if_absent(n, live);
+        self.charge(BYTES_PER_ENTRY)
+    }
+
+    /// Whether some canonical continuation from `n` reaches acceptance (see the module docs).
+    pub(crate) fn live(&self, start: Node) -> Result<bool> {
+        if let Some(known) = self.facts.get(&start) {
+            return Ok(known);
+        }
+        if self.accepts(start) {
+            self.record(start, true)?;
+            return Ok(true);
+        }
+        struct Frame {
+            at: u32,
+            cursor: Cursor,
+        }
+        let mut index: FxHashMap<Node, u32> = FxHashMap::default();
+        let mut nodes: Vec<Node> = vec![start];
+        let mut low: Vec<u32> = vec![0];
+        let mut on_stack: Vec<bool> = vec![true];
+        let mut stack: Vec<u32> = vec![0];
+        let mut frames = vec![Frame { at: 0, cursor: Cursor::default() }];
+        index.insert(start, 0);
+        let found_live = |stack: &[u32], nodes: &[Node]| -> Result<bool> {
+            for &i in stack {
+                self.record(nodes[i as usize], true)?;
+            }
+            Ok(true)
+        };
+        while let Some(frame) = frames.last_mut() {
+            let v = frame.at;
+            match self.next_successor(nodes[v as usize], &mut frame.cursor)? {
+                Some(w) => {
+                    if let Some(&j) = index.get(&w) {
+                        if on_stack[j as usize] {
+                            low[v as usize] = low[v as usize].min(j);
+                        }
+                        continue;
+                    }
+                    match self.facts.get(&w) {
+                        Some(true) => return found_live(&stack, &nodes),
+                        Some(false) => continue,
+                        None => {}
+                    }
+                    if self.accepts(w) {
+                        self.record(w, true)?;
+                        return found_live(&stack, &nodes);
+                    }
+                    if nodes.len() >= self.max_states {
+                        return Err(Error::LimitExceeded {
+                            limit: "max_product_states",
+                            value: self.max_states.to_string(),
+                            what: "nodes (text state, tokenizer state) of one liveness search of a lazy guide".into(),
+                        });
+                    }
+                    let j = nodes.len() as u32;
+                    index.insert(w, j);
+                    nodes.push(w);
+                    low.push(j);
+                    on_stack.push(true);
+                    stack.push(j);
+                    frames.push(Frame { at: j, cursor: Cursor::default() });
+                }
+                None => {
+                    frames.pop();
+                    if low[v as usize] == v {
+                        // A completed strongly connected component with no way to acceptance.
+                        while let Some(i) = stack.pop() {
+                            on_stack[i as usize] = false;
+                            self.record(nodes[i as usize], false)?;
+                            if i == v {
+                                break;
+                            }
+                        }
+                    }
+                    if let Some(parent) = frames.last() {
+                        let p = parent.at as usize;
+                        low[p] = low[p].min(low[v as usize]);
+                    }
+                }
+            }
+        }
+        Ok(false)
+    }
+
+    /// The tokens whose successor from text state `z` inside the piece, with split node `u`, is
+    /// live: every token a node `(z, ·, u)` may emit before the side's own rules (pair
+    /// condition, lone tokens) apply. Byte-fallback tokens are not included.
+    pub(crate) fn first_tokens(&self, z: TextId, u: u32) -> Result<Arc<TokenSet>> {
+        if let Some(set) = self.first.get(&(z, u)) {
+            return Ok(set);
+        }
+        let parts = &*self.parts;
+        let groups = self.groups(z)?.clone();
+        let conts = parts.splits.next_tokens(u);
+        let mut tokens: Vec<u32> = Vec::new();
+        for g in groups.groups.iter() {
+            if self.live(Node { text: g.to, side: g.class, split: NONE })? {
+                let group = groups.tokens(g);
+                if conts.is_empty() {
+                    tokens.extend_from_slice(group);
+                } else {
+                    tokens.extend(group.iter().filter(|t| conts.binary_search_by_key(*t, |e| e.0).is_err()));
+                }
+            }
+        }
+        let key = self.key(z);
+        for &(t, child) in conts {
+            if let Some(to) = self.space.walk(key, parts.vocab.token_bytes(t)) {
+                let n = Node { text: self.text_id(to)?, side: class_or_lone(&parts.tok, t), split: child };
+                if self.live(n)? {
+                    tokens.push(t);
+                }
+            }
+        }
+        tokens.sort_unstable();
+        let set = TokenSet::from_sorted(&tokens, crate::util::bitset::words_for(parts.vocab.vocab_size()));
+        self.charge(set.heap_bytes() + BYTES_PER_ENTRY)?;
+        Ok(self.first.insert_if_absent((z, u), Arc::new(set)))
+    }
+
+    /// The byte-fallback moves from `(z, side)`: `(token, successor)` for each byte whose
+    /// successor is live.
+    pub(crate) fn fallback_moves(&self, z: TextId, side: u32) -> Result<Vec<(u32, Node)>> {
+        let tok = &*self.parts.tok;
+        let Some(fallback) = tok.fallback_tokens() else { return Ok(Vec::new()) };
+        let key = self.key(z);
+        let mut out = Vec::new();
+        for b in 0..=255u8 {
+            if let (Some(to), Some(next)) = (self.space.byte(key, b), tok.step_byte(side, b)) {
+                let n = Node { text: self.text_id(to)?, side: next, split: NONE };
+                if self.live(n)? {
+                    out.push((fallback[b as usize], n));
+                }
+            }
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,162 @@
+//! The text side of a lazy guide: the same automaton as
+//! [`crate::pre_tokenizer::text_automaton`] — regex state × pre-tokenizer state × added-token
+//! prefix — but with pure transitions over immutable tables, so any thread can walk it without a
+//! lock. A text state is identified by its packed triple ([`TextKey`]); the guide interns the
+//! ones it keeps as dense ids.
+//!
+//! Without a pre-tokenizer (SentencePiece BPE) the pre-tokenizer side is a single state that
+//! never places a mark.
+
+use std::sync::Arc;
+
+use crate::error::{Error, Result};
+use crate::pre_tokenizer::piece_table::PieceTable;
+use crate::pre_tokenizer::text_automaton::{ContentTrie, NOT_A_PREFIX};
+use crate::regex::byte_dfa::{ByteDfa, DEAD};
+
+const Q_BITS: u32 = 21;
+const M_BITS: u32 = 22;
+const N_BITS: u32 = 21;
+/// The packed value of [`NOT_A_PREFIX`].
+const N_NONE: u64 = (1 << N_BITS) - 1;
+
+/// A text state `(regex state, pre-tokenizer state, added-token prefix)`, packed in 64 bits.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+pub struct TextKey(u64);
+
+impl TextKey {
+    #[inline]
+    fn pack(q: u32, m: u32, n: u32) -> TextKey {
+        let n = if n == NOT_A_PREFIX { N_NONE } else { n as u64 };
+        TextKey(q as u64 | (m as u64) << Q_BITS | n << (Q_BITS + M_BITS))
+    }
+    #[inline]
+    fn q(self) -> u32 {
+        (self.0 & ((1 << Q_BITS) - 1)) as u32
+    }
+    #[inline]
+    fn m(self) -> u32 {
+        ((self.0 >> Q_BITS) & ((1 << M_BITS) - 1)) as u32
+    }
+    #[inline]
+    fn n(self) -> u32 {
+        match self.0 >> (Q_BITS + M_BITS) {
+            N_NONE => NOT_A_PREFIX,
+            n => n as u32,
+        }
+    }
+}
+
+/// See the module docs.
+pub struct TextSpace {
+    dfa: ByteDfa,
+    /// `None` without a pre-tokenizer.
+    pieces: Option<Arc<PieceTable>>,
+    contents: Arc<ContentTrie>,
+    start: TextKey,
+}
+
+impl TextSpace {
+    /// `Err(LimitExceeded)` when a side has more states than a key can hold (2M regex states,
+    /// 4M pre-tokenizer states, 2M added-token prefixes).
+    pub fn new(dfa: ByteDfa, pieces: Option<Arc<PieceTable>>, contents: Arc<ContentTrie>) -> Result<TextSpace> {
+        let too_many = |what: &str, limit: &'static str, n: usize, max: u64| -> Result<()> {
+            if n as u64 >= max {
+                return Err(Error::LimitExceeded {
+                    limit,
+                    value: max.to_string(),
+                    what: format!("{n} {what}: more than a lazy guide's text state can hold"),
+                });
+            }
+            Ok(())
+        };
+        too_many("regex DFA states", "max_byte_dfa_states", dfa.num_states(), 1 << Q_BITS)?;
+        too_many(
+            "pre-tokenizer states",
+            "max_pre_tokenizer_states",
+            pieces.as_ref().map_or(0, |p| p.num_states()),
+            1 << M_BITS,
+        )?;
+        too_many("added-token prefixes", "max_pre_tokenizer_states", contents.num_nodes(), N_NONE)?;
+        let n0 = if contents.is_active() { 0 } else { NOT_A_PREFIX };
+        let start = TextKey::pack(dfa.start(), 0, n0);
+        Ok(TextSpace { dfa, pieces, contents, start })
+    }
+
+    pub fn start(&self) -> TextKey {
+        self.start
+    }
+
+    pub fn dfa(&self) -> &ByteDfa {
+        &self.dfa
+    }
+
+    /// Number of boundary kinds (pre-tokenizer stages; 0 without a pre-tokenizer).
+    pub fn num_stages(&self) -> usize {
+        self.pieces.as_ref().map_or(0, |p| p.num_stages())
+    }
+
+    /// The state after `b`, `None` when the regex or the pre-tokenizer rules it out.
+    #[inline]
+    pub fn byte(&self, z: TextKey, b: u8) -> Option<TextKey> {
+        let q = self.dfa.next(z.q(), b);
+        if q == DEAD {
+            return None;
+        }
+        let m = match &self.pieces {
+            Some(p) => match p.byte(z.m(), b) {
+                DEAD => return None,
+                m => m,
+            },
+            None => 0,
+        };
+        Some(TextKey::pack(q, m, self.contents.step(z.n(), b)))
+    }
+
+    /// The state after `bytes`.
+    pub fn walk(&self, mut z: TextKey, bytes: &[u8]) -> Option<TextKey> {
+        for &b in bytes {
+            z = self.byte(z, b)?;
+        }
+        Some(z)
+    }
+
+    /// The state after a boundary of `kind`; a stage-0 boundary restarts the added-token prefix.
+    #[inline]
+    pub fn mark(&self, z: TextKey, kind: usize) -> Option<TextKey> {
+        let m = match self.pieces.as_ref()?.mark(z.m(), kind) {
+            DEAD => return None,
+            m => m,
+        };
+        let n = if kind == 0 && self.contents.is_active() { 0 } else { z.n() };
+        Some(TextKey::pack(z.q(), m, n))
+    }
+
+    /// Whether the text may end here (regex accepts, every pre-tokenizer decision resolves).
+    pub fn accepting(&self, z: TextKey) -> bool {
+        self.dfa.is_accepting(z.q()) && self.pieces.as_ref().is_none_or(|p| p.accepts_end(z.m()))
+    }
+
+    /// Whether the stage-0 piece so far spells an added token's content.
+    pub fn spells_content(&self, z: TextKey) -> bool {
+        self.contents.is_terminal(z.n())
+    }
+
+    /// Fewest bytes from `z`'s regex state to acceptance (`u32::MAX`: none).
+    pub fn distance(&self, z: TextKey) -> u32 {
+        self.dfa.distance_to_accept(z.q())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_round_trip() {
+        for (q, m, n) in [(0, 0, 0), (123, 4567, NOT_A_PREFIX), ((1 << Q_BITS) - 1, (1 << M_BITS) - 1, 7)] {
+            let k = TextKey::pack(q, m, n);
+            assert_eq!((k.q(), k.m(), k.n()), (q, m, n));
+        }
+    }
+}

@@ -1,0 +1,226 @@
+//! Tables that many threads fill while they read: what lazily built guides are made of.
+//!
+//! * [`Slots`] — an append-only array of write-once cells, read without any lock: segments of
+//!   doubling size, each allocated once. A cell is filled by whoever computes it first; a thread
+//!   that computes the same cell concurrently throws its copy away. Computations are
+//!   deterministic, so every interleaving yields the same contents.
+//! * [`Interner`] — distinct keys numbered `0, 1, 2, …` in order of arrival; the lock is held
+//!   for a hash-map probe only, never while anything is computed.
+//! * [`ShardedMap`] — a concurrent hash map split into independently locked shards, for memo
+//!   tables keyed by something other than a dense id.
+//!
+//! # Invariants
+//! * A cell, once set, never changes: readers may keep references for the table's lifetime.
+//! * An id handed out by [`Interner::intern`] has its key readable through [`Interner::key`]
+//!   before the id is returned to anyone.
+
+use std::hash::{BuildHasher, Hash};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, OnceLock, RwLock};
+
+use rustc_hash::{FxBuildHasher, FxHashMap};
+
+/// Cells in the first segment; segment `s` holds `FIRST << s`.
+const FIRST: usize = 64;
+/// Enough segments for `u32` indices.
+const SEGMENTS: usize = 27;
+
+/// See the module docs.
+pub struct Slots<T> {
+    segments: [OnceLock<Box<[OnceLock<T>]>>; SEGMENTS],
+}
+
+impl<T> Default for Slots<T> {
+    fn default() -> Self {
+        Slots { segments: std::array::from_fn(|_| OnceLock::new()) }
+    }
+}
+
+/// `(segment, offset)` of index `i`: segment `s` starts at `FIRST * (2^s - 1)`.
+#[inline]
+fn locate(i: usize) -> (usize, usize) {
+    let s = (usize::BITS - 1 - (i / FIRST + 1).leading_zeros()) as usize;
+    (s, i - FIRST * ((1 << s) - 1))
+}
+
+impl<T> Slots<T> {
+    fn cell(&self, i: usize) -> &OnceLock<T> {
+        let (s, offset) = locate(i);
+        let segment = self.segments[s].get_or_init(|| (0..FIRST << s).map(|_| OnceLock::new()).collect());
+        &segment[offset]
+    }
+
+    /// The value at `i`, if set.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&T> {
+        let (s, offset) = locate(i);
+        self.segments[s].get()?[offset].get()
+    }
+
+    /// Sets `i` unless it is set already; the value at `i` either way.
+    pub fn set(&self, i: usize, value: T) -> &T {
+        self.try_set(i, value).0
+    }
+
+    /// Sets `i` unless it is set already: the value at `i`, and whether it is `value`.
+    pub fn try_set(&self, i: usize, value: T) -> (&T, bool) {
+        let cell = self.cell(i);
+        let stored = cell.set(value).is_ok();
+        (cell.get().expect("just set"), stored)
+    }
+
+    /// The value at `i`, computed by `f` (outside any lock) when it is not set yet.
+    pub fn get_or_compute<E>(&self, i: usize, f: impl FnOnce() -> Result<T, E>) -> Result<&T, E> {
+        if let Some(v) = self.get(i) {
+            return Ok(v);
+        }
+        let value = f()?;
+        Ok(self.set(i, value))
+    }
+}
+
+/// See the module docs.
+pub struct Interner<K> {
+    index: Mutex<FxHashMap<K, u32>>,
+    keys: Slots<K>,
+    len: AtomicUsize,
+}
+
+impl<K> Default for Interner<K> {
+    fn default() -> Self {
+        Interner { index: Mutex::new(FxHashMap::default()), keys: Slots::default(), len: AtomicUsize::new(0) }
+    }
+}
+
+impl<K: Clone + Eq + Hash> Interner<K> {
+    /// The id of `key` (new ones numbered in order of arrival) and whether it is new; `Err` with
+    /// the number of keys when a new key would pass `max` keys.
+    pub fn intern(&self, key: &K, max: usize) -> Result<(u32, bool), usize> {
+        let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&id) = index.get(key) {
+            return Ok((id, false));
+        }
+        let id = index.len();
+        if id >= max {
+            return Err(id);
+        }
+        self.keys.set(id, key.clone());
+        index.insert(key.clone(), id as u32);
+        self.len.store(id + 1, Ordering::Release);
+        Ok((id as u32, true))
+    }
+
+    /// The id of `key`, interned now if new (no limit: for tables bounded by another).
+    pub fn intern_unbounded(&self, key: &K) -> u32 {
+        self.intern(key, usize::MAX).map_or_else(|n| n as u32, |(id, _)| id)
+    }
+
+    /// The id of `key`, if interned.
+    pub fn find(&self, key: &K) -> Option<u32> {
+        self.index.lock().unwrap_or_else(|e| e.into_inner()).get(key).copied()
+    }
+
+    /// The key of an id handed out by [`Interner::intern`].
+    #[inline]
+    pub fn key(&self, id: u32) -> &K {
+        self.keys.get(id as usize).expect("an interned id")
+    }
+
+    /// Number of keys.
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Acquire)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+const SHARDS: usize = 16;
+
+/// See the module docs.
+pub struct ShardedMap<K, V> {
+    shards: [RwLock<FxHashMap<K, V>>; SHARDS],
+}
+
+impl<K, V> Default for ShardedMap<K, V> {
+    fn default() -> Self {
+        ShardedMap { shards: std::array::from_fn(|_| RwLock::new(FxHashMap::default())) }
+    }
+}
+
+impl<K: Eq + Hash, V: Clone> ShardedMap<K, V> {
+    #[inline]
+    fn shard(&self, key: &K) -> &RwLock<FxHashMap<K, V>> {
+        &self.shards[FxBuildHasher.hash_one(key) as usize % SHARDS]
+    }
+
+    pub fn get(&self, key: &K) -> Option<V> {
+        self.shard(key).read().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+    }
+
+    /// Inserts `value` unless `key` has one; the value kept either way.
+    pub fn insert_if_absent(&self, key: K, value: V) -> V {
+        self.shard(&key).write().unwrap_or_else(|e| e.into_inner()).entry(key).or_insert(value).clone()
+    }
+
+    pub fn len(&self) -> usize {
+        self.shards.iter().map(|s| s.read().unwrap_or_else(|e| e.into_inner()).len()).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::Arc;
+
+    #[test]
+    fn segments_cover_every_index_once() {
+        let mut seen = std::collections::HashSet::new();
+        for i in 0..100_000 {
+            let (s, o) = locate(i);
+            assert!(o < FIRST << s, "{i}");
+            assert!(seen.insert((s, o)), "{i}");
+        }
+        assert_eq!(locate(u32::MAX as usize).0, SEGMENTS - 1);
+    }
+
+    #[test]
+    fn slots_keep_the_first_value() {
+        let slots: Slots<u32> = Slots::default();
+        assert_eq!(slots.get(5000), None);
+        assert_eq!(*slots.set(5000, 1), 1);
+        assert_eq!(*slots.set(5000, 2), 1);
+        assert_eq!(slots.get_or_compute(5000, || Ok::<_, ()>(3)), Ok(&1));
+        assert_eq!(slots.get_or_compute(7, || Ok::<_, ()>(3)), Ok(&3));
+    }
+
+    #[test]
+    fn interning_from_many_threads_gives_one_id_per_key() {
+        let interner: Arc<Interner<u64>> = Arc::new(Interner::default());
+        let handles: Vec<_> = (0..8)
+            .map(|k| {
+                let interner = interner.clone();
+                std::thread::spawn(move || {
+                    let keys = (0..2000u64).map(|i| (i * 7 + k) % 1500);
+                    keys.map(|key| (key, interner.intern(&key, usize::MAX).unwrap().0)).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        for h in handles {
+            // Every thread saw the id the table keeps for each key.
+            for (key, id) in h.join().unwrap() {
+                assert_eq!(interner.find(&key), Some(id));
+            }
+        }
+        assert_eq!(interner.len(), 1500);
+        for id in 0..1500u32 {
+            assert_eq!(interner.find(interner.key(id)), Some(id));
+        }
+        assert_eq!(interner.intern(&99_999, 1500), Err(1500));
+    }
+}

@@ -1,0 +1,162 @@
+"""Lazy guides (the default for ``method="cartesian"``) against the eager construction, bit for bit.
+
+* The API: which compiles are lazy, ``materialize()``, what a lazy guide refuses.
+* Differential: masks (EOS included) of a lazy and an eager guide along canonical paths (strings
+  sampled from the regex, encoded by the real tokenizer) and along random walks of both, for
+  regexes of ``../shared/data`` on Mistral-7B, GPT-2, Llama 3 and Qwen2. A lazy guide builds its
+  states in the order a decoder reaches them, with a liveness search that stops early; this is the
+  test that keeps that fixpoint honest. Every lazy mask along the way must be non-empty (no dead
+  end), and the lazy guide's own random walks must end in a final state.
+* Threads sharing one fresh lazy guide see the masks a sequential run sees.
+* The memo's limit is reported by name, and the guide stays usable.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+from oracle import require_shared
+
+REGEX = r'\{"name": "[^"\\]{0,16}", "age": (0|[1-9][0-9]{0,2}), "ok": (true|false)\}'
+
+
+def test_lazy_is_the_default_for_cartesian_only(pt, mistral):
+    c = mistral.compiler
+    assert c.compile_regex(REGEX).is_lazy
+    assert c.compile_regex(REGEX, lazy=True).is_lazy
+    assert not c.compile_regex(REGEX, lazy=False).is_lazy
+    for method in ("agnostic", "auto"):
+        assert not c.compile_regex(REGEX, method=method).is_lazy
+    assert not c.compile_regex("(yes|no)", method="direct").is_lazy
+    with pytest.raises(ValueError, match=r"lazy=True needs method='cartesian'"):
+        c.compile_regex(REGEX, method="direct", lazy=True)
+    assert c.compile_json_schema({"type": "boolean"}).is_lazy
+    assert not c.compile_json_schema({"type": "boolean"}, lazy=False).is_lazy
+    guide = c.compile_regex(REGEX)
+    assert "lazy=True" in repr(guide)
+    stats = guide.stats()
+    assert stats["lazy"] is True and 0 < stats["lazy_memo_bytes"] <= stats["max_lazy_memo_bytes"]
+
+
+# Small enough for `first_difference`, which walks every transition of both guides.
+SMALL = r'\{"name": "[A-Za-zé中 ]{1,3}", "age": [0-9]{1,3}\}'
+
+
+def test_materialize_gives_the_eager_guide(pt, mistral):
+    lazy = mistral.compiler.compile_regex(SMALL)
+    eager = mistral.compiler.compile_regex(SMALL, lazy=False)
+    built = lazy.materialize()
+    assert not built.is_lazy and built.num_states == eager.num_states
+    assert built.first_difference(eager) is None
+    assert lazy.first_difference(eager) is None  # the whole language, walked on the lazy guide
+    assert eager.materialize() is not None and not eager.materialize().is_lazy
+
+
+def _masks_along(guide, ids):
+    """Masks at every step of ``ids`` and after the last (EOS included); ``None`` once refused."""
+    state, out = guide.initial_state, []
+    for t in ids:
+        out.append(guide.mask(state).copy())
+        try:
+            state = guide.next_state(state, t)
+        except ValueError:
+            out.append(None)
+            return out
+    out.append(guide.mask(state).copy())
+    return out
+
+
+def _compare(lazy, eager, ids, what):
+    got, want = _masks_along(lazy, ids), _masks_along(eager, ids)
+    assert len(got) == len(want), f"{what}: one guide refused the sequence earlier"
+    for i, (a, b) in enumerate(zip(got, want)):
+        if a is None or b is None:
+            assert a is None and b is None, f"{what}: step {i}"
+            continue
+        assert np.array_equal(a, b), f"{what}: masks differ after {list(ids[:i])}"
+        assert a.any(), f"{what}: empty mask after {list(ids[:i])} (a dead end)"
+
+
+# (tokenizer, regexes to try): the first ones that compile eagerly within the test limits are
+# compared. Byte-level tokenizers compile an eager JSON schema in ~0.5-2 s each on 2 cores.
+DIFFERENTIAL = [("mistral7b", 16), ("gpt2", 6), ("llama3", 6), ("qwen2", 6)]
+
+
+def _differential_regexes(n):
+    from workloads import jsonschemabench_sample, regex_suite_sample
+
+    jsb = [r["regex"] for r in jsonschemabench_sample(0.25)]
+    suite = [r["regex"] for r in regex_suite_sample(0.1)]
+    # Interleaved, so that a small n sees both sources.
+    out = []
+    for pair in zip(jsb, suite):
+        out.extend(pair)
+    return out[: 4 * n]
+
+
+@pytest.mark.parametrize("name, n", DIFFERENTIAL)
+def test_lazy_equals_eager_on_shared_regexes(pt, tokenizer_under_test, name, n):
+    require_shared(f"the {name} tokenizer and the regexes of data/")
+    tut = tokenizer_under_test(name)
+    o = tut.oracle
+    compiled = 0
+    for k, pattern in enumerate(_differential_regexes(n)):
+        if compiled == n:
+            break
+        try:
+            eager = tut.compiler.compile_regex(pattern, lazy=False)
+        except (ValueError, pt.LimitExceeded):
+            continue  # refused regexes (and their lazy twins) are the oracle suite's business
+        compiled += 1
+        lazy = tut.compiler.compile_regex(pattern)
+        assert lazy.is_lazy
+        what = f"[{name}] {pattern[:60]!r}"
+        for s in pt.ByteDfa(pattern).sample(4, seed=k, max_len=96):
+            text = s.decode("utf-8", errors="replace")
+            ids = o.canonical(text)
+            if o.decode(ids) == s:
+                _compare(lazy, eager, ids, f"{what} canonical({text[:40]!r})")
+        for seed in range(3):
+            _compare(lazy, eager, eager.random_walk(seed, 48), f"{what} eager walk {seed}")
+            _compare(lazy, eager, lazy.random_walk(seed, 48), f"{what} lazy walk {seed}")
+    assert compiled == n, f"only {compiled} of the candidate regexes compiled eagerly on {name}"
+
+
+def test_threads_sharing_a_fresh_guide_see_sequential_masks(pt, mistral):
+    eager = mistral.compiler.compile_regex(REGEX, lazy=False)
+    walks = [eager.random_walk(seed, 40) for seed in range(16)]
+    want = [_masks_along(eager, w) for w in walks]
+    for _ in range(3):
+        lazy = mistral.compiler.compile_regex(REGEX)
+        got: list = [None] * len(walks)
+        start = threading.Barrier(8)
+
+        def run(k):
+            start.wait()
+            for i in (2 * k, 2 * k + 1) if k % 2 else (2 * k + 1, 2 * k):
+                got[i] = _masks_along(lazy, walks[i])
+
+        threads = [threading.Thread(target=run, args=(k,)) for k in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        for i, (g, w) in enumerate(zip(got, want)):
+            assert len(g) == len(w) and all(np.array_equal(a, b) for a, b in zip(g, w)), f"walk {i}"
+
+
+def test_memo_limit_is_reported_by_name_and_the_guide_stays_usable(pt, mistral):
+    after_compile = mistral.compiler.compile_regex(REGEX).stats()["lazy_memo_bytes"]
+    eager = mistral.compiler.compile_regex(REGEX, lazy=False)
+    tight = pt.Compiler(mistral.vocab, max_guide_bytes=after_compile + 64)
+    guide = tight.compile_regex(REGEX)
+    m = guide.matcher()
+    bitmask = pt.allocate_token_bitmask(1, guide.vocab_size)
+    with pytest.raises(pt.LimitExceeded, match=r"max_guide_bytes = \d+ .*lazy guide"):
+        for t in eager.random_walk(5, 40):
+            assert m.accept_token(t)
+            m.fill_next_token_bitmask(bitmask)
+    # What was built stays: the initial mask is the eager one.
+    assert np.array_equal(guide.mask(guide.initial_state), eager.mask(eager.initial_state))

@@ -184,9 +184,6 @@ class PropertokLogitsProcessor(*_BASES):  # type: ignore[misc]
         self.rows: Dict[int, _Row] = {}
         self._bitmask: Any = None  # (max_num_seqs, words) int32, allocated on the first constrained step
         self._eos_row: Optional[np.ndarray] = None
-        # apply() timings in seconds (only the steps that had constrained rows), for measurements
-        self.apply_seconds: List[float] = []
-        self.record_timings = bool(os.environ.get("PROPERTOK_VLLM_RECORD_TIMINGS"))
 
     # -- the compiler, built lazily in a worker thread --------------------------------------
 
@@ -246,7 +243,6 @@ class PropertokLogitsProcessor(*_BASES):  # type: ignore[misc]
             return logits  # no request reaches here: add_request refused them
         if not self.rows:
             return logits
-        start = time.perf_counter()
         num_rows = int(logits.shape[0])
         indices = sorted(i for i in self.rows if i < num_rows)
         if not indices:
@@ -258,8 +254,6 @@ class PropertokLogitsProcessor(*_BASES):  # type: ignore[misc]
             pt.apply_token_bitmask_inplace(logits, bitmask, vocab_size=self.vocab_size)
         else:
             _apply_to_rows(logits, bitmask, indices, self.vocab_size)
-        if self.record_timings:
-            self.apply_seconds.append(time.perf_counter() - start)
         return logits
 
     # -- per row -------------------------------------------------------------------------

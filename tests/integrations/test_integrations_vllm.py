@@ -320,3 +320,18 @@ def test_against_vllm_interface(vllm_mod):
 
     assert issubclass(vllm_mod.PropertokLogitsProcessor, LogitsProcessor)
     assert not getattr(vllm_mod.PropertokLogitsProcessor, "__abstractmethods__", None)
+
+
+def test_v2_runner_ends_propertok_requests(vllm_mod, tokenizer_dir):
+    """Under vLLM's V2 model runner (GPU, not implemented): propertok requests are ended (only
+    their stop tokens allowed), other rows untouched, nothing raises."""
+    torch = pytest.importorskip("torch")
+    req_states = SimpleNamespace(all_token_ids=None)
+    proc = vllm_mod.PropertokLogitsProcessor(fake_config(tokenizer_dir), req_states)
+    if not proc._v2:
+        pytest.skip("vLLM's V2 interface is not installed")
+    assert proc.add_request(3, SimpleNamespace(extra_args={"propertok_regex": "a"}, all_stop_token_ids={2})) is True
+    assert proc.add_request(5, SimpleNamespace(extra_args=None)) is False
+    logits = torch.zeros((2, VOCAB))
+    proc.apply(logits, SimpleNamespace(expanded_idx_mapping=torch.tensor([5, 3])))
+    assert torch.isfinite(logits[0]).all() and torch.isfinite(logits[1]).nonzero().flatten().tolist() == [2]

@@ -44,7 +44,9 @@ guide), ``PROPERTOK_VLLM_CACHE_ENTRIES`` (compiled guides kept, default 256),
 vLLM 0.32 has two model runners. This processor implements the V1 runner's interface
 (``vllm.v1.sample.logits_processor.LogitsProcessor``), the one vLLM's CPU build uses and
 ``VLLM_USE_V2_MODEL_RUNNER=0`` selects on GPUs. Under the V2 runner it loads (so installing
-propertok never stops vLLM from starting) but refuses propertok requests with a clear error.
+propertok never stops vLLM from starting), and a propertok request is ended at once (only its
+stop tokens allowed) with an error in the log: never decoded unconstrained. That path is
+untested against a real V2 runner (it needs a GPU build of vLLM).
 """
 
 from __future__ import annotations
@@ -240,7 +242,7 @@ class PropertokLogitsProcessor(*_BASES):  # type: ignore[misc]
 
     def apply(self, logits: Any, ctx: Any = None) -> Any:
         if self._v2:
-            return logits  # no request reaches here: add_request refused them
+            return self._v2_apply(logits, ctx)
         if not self.rows:
             return logits
         num_rows = int(logits.shape[0])
@@ -321,15 +323,34 @@ class PropertokLogitsProcessor(*_BASES):  # type: ignore[misc]
             self._eos_row = row.view(np.int32)
         return self._eos_row
 
-    # -- the V2 runner: loaded, never used for propertok requests ----------------------------
+    # -- the V2 runner: loaded, but propertok requests end at once --------------------------
 
     def add_request(self, req_idx: int, sampling_params: Any) -> bool:
-        if constraint_from_params(sampling_params) is not None:
-            raise ValueError(
-                "propertok's vLLM processor implements the V1 model runner's interface; "
-                "start vLLM with VLLM_USE_V2_MODEL_RUNNER=0 to use propertok_* extra_args"
-            )
-        return False
+        """V2 runner (not implemented): a propertok request is logged and ended (its rows allow
+        only its stop tokens), never decoded unconstrained and never crashing the engine."""
+        refused = self.__dict__.setdefault("_v2_refused", {})
+        refused.pop(req_idx, None)
+        if _constraint_or_none(sampling_params) is None:
+            return False
+        logger.error("propertok's vLLM processor implements the V1 model runner's interface; start vLLM "
+                     "with VLLM_USE_V2_MODEL_RUNNER=0 to use propertok_* extra_args (request ended)")
+        refused[req_idx] = sorted(getattr(sampling_params, "all_stop_token_ids", None) or ())
+        return True
+
+    def _v2_apply(self, logits: Any, ctx: Any) -> Any:
+        refused = self.__dict__.get("_v2_refused")
+        if not refused or ctx is None:
+            return logits
+        slots = ctx.expanded_idx_mapping.tolist()
+        for row, slot in enumerate(slots):
+            stops = refused.get(int(slot))
+            if stops is None:
+                continue
+            keep = logits[row, stops].clone() if stops else None
+            logits[row].fill_(float("-inf"))
+            if stops:
+                logits[row, stops] = keep
+        return logits
 
 
 def _constraint_or_none(params: Any) -> Optional[Constraint]:

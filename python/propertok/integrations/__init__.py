@@ -4,7 +4,9 @@ Each adapter lives in its own submodule and imports its library only there, so `
 propertok`` never imports transformers or torch:
 
 * ``propertok.integrations.transformers``: a ``LogitsProcessor`` for ``model.generate``.
+* ``propertok.integrations.vllm``: a vLLM V1 logits processor (entry point
+  ``vllm.logits_processors``), per-request constraints in ``SamplingParams.extra_args``.
+* ``propertok.integrations.sglang``: an SGLang grammar backend registered as ``propertok``.
 
-Engines with their own structured-output backend (vLLM, SGLang, TensorRT-LLM) need no adapter:
-they use the bitmask functions of ``propertok`` directly (see docs/engines.md).
+Other engines can use the bitmask functions of ``propertok`` directly (see docs/engines.md).
 """

@@ -3,7 +3,8 @@
 The suite (``<shared>/data/json-schema-test-suite``, draft 2020-12 and draft 7, MIT) is a list of
 groups: a schema and instances labelled valid or invalid. For each group this module converts the
 schema (``whitespace=""``: compact JSON) and compiles a ``ByteDfa``; the group is *unsupported*
-when the converter refuses it. For a supported group:
+when the converter refuses it (an ``InvalidSchemaError`` saying that no value satisfies the
+schema counts as the empty language, which matches nothing). For a supported group:
 
 * no spelling of an invalid instance may match (*invalid accepted*: a soundness bug). The
   spellings are those a guide could generate for the same value: every key order (up to 24 per
@@ -148,20 +149,24 @@ def run_group(js, pt, draft: str, group: dict, options: dict, samples: int = SAM
         warnings.simplefilter("ignore")
         try:
             regex = js.schema_to_regex(schema, whitespace="", **options)
+        except js.InvalidSchemaError as e:
+            if "no JSON value satisfies" not in e.reason:
+                return {"unsupported": f"{e.keyword}: {e.reason}"}
+            regex = None  # the converter proved the language empty: nothing matches
         except js.UnsupportedSchemaError as e:
             return {"unsupported": f"{e.keyword}: {e.reason}"}
     try:
-        dfa = pt.ByteDfa(regex)
+        dfa = None if regex is None else pt.ByteDfa(regex)
     except Exception as e:  # noqa: BLE001 - any compile failure is "unsupported", visibly
         return {"unsupported": f"ByteDfa: {e}"}
     out: Dict[str, list] = {"invalid_accepted": [], "valid_rejected": [], "bad_samples": []}
     for test in group["tests"]:
-        matched = [s for s in spellings(test["data"]) if dfa.matches(s.encode())]
+        matched = [s for s in spellings(test["data"]) if dfa is not None and dfa.matches(s.encode())]
         if test["valid"] and not matched:
             out["valid_rejected"].append(test["description"])
         elif not test["valid"] and matched:
             out["invalid_accepted"].append(f"{test['description']}: {matched[0]}")
-    if samples:
+    if samples and dfa is not None:
         v = draft_validator(schema, draft)
         for s in dfa.sample(samples, 1, max_len=200):
             try:

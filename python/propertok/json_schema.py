@@ -5,10 +5,12 @@ JSON text of instances of ``schema``. It is pure Python and imports nothing heav
 extension calls it and compiles the result.
 
 The guarantee is *soundness*: every string the regex matches parses as JSON and validates
-against the schema. The one exception is ``oneOf`` whose branches cannot be told apart (see
-below). Where a regex cannot express all the instances, a documented subset is generated; where
-it cannot express a useful subset, :class:`UnsupportedSchemaError` names the keyword and its JSON
-pointer rather than quietly producing something wrong.
+against the schema (in lax mode, ``strict=False``, except for unknown formats and ``oneOf``
+read as ``anyOf``). Where a regex cannot express all the instances, a documented subset is
+generated; where it cannot express a useful subset, :class:`UnsupportedSchemaError` names the
+keyword and its JSON pointer rather than quietly producing something wrong. Checked on the
+official JSON Schema Test Suite (tests/json_schema/test_json_schema_suite.py); the modes and
+the way keywords combine are in docs/json-schema.md.
 
 What is generated
     * Objects: the properties of ``properties`` in declared order; required ones always present,
@@ -21,14 +23,17 @@ What is generated
       value when it is true or absent), ``minProperties``/``maxProperties`` as counts (keys may
       repeat: JSON parsers keep the last).
     * Arrays: ``items`` (a schema, or a list for draft 4-7 tuples with ``additionalItems``),
-      ``prefixItems`` (2020-12), ``minItems``/``maxItems``; ``uniqueItems: true`` only with
-      ``maxItems`` <= 1.
+      ``prefixItems`` (2020-12), ``minItems``/``maxItems``; ``uniqueItems: true`` with
+      ``maxItems`` <= 1 or over finite item domains (every array of distinct values spelled
+      out); ``contains`` with ``minContains``/``maxContains`` (no ``prefixItems``/``maxItems``);
+      ``unevaluatedItems`` as ``items`` once the schema's in-place applicators are merged.
     * Strings: ``minLength``/``maxLength`` (counting code points, escapes included), ``pattern``
       (``_ecma_regex``: ECMA-262 syntax translated into JSON-escaped text; an alternative
       anchored at one end only is a prefix/suffix test, otherwise the whole string must match),
       ``format`` in date, time, date-time (RFC 3339: upper-case ``T`` and ``Z``, no leap second),
       uuid, email (dot-atom), uri and uri-reference (RFC 3986, no IPv6 literal), ipv4, ipv6
-      (RFC 4291, no zone or embedded IPv4), hostname. ``\\uXXXX``
+      (RFC 4291, no zone or embedded IPv4), hostname (LDH labels, none with ``--`` in its 3rd
+      and 4th characters, so no ``xn--`` A-labels; at most 253 characters). ``\\uXXXX``
       escapes are allowed in text; literals (keys, ``enum``, ``const``) are spelled as
       ``json.dumps`` does, their non-ASCII characters raw or ``\\u``-escaped.
     * Numbers and integers: ``minimum``/``maximum``/``exclusiveMinimum``/``exclusiveMaximum``
@@ -38,13 +43,17 @@ What is generated
     * ``enum``/``const`` (values filtered by the sibling keywords), ``type`` lists, ``null``,
       booleans, ``anyOf``. ``oneOf`` excludes from each branch the instances of the others
       where that is expressible (different types or constants, a property whose constants
-      differ, branches that differ by ``required``, a single numeric bound), and is otherwise
-      read as ``anyOf``: an instance matching two branches may then be generated. ``allOf``
-      and ``$ref`` siblings are merged (conflicting values of a keyword raise); ``not`` of a
-      type, constants, ``required`` or one numeric bound; ``dependencies``,
-      ``dependentRequired`` and ``dependentSchemas`` as "absent, or present with the rest".
+      differ, branches that differ by ``required``, a single numeric bound), and otherwise
+      raises (lax mode reads it as ``anyOf``: an instance matching two branches may then be
+      generated). ``allOf`` and ``$ref`` siblings are merged (conflicting values of a keyword
+      raise; each side's ``additionalProperties`` and ``items`` apply to the names and positions
+      the other side declares); ``not`` of a type, constants, ``required`` or one numeric bound;
+      ``if``/``then``/``else`` as (if and then) | (not if, and else); ``dependencies``,
+      ``dependentRequired`` and ``dependentSchemas`` as "absent, or present with the rest";
+      ``unevaluatedProperties`` as ``additionalProperties`` once the schema's in-place
+      applicators are merged (each ``anyOf`` branch on its own).
     * ``$ref`` to JSON pointers or anchors in the document (``$defs``, ``definitions``, or any
-      path), and to subschemas by ``$id``; not to other documents. A reference already expanded
+      path), and to subschemas by ``$id``, resolved against base URIs; not to other documents. A reference already expanded
       ``max_recursion_depth`` times on the current path is cut: optional places holding it (an
       optional property, an ``anyOf`` branch, array items beyond ``minItems``) are dropped,
       which only removes instances; if a required place needs it, the schema raises.
@@ -57,12 +66,15 @@ What is generated
     * ``whitespace`` (a regex, default ``[ ]?``) goes between all structural tokens, so both
       ``json.dumps(x)`` and ``json.dumps(x, separators=(",", ":"))`` output match.
 
-Always ignored (annotations): ``ANNOTATIONS`` below. Unknown keywords raise unless
-``strict=False``, which ignores them (JSON Schema treats them as annotations), and unknown
-``format`` values likewise. Always raising: ``UNSUPPORTED`` below, and the cases named above
-(``uniqueItems``, property counts, several ``patternProperties`` on a map, ``pattern`` together
-with ``format``, length bounds that a pattern or format does not imply and whose pattern has more
-than one variable part, ``not`` of anything else, ``multipleOf`` other than 1 and 10^-k).
+Always ignored (annotations): ``ANNOTATIONS`` below. Keywords no draft defines (not in
+``SPEC_KEYWORDS``) are annotations too: ignored and reported (:class:`IgnoredKeywordsWarning`,
+:func:`ignored_keywords`) by default, refused with ``strict=True``. Unknown ``format`` values are
+refused where strings are generated (an untyped schema leaves strings out) unless
+``strict=False``. Always raising: ``UNSUPPORTED`` below, and the cases named above
+(``uniqueItems`` over infinite domains, property counts, several ``patternProperties`` on a map,
+``pattern`` together with ``format``, length bounds that a pattern or format does not imply and
+whose pattern has more than one variable part, ``not`` and ``if`` of anything else,
+``multipleOf`` other than 1 and 10^-k).
 """
 
 from __future__ import annotations

@@ -381,8 +381,19 @@ DATE_TIME = f"{DATE}T{TIME}"
 UUID = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 _OCTET = "(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
 IPV4 = rf"{_OCTET}(?:\.{_OCTET}){{3}}"
-_LABEL = "[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?"
-HOSTNAME = rf"{_LABEL}(?:\.{_LABEL})*"
+
+
+def _ldh_label(max_len: int) -> str:
+    """An RFC 1123 label of at most ``max_len`` characters that is not *reserved*: no ``--`` in
+    its 3rd and 4th characters (RFC 5891 4.2.3.1), so no ``xn--`` A-label, whose Punycode and
+    IDNA rules a regular language cannot state."""
+    a, m = "[a-zA-Z0-9]", "[a-zA-Z0-9-]"
+    return f"{a}(?:{a}|{m}{a}|{m}[a-zA-Z0-9-]{a}|{m}(?:{a}{m}|-{a}){m}{{0,{max_len - 5}}}{a})?"
+
+
+_LABEL = _ldh_label(63)
+# At most 253 characters in all (RFC 1034): up to 3 labels of 63 characters, or 4 to 8 of 30.
+HOSTNAME = rf"(?:{_LABEL}(?:\.{_LABEL}){{0,2}}|{_ldh_label(30)}(?:\.{_ldh_label(30)}){{3,7}})"
 # RFC 5321 dot-atom local part @ a hostname (no quoted local parts, no address literals).
 _ATOM = r"[a-zA-Z0-9!#$%&'*+/=?^_`{|}~\-]+"
 EMAIL = rf"{_ATOM}(?:\.{_ATOM})*@{HOSTNAME}"
@@ -432,7 +443,7 @@ FORMAT_LENGTHS = {
     "date-time": (25, None),
     "email": (3, None),
     "uri": (2, None),
-    "hostname": (1, None),
+    "hostname": (1, 247),
 }
 
 

@@ -14,10 +14,15 @@ from typing import Any, Optional, Tuple
 
 from . import _json_regex as J
 
+# The keywords that constrain one JSON type only (other types satisfy them). A schema without
+# ``type`` generates the types its keywords name here; every value-constraining keyword the
+# converter accepts is either here or applies to all types (json_schema.GENERIC).
 _TYPE_KEYWORDS = {
     "object": ("properties", "required", "additionalProperties", "patternProperties",
-               "propertyNames", "minProperties", "maxProperties"),
-    "array": ("items", "prefixItems", "additionalItems", "minItems", "maxItems"),
+               "propertyNames", "minProperties", "maxProperties", "unevaluatedProperties",
+               "dependencies", "dependentRequired", "dependentSchemas"),
+    "array": ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
+              "contains", "minContains", "maxContains", "unevaluatedItems"),
     "string": ("minLength", "maxLength", "pattern", "format"),
     "number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
 }
@@ -151,6 +156,17 @@ def _bound(s: dict, key: str, exclusive_key: str, ptr: str) -> Tuple[Optional[fl
     return value, False
 
 
+def _json_key(value: Any) -> str:
+    """A key equal for equal JSON values (``1`` and ``1.0`` alike, ``true`` and ``1`` not)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, (int, float)):
+        return "n" + str(Decimal(repr(value)).normalize()) if isinstance(value, float) else "n" + str(Decimal(value).normalize())
+    if isinstance(value, list):
+        return "[" + ",".join(_json_key(v) for v in value) + "]"
+    return "{" + ",".join(json.dumps(k) + ":" + _json_key(value[k]) for k in sorted(value)) + "}"
+
+
 def _literal_ok(value: Any, s: dict, ptr: str, strict: bool) -> bool:
     """Whether an ``enum``/``const`` value satisfies the sibling keywords of its schema."""
     t = _json_type(value)
@@ -180,8 +196,10 @@ def _literal_ok(value: Any, s: dict, ptr: str, strict: bool) -> bool:
         if hi is not None and (value >= hi if hi_x else value > hi):
             return False
     if t == "array":
-        checked |= {"minItems", "maxItems"}
+        checked |= {"minItems", "maxItems", "uniqueItems"}
         if not (s.get("minItems", 0) <= len(value) <= s.get("maxItems", math.inf)):
+            return False
+        if s.get("uniqueItems") is True and len({_json_key(v) for v in value}) < len(value):
             return False
     if t == "object":
         checked |= {"required"}

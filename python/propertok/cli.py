@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from typing import Any, List, Optional, Sequence, Tuple
 
 import propertok as pt
@@ -73,7 +74,10 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("--max-recursion-depth", metavar="N", type=int, default=3,
                       help="with --schema: expansions of one $ref per path, nesting of free values (default 3)")
     comp.add_argument("--lax", action="store_true",
-                      help="with --schema: ignore unknown keywords and formats instead of failing")
+                      help="with --schema: also ignore unknown formats and read an ambiguous oneOf as anyOf "
+                      "(may accept invalid instances)")
+    comp.add_argument("--strict", action="store_true",
+                      help="with --schema: fail on unknown keywords (by default they are ignored, with a note)")
     comp.add_argument("--tokenizer", metavar="PATH", help=tokenizer_help)
     comp.add_argument("--method", choices=METHODS, default="cartesian",
                       help="cartesian (default), direct (explicit token DFA), auto (direct when small enough), agnostic")
@@ -199,11 +203,19 @@ def _schema_regex(args: argparse.Namespace) -> dict:
         with open(args.schema, encoding="utf-8") as f:
             text = f.read()
     start = time.perf_counter()
+    if args.lax and args.strict:
+        raise ValueError("--lax and --strict exclude each other")
+    strict = False if args.lax else True if args.strict else None
     try:
-        args.regex = schema_to_regex(text, whitespace=args.whitespace,
-                                     max_recursion_depth=args.max_recursion_depth, strict=not args.lax)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            args.regex = schema_to_regex(text, whitespace=args.whitespace,
+                                         max_recursion_depth=args.max_recursion_depth, strict=strict)
     except ValueError as e:
-        raise ValueError(str(e).replace("pass strict=False", "use --lax")) from None
+        raise ValueError(str(e).replace("pass strict=False", "use --lax")
+                         .replace("leave strict unset", "leave out --strict")) from None
+    for w in caught:
+        print(f"propertok: note: {w.message}", file=sys.stderr)
     return {"schema": args.schema, "convert_seconds": time.perf_counter() - start}
 
 

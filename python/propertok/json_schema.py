@@ -5,10 +5,12 @@ JSON text of instances of ``schema``. It is pure Python and imports nothing heav
 extension calls it and compiles the result.
 
 The guarantee is *soundness*: every string the regex matches parses as JSON and validates
-against the schema. The one exception is ``oneOf`` whose branches cannot be told apart (see
-below). Where a regex cannot express all the instances, a documented subset is generated; where
-it cannot express a useful subset, :class:`UnsupportedSchemaError` names the keyword and its JSON
-pointer rather than quietly producing something wrong.
+against the schema (in lax mode, ``strict=False``, except for unknown formats and ``oneOf``
+read as ``anyOf``). Where a regex cannot express all the instances, a documented subset is
+generated; where it cannot express a useful subset, :class:`UnsupportedSchemaError` names the
+keyword and its JSON pointer rather than quietly producing something wrong. Checked on the
+official JSON Schema Test Suite (tests/json_schema/test_json_schema_suite.py); the modes and
+the way keywords combine are in docs/json-schema.md.
 
 What is generated
     * Objects: the properties of ``properties`` in declared order; required ones always present,
@@ -21,14 +23,17 @@ What is generated
       value when it is true or absent), ``minProperties``/``maxProperties`` as counts (keys may
       repeat: JSON parsers keep the last).
     * Arrays: ``items`` (a schema, or a list for draft 4-7 tuples with ``additionalItems``),
-      ``prefixItems`` (2020-12), ``minItems``/``maxItems``; ``uniqueItems: true`` only with
-      ``maxItems`` <= 1.
+      ``prefixItems`` (2020-12), ``minItems``/``maxItems``; ``uniqueItems: true`` with
+      ``maxItems`` <= 1 or over finite item domains (every array of distinct values spelled
+      out); ``contains`` with ``minContains``/``maxContains`` (no ``prefixItems``/``maxItems``);
+      ``unevaluatedItems`` as ``items`` once the schema's in-place applicators are merged.
     * Strings: ``minLength``/``maxLength`` (counting code points, escapes included), ``pattern``
       (``_ecma_regex``: ECMA-262 syntax translated into JSON-escaped text; an alternative
       anchored at one end only is a prefix/suffix test, otherwise the whole string must match),
       ``format`` in date, time, date-time (RFC 3339: upper-case ``T`` and ``Z``, no leap second),
       uuid, email (dot-atom), uri and uri-reference (RFC 3986, no IPv6 literal), ipv4, ipv6
-      (RFC 4291, no zone or embedded IPv4), hostname. ``\\uXXXX``
+      (RFC 4291, no zone or embedded IPv4), hostname (LDH labels, none with ``--`` in its 3rd
+      and 4th characters, so no ``xn--`` A-labels; at most 253 characters). ``\\uXXXX``
       escapes are allowed in text; literals (keys, ``enum``, ``const``) are spelled as
       ``json.dumps`` does, their non-ASCII characters raw or ``\\u``-escaped.
     * Numbers and integers: ``minimum``/``maximum``/``exclusiveMinimum``/``exclusiveMaximum``
@@ -38,13 +43,17 @@ What is generated
     * ``enum``/``const`` (values filtered by the sibling keywords), ``type`` lists, ``null``,
       booleans, ``anyOf``. ``oneOf`` excludes from each branch the instances of the others
       where that is expressible (different types or constants, a property whose constants
-      differ, branches that differ by ``required``, a single numeric bound), and is otherwise
-      read as ``anyOf``: an instance matching two branches may then be generated. ``allOf``
-      and ``$ref`` siblings are merged (conflicting values of a keyword raise); ``not`` of a
-      type, constants, ``required`` or one numeric bound; ``dependencies``,
-      ``dependentRequired`` and ``dependentSchemas`` as "absent, or present with the rest".
+      differ, branches that differ by ``required``, a single numeric bound), and otherwise
+      raises (lax mode reads it as ``anyOf``: an instance matching two branches may then be
+      generated). ``allOf`` and ``$ref`` siblings are merged (conflicting values of a keyword
+      raise; each side's ``additionalProperties`` and ``items`` apply to the names and positions
+      the other side declares); ``not`` of a type, constants, ``required`` or one numeric bound;
+      ``if``/``then``/``else`` as (if and then) | (not if, and else); ``dependencies``,
+      ``dependentRequired`` and ``dependentSchemas`` as "absent, or present with the rest";
+      ``unevaluatedProperties`` as ``additionalProperties`` once the schema's in-place
+      applicators are merged (each ``anyOf`` branch on its own).
     * ``$ref`` to JSON pointers or anchors in the document (``$defs``, ``definitions``, or any
-      path), and to subschemas by ``$id``; not to other documents. A reference already expanded
+      path), and to subschemas by ``$id``, resolved against base URIs; not to other documents. A reference already expanded
       ``max_recursion_depth`` times on the current path is cut: optional places holding it (an
       optional property, an ``anyOf`` branch, array items beyond ``minItems``) are dropped,
       which only removes instances; if a required place needs it, the schema raises.
@@ -57,19 +66,25 @@ What is generated
     * ``whitespace`` (a regex, default ``[ ]?``) goes between all structural tokens, so both
       ``json.dumps(x)`` and ``json.dumps(x, separators=(",", ":"))`` output match.
 
-Always ignored (annotations): ``ANNOTATIONS`` below. Unknown keywords raise unless
-``strict=False``, which ignores them (JSON Schema treats them as annotations), and unknown
-``format`` values likewise. Always raising: ``UNSUPPORTED`` below, and the cases named above
-(``uniqueItems``, property counts, several ``patternProperties`` on a map, ``pattern`` together
-with ``format``, length bounds that a pattern or format does not imply and whose pattern has more
-than one variable part, ``not`` of anything else, ``multipleOf`` other than 1 and 10^-k).
+Always ignored (annotations): ``ANNOTATIONS`` below. Keywords no draft defines (not in
+``SPEC_KEYWORDS``) are annotations too: ignored and reported (:class:`IgnoredKeywordsWarning`,
+:func:`ignored_keywords`) by default, refused with ``strict=True``. Unknown ``format`` values are
+refused where strings are generated (an untyped schema leaves strings out) unless
+``strict=False``. Always raising: ``UNSUPPORTED`` below, and the cases named above
+(``uniqueItems`` over infinite domains, property counts, several ``patternProperties`` on a map,
+``pattern`` together with ``format``, length bounds that a pattern or format does not imply and
+whose pattern has more than one variable part, ``not`` and ``if`` of anything else,
+``multipleOf`` other than 1 and 10^-k).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
+import warnings
+from urllib.parse import urldefrag, urljoin
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import _json_regex as J
@@ -88,9 +103,13 @@ from ._schema_keywords import (
     _numbers,
     _same_json,
     _fraction_digits,
+    _json_key,
 )
 
-__all__ = ["InvalidSchemaError", "UnsupportedSchemaError", "schema_to_regex", "ANNOTATIONS", "UNSUPPORTED"]
+__all__ = [
+    "InvalidSchemaError", "UnsupportedSchemaError", "IgnoredKeywordsWarning", "schema_to_regex",
+    "ignored_keywords", "ANNOTATIONS", "UNSUPPORTED", "SPEC_KEYWORDS",
+]
 
 ANNOTATIONS = frozenset({
     "$schema", "$id", "$comment", "$anchor", "$vocabulary", "$dynamicAnchor", "$recursiveAnchor",
@@ -98,33 +117,82 @@ ANNOTATIONS = frozenset({
     "contentEncoding", "contentMediaType", "contentSchema", "definitions", "$defs",
 })
 SUPPORTED = frozenset({
-    "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref",
+    "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "if", "then", "else",
     "properties", "required", "additionalProperties", "patternProperties", "propertyNames",
     "minProperties", "maxProperties", "unevaluatedProperties",
     "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
+    "contains", "minContains", "maxContains", "unevaluatedItems",
     "minLength", "maxLength", "pattern", "format",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
     "not", "dependencies", "dependentRequired", "dependentSchemas",
 })
-UNSUPPORTED = frozenset({
-    "if", "then", "else", "contains", "minContains", "maxContains", "unevaluatedItems",
-    "$dynamicRef", "$recursiveRef",
-})
+# Spec keywords (drafts 3 to 2020-12) that constrain values and are never enforced: refused by name.
+UNSUPPORTED = frozenset({"$dynamicRef", "$recursiveRef", "disallow", "extends", "divisibleBy"})
+# Every keyword a JSON Schema draft defines. Others are unknown: annotations per the spec,
+# ignored and reported by default, refused with strict=True.
+SPEC_KEYWORDS = ANNOTATIONS | SUPPORTED | UNSUPPORTED | {"id"}
+# Keywords that apply to every type; every other SUPPORTED keyword is in _TYPE_KEYWORDS, so a
+# schema without ``type`` never generates a type some keyword of it constrains unchecked.
+GENERIC = frozenset({"type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "not",
+                     "if", "then", "else"})
+assert SUPPORTED <= GENERIC | {k for kws in _TYPE_KEYWORDS.values() for k in kws}
 TYPES = ("null", "boolean", "integer", "number", "string", "array", "object")
 _DEPENDENCIES = ("dependencies", "dependentRequired", "dependentSchemas")
+# Read by flatten itself (rewritten into other keywords), not copied into the flattened dict.
+_STRUCTURAL = frozenset(("$ref", "allOf", "if", "then", "else", "items", "additionalItems",
+                         "prefixItems", "unevaluatedProperties", "unevaluatedItems") + _DEPENDENCIES)
 # A regex this long is refused: the Rust compiler would take too long or hit its limits anyway.
 MAX_REGEX_CHARS = 8_000_000
+# uniqueItems over a finite set of values: at most this many arrays are spelled out.
+MAX_UNIQUE_ARRAYS = 4096
+_DEFAULT_BASE = "https://propertok.invalid/schema.json"
+
+
+class IgnoredKeywordsWarning(UserWarning):
+    """Unknown keywords (not defined by any JSON Schema draft) were ignored, as the spec says
+    annotations are; ``.ignored`` lists ``(keyword, pointer)``. With ``strict=False`` unknown
+    ``format`` values are listed too (as ``format: <name>``)."""
+
+    __module__ = "propertok.json_schema"
+
+    def __init__(self, ignored: List[Tuple[str, str]]):
+        self.ignored = ignored
+        shown = ", ".join(f"{k!r} at {p}" for k, p in ignored[:8])
+        more = f" and {len(ignored) - 8} more" if len(ignored) > 8 else ""
+        super().__init__(f"ignored unknown keywords (annotations): {shown}{more}")
+
+
+def _mode(strict: Optional[bool]) -> str:
+    return "default" if strict is None else "strict" if strict else "lax"
 
 
 def schema_to_regex(
-    schema: Any, *, whitespace: str = r"[ ]?", max_recursion_depth: int = 3, strict: bool = True
+    schema: Any, *, whitespace: str = r"[ ]?", max_recursion_depth: int = 3, strict: Optional[bool] = None
 ) -> str:
     """The regex of JSON text of instances of ``schema`` (a dict, a bool, or JSON text).
 
     ``whitespace``: regex placed between structural tokens. ``max_recursion_depth``: how many
     times one ``$ref`` may be expanded on a path, and the nesting depth of free-form values.
-    ``strict``: raise on unknown keywords and formats (False: ignore them).
+    ``strict``: ``None`` (default) ignores keywords no JSON Schema draft defines and reports them
+    in an :class:`IgnoredKeywordsWarning`; ``True`` raises on them; ``False`` (lax) also ignores
+    unknown ``format`` values and reads an ambiguous ``oneOf`` as ``anyOf`` (both can accept
+    invalid instances). Spec keywords that cannot be enforced always raise.
     """
+    regex, ignored = _convert(schema, whitespace, max_recursion_depth, strict)
+    if ignored:
+        warnings.warn(IgnoredKeywordsWarning(ignored), stacklevel=2)
+    return regex
+
+
+def ignored_keywords(
+    schema: Any, *, max_recursion_depth: int = 3, strict: Optional[bool] = None
+) -> List[Tuple[str, str]]:
+    """The ``(keyword, pointer)`` pairs :func:`schema_to_regex` ignores for ``schema`` (the
+    unknown keywords it met; unknown formats too with ``strict=False``); raises as it does."""
+    return _convert(schema, "", max_recursion_depth, strict)[1]
+
+
+def _convert(schema: Any, whitespace: str, max_recursion_depth: int, strict: Optional[bool]):
     if isinstance(schema, (bytes, bytearray)):
         schema = schema.decode("utf-8")
     if isinstance(schema, str):
@@ -138,7 +206,7 @@ def schema_to_regex(
         raise ValueError(f"max_recursion_depth must be an int >= 0, got {max_recursion_depth!r}")
     atomic = re.fullmatch(r"(?:\[[^\]\\]*\]|[ \t\n\r])[?*+]?", whitespace)  # e.g. "[ ]?": no group needed
     ws = whitespace if not whitespace or atomic else f"(?:{whitespace})"
-    conv = _Converter(schema, ws, max_recursion_depth, bool(strict))
+    conv = _Converter(schema, ws, max_recursion_depth, _mode(strict))
     regex = conv.value(schema, "#", ())
     if regex is None:
         if conv.cut_by_recursion:
@@ -148,7 +216,17 @@ def schema_to_regex(
                 "(raise max_recursion_depth)",
             )
         raise InvalidSchemaError(None, "#", "no JSON value satisfies this schema")
-    return regex
+    return regex, list(dict.fromkeys(conv.ignored))
+
+
+def _all_of(*schemas: Any) -> Any:
+    """The conjunction of subschemas (``None``: absent), simplified for true/false."""
+    present = [x for x in schemas if x is not None and x is not True and x != {}]
+    if any(x is False for x in present):
+        return False
+    if not present:
+        return True
+    return present[0] if len(present) == 1 else {"allOf": present}
 
 
 def _halving(prefix: List[int], lo: int, hi: int) -> int:
@@ -162,43 +240,70 @@ def _escape_token(token: str) -> str:
 
 
 class _Converter:
-    def __init__(self, root: Any, ws: str, max_depth: int, strict: bool):
-        self.root, self.ws, self.max_depth, self.strict = root, ws, max_depth, strict
+    def __init__(self, root: Any, ws: str, max_depth: int, mode: str):
+        self.root, self.ws, self.max_depth, self.mode = root, ws, max_depth, mode
+        self.strict = mode == "strict"  # unknown formats raise (default: refused where generated)
         self.cut_by_recursion: Optional[str] = None
-        self.inexact_one_of = False
+        self.ignored: List[Tuple[str, str]] = []
         self.pointers: Dict[int, str] = {}
+        self.bases: Dict[int, str] = {}
+        self.outer_bases: Dict[int, str] = {}  # the base before a node's own $id
+        dialect = root.get("$schema", "") if isinstance(root, dict) else ""
+        dialect = dialect if isinstance(dialect, str) else ""
+        # drafts up to 7 ignore every sibling of $ref, $id included
+        self.ref_ignores_id = True if "draft-0" in dialect else False if re.search(r"20\d\d-\d\d", dialect) else None
         self.by_id: Dict[str, Tuple[Any, str]] = {}
         self.memo: Dict[Any, Tuple[Any, Optional[str]]] = {}
-        self._index(root, "#")
+        self._index(root, "#", _DEFAULT_BASE)
 
     # -- document index and $ref ------------------------------------------------------------
 
-    def _index(self, node: Any, ptr: str) -> None:
+    def _index(self, node: Any, ptr: str, base: str) -> None:
+        """Pointers, base URIs (``$id``, draft-4 ``id``) and anchors of every subschema. An
+        anchor is registered under its base URI, so equal anchors under different ``$id`` s are
+        told apart; the first of two equal full URIs wins."""
         if isinstance(node, dict):
             self.pointers[id(node)] = ptr
-            for key in ("$id", "id", "$anchor"):
+            self.outer_bases[id(node)] = base
+            for key in ("$id", "id"):
                 value = node.get(key)
-                if isinstance(value, str):
-                    self.by_id.setdefault(("#" + value) if key == "$anchor" else value, (node, ptr))
+                if isinstance(value, str) and not (key == "id" and "$id" in node):
+                    if value.startswith("#"):  # draft 6/7 plain-name fragment: an anchor
+                        self.by_id.setdefault(urljoin(base, value), (node, ptr))
+                    else:
+                        base = urldefrag(urljoin(base, value))[0]
+                        self.by_id.setdefault(base, (node, ptr))
+                        self.by_id.setdefault(value, (node, ptr))  # as written, too
+                    break
+            anchor = node.get("$anchor")
+            if isinstance(anchor, str):
+                self.by_id.setdefault(f"{base}#{anchor}", (node, ptr))
+            self.bases[id(node)] = base
             for k, v in node.items():
-                self._index(v, f"{ptr}/{_escape_token(k)}")
+                self._index(v, f"{ptr}/{_escape_token(k)}", base)
         elif isinstance(node, list):
             for i, v in enumerate(node):
-                self._index(v, f"{ptr}/{i}")
+                self._index(v, f"{ptr}/{i}", base)
 
-    def resolve(self, ref: Any, ptr: str) -> Tuple[Any, str]:
+    def resolve(self, ref: Any, ptr: str, base: str) -> Tuple[Any, str]:
         if not isinstance(ref, str):
             raise InvalidSchemaError("$ref", ptr, f"must be a string, got {ref!r}")
-        base, _, fragment = ref.partition("#")
-        node, node_ptr = self.root, "#"
-        if base:
-            if base not in self.by_id:
-                raise UnsupportedSchemaError("$ref", ptr, f"reference to another document: {ref!r}")
-            node, node_ptr = self.by_id[base]
+        full = urljoin(base, ref)
+        doc, fragment = urldefrag(full)
+        if doc == _DEFAULT_BASE or (doc == urldefrag(base)[0] and doc not in self.by_id):
+            node, node_ptr = self.root, "#"
+        elif doc in self.by_id:
+            node, node_ptr = self.by_id[doc]
+        elif ref.partition("#")[0] in self.by_id:
+            node, node_ptr = self.by_id[ref.partition("#")[0]]
+        else:
+            raise UnsupportedSchemaError("$ref", ptr, f"reference to another document: {ref!r}")
         if fragment and not fragment.startswith("/"):
-            if "#" + fragment not in self.by_id:
-                raise InvalidSchemaError("$ref", ptr, f"no anchor or id {ref!r} in the document")
-            return self.by_id["#" + fragment]
+            key = f"{self.bases.get(id(node), doc)}#{fragment}" if isinstance(node, dict) else None
+            for candidate in (key, f"{doc}#{fragment}"):
+                if candidate in self.by_id:
+                    return self.by_id[candidate]
+            raise InvalidSchemaError("$ref", ptr, f"no anchor or id {ref!r} in the document")
         for token in fragment.split("/")[1:] if fragment else []:
             token = re.sub(r"%([0-9a-fA-F]{2})", lambda m: chr(int(m.group(1), 16)), token)
             token = token.replace("~1", "/").replace("~0", "~")
@@ -209,11 +314,18 @@ class _Converter:
             node_ptr = f"{node_ptr}/{_escape_token(token)}"
         return node, node_ptr
 
+    def other_target(self, ref: str, ptr: str, base: str) -> Optional[str]:
+        try:
+            return self.resolve(ref, ptr, base)[1]
+        except UnsupportedSchemaError:
+            return None
+
     # -- flattening: $ref and allOf merged into one dict of known keywords --------------------
 
     def flatten(self, node: Any, ptr: str, stack: tuple) -> Tuple[Optional[dict], str, tuple]:
-        """``(dict, pointer, stack)``: ``node`` with ``$ref`` and ``allOf`` merged in, only
-        meaningful keywords kept; ``None`` for ``false``, a cut recursion or a contradiction."""
+        """``(dict, pointer, stack)``: ``node`` with ``$ref``, ``allOf``, the dependencies,
+        ``if``/``then``/``else`` and ``unevaluated*`` rewritten into the other keywords; tuples
+        as ``prefixItems`` + ``items``; ``None`` for ``false``, a cut recursion or a contradiction."""
         if node is True:
             return {}, ptr, stack
         if node is False:
@@ -223,31 +335,59 @@ class _Converter:
         ptr = self.pointers.get(id(node), ptr)
         out: Optional[dict] = {}
         for k, v in node.items():
-            if k in SUPPORTED:
-                if k not in ("$ref", "allOf") + _DEPENDENCIES:
+            if k == "$if":  # internal: the "not if" branch of if/then/else
+                out[k] = v
+            elif k in SUPPORTED:
+                if k not in _STRUCTURAL:
                     out[k] = v
             elif k in UNSUPPORTED:
                 raise UnsupportedSchemaError(k, ptr, "this keyword is not supported")
             elif k in ANNOTATIONS or (k == "id" and isinstance(v, str)):
                 continue
-            elif self.strict:
+            elif self.mode == "strict":
                 raise UnsupportedSchemaError(
-                    k, ptr, "unknown keyword (pass strict=False to ignore unknown keywords)")
+                    k, ptr, "unknown keyword (leave strict unset to ignore unknown keywords)")
+            else:
+                self.ignored.append((k, ptr))
+        items = node.get("items")
+        if isinstance(items, list):  # draft 4-7 tuple: the same as prefixItems + items
+            out["prefixItems"] = items
+            if "additionalItems" in node:
+                out["items"] = node["additionalItems"]
+        else:
+            if "prefixItems" in node:
+                out["prefixItems"] = node["prefixItems"]
+            if "items" in node:
+                out["items"] = items
         main_ptr = ptr
         if "$ref" in node:
-            target, target_ptr = self.resolve(node["$ref"], ptr)
+            base = self.bases.get(id(node), _DEFAULT_BASE)
+            outer = self.outer_bases.get(id(node), _DEFAULT_BASE)
+            if self.ref_ignores_id:
+                base = outer
+            target, target_ptr = self.resolve(node["$ref"], ptr, base)
+            if base != outer and self.ref_ignores_id is None and self.other_target(node["$ref"], ptr, outer) != target_ptr:
+                raise UnsupportedSchemaError(
+                    "$ref", ptr, "an $id beside $ref changes the target in draft 2019-09 and later but not "
+                    "in draft 7 and earlier: name the draft in $schema")
             if stack.count(target_ptr) >= self.max_depth:
                 self.cut_by_recursion = self.cut_by_recursion or ptr
                 return None, ptr, stack
             flat, flat_ptr, stack = self.flatten(target, target_ptr, stack + (target_ptr,))
             if flat is None:
                 return None, ptr, stack
-            if not out and "allOf" not in node:
+            if not out and "allOf" not in node and not any(k in node for k in _STRUCTURAL if k != "$ref"):
                 main_ptr = flat_ptr
             out = self.merge(flat, out, ptr)
         for k in _DEPENDENCIES:
             if k in node and out is not None:
                 out = self.merge(out, _dependencies_as_any_of(node[k], k, ptr), ptr)
+        if "if" in node and ("then" in node or "else" in node) and out is not None:
+            # if/then/else as the union (if and then) | (not if, and else)
+            cond = node["if"]
+            then, other = node.get("then", True), node.get("else", True)
+            out = self.merge(out, {"anyOf": [{"allOf": [cond, then]},
+                                             {"allOf": [{"not": cond, "$if": True}, other]}]}, ptr)
         subs = node.get("allOf", [])
         if "allOf" in node and (not isinstance(subs, list) or not subs):
             raise InvalidSchemaError("allOf", ptr, "must be a non-empty array of schemas")
@@ -256,12 +396,60 @@ class _Converter:
                 break
             flat, _, stack = self.flatten(sub, f"{ptr}/allOf/{i}", stack)
             out = None if flat is None else self.merge(out, flat, f"{ptr}/allOf/{i}")
+        uneval = {k: node[k] for k in ("unevaluatedProperties", "unevaluatedItems") if k in node}
+        if uneval and out is not None:
+            out = self.close(out, uneval, ptr, stack)
         return out, main_ptr, stack
 
+    def close(self, flat: dict, uneval: dict, ptr: str, stack: tuple) -> Optional[dict]:
+        """``unevaluatedProperties``/``unevaluatedItems`` of a schema whose in-place applicators
+        are all merged into ``flat``: the properties (items) ``flat`` declares are the evaluated
+        ones, so they become ``additionalProperties`` (``items``). Pending ``anyOf`` branches
+        evaluate more: each is merged in first, and closed on its own."""
+        if "oneOf" in flat:
+            raise UnsupportedSchemaError(
+                next(iter(uneval)), ptr, "unevaluated keywords with a oneOf in place are not supported")
+        if "anyOf" in flat:
+            branches = flat["anyOf"]
+            if not isinstance(branches, list) or not branches:
+                raise InvalidSchemaError("anyOf", ptr, "must be a non-empty array of schemas")
+            base = {k: v for k, v in flat.items() if k != "anyOf"}
+            options = []
+            for i, branch in enumerate(branches):
+                bflat = self.flatten(branch, f"{ptr}/anyOf/{i}", stack)[0]
+                merged = None if bflat is None else self.merge(base, bflat, f"{ptr}/anyOf/{i}")
+                closed = None if merged is None else self.close(merged, uneval, ptr, stack)
+                if closed is not None:
+                    options.append(closed)
+            return {"anyOf": options} if options else None
+        out = dict(flat)
+        props = uneval.get("unevaluatedProperties")
+        if props is not None and "additionalProperties" not in out:
+            out["additionalProperties"] = props
+        items = uneval.get("unevaluatedItems")
+        if items is not None and "items" not in out:
+            if "contains" in out:
+                raise UnsupportedSchemaError(
+                    "unevaluatedItems", ptr, "unevaluatedItems with contains is not supported")
+            out["items"] = items
+        return out
+
     def merge(self, a: dict, b: dict, ptr: str) -> Optional[dict]:
-        """The conjunction of two flattened schemas as one dict (None: contradictory)."""
+        """The conjunction of two flattened schemas as one dict (None: contradictory).
+
+        ``additionalProperties`` sees only the properties (and patterns) of its own schema, and
+        ``items`` only its own ``prefixItems``: each side's are applied to the names and
+        positions the other side declares before the two are put together."""
         out = dict(a)
+        if any(k in a or k in b for k in ("properties", "additionalProperties", "patternProperties")):
+            for k, v in self.merge_properties(a, b, ptr).items():
+                out[k] = v
+        if any(k in a or k in b for k in ("prefixItems", "items")):
+            for k, v in self.merge_items(a, b).items():
+                out[k] = v
         for k, v in b.items():
+            if k in ("properties", "additionalProperties", "patternProperties", "prefixItems", "items"):
+                continue
             if k not in out or _same_json(out[k], v):
                 out[k] = v
                 continue
@@ -275,11 +463,6 @@ class _Converter:
                 if not both:
                     return None
                 out[k] = [t for t in TYPES if t in both]
-            elif k == "properties":
-                props = dict(u)
-                for name, sub in v.items():
-                    props[name] = {"allOf": [props[name], sub]} if name in props else sub
-                out[k] = props
             elif k == "required":
                 out[k] = list(u) + [n for n in v if n not in u]
             elif k in ("minimum", "minLength", "minItems", "minProperties") and _numbers(u, v):
@@ -290,6 +473,8 @@ class _Converter:
                 out[k] = max(u, v)
             elif k == "exclusiveMaximum" and _numbers(u, v):
                 out[k] = min(u, v)
+            elif k == "uniqueItems":
+                out[k] = bool(u) or bool(v)
             elif k == "enum":
                 out[k] = [x for x in u if any(_same_json(x, y) for y in v)]
             elif k == "const":
@@ -298,10 +483,59 @@ class _Converter:
                 out[k] = [{"allOf": [x, y]} for x in u for y in v]
             elif k == "not":
                 out[k] = {"anyOf": [u, v]}
-            elif k in ("items", "additionalItems", "propertyNames", "unevaluatedProperties", "additionalProperties"):
-                out[k] = False if False in (u, v) else v if u is True else u if v is True else {"allOf": [u, v]}
+            elif k == "propertyNames":
+                out[k] = _all_of(u, v)
             else:
                 raise UnsupportedSchemaError(k, ptr, "cannot combine two different values of this keyword (allOf/$ref)")
+        return out
+
+    def merge_properties(self, a: dict, b: dict, ptr: str) -> dict:
+        out: dict = {}
+        sides = []
+        for x in (a, b):
+            props, pats = x.get("properties", {}), x.get("patternProperties", {})
+            if not isinstance(props, dict):
+                raise InvalidSchemaError("properties", ptr, "must be an object")
+            if not isinstance(pats, dict):
+                raise InvalidSchemaError("patternProperties", ptr, "must be an object")
+            sides.append((props, pats, x.get("additionalProperties")))
+
+        def side_schema(side, name):
+            props, pats, extra = side
+            if name in props:
+                return props[name]
+            for pat in pats:  # a pattern's schema is applied through the merged patternProperties
+                try:
+                    if re.search(pat, name):
+                        return True
+                except re.error as e:
+                    raise UnsupportedSchemaError("patternProperties", ptr, f"pattern {pat!r}: {e}") from None
+            return extra
+
+        names = list(dict.fromkeys(list(sides[0][0]) + list(sides[1][0])))
+        if names:
+            out["properties"] = {n: _all_of(side_schema(sides[0], n), side_schema(sides[1], n)) for n in names}
+        pats = dict(sides[0][1])
+        for pat, sub in sides[1][1].items():
+            pats[pat] = _all_of(pats[pat], sub) if pat in pats else sub
+        if pats:
+            out["patternProperties"] = pats
+        if sides[0][2] is not None or sides[1][2] is not None:
+            out["additionalProperties"] = _all_of(sides[0][2], sides[1][2])
+        return out
+
+    def merge_items(self, a: dict, b: dict) -> dict:
+        out: dict = {}
+        pa, pb = a.get("prefixItems", []), b.get("prefixItems", [])
+        ia, ib = a.get("items"), b.get("items")
+        if not isinstance(pa, list) or not isinstance(pb, list):
+            raise InvalidSchemaError("prefixItems", "#", "must be an array of schemas")
+        n = max(len(pa), len(pb))
+        if n:
+            out["prefixItems"] = [
+                _all_of(pa[i] if i < len(pa) else ia, pb[i] if i < len(pb) else ib) for i in range(n)]
+        if ia is not None or ib is not None:
+            out["items"] = _all_of(ia, ib)
         return out
 
     # -- values ------------------------------------------------------------------------------
@@ -336,9 +570,15 @@ class _Converter:
                 options = [o for o in options if o is not None]
                 return J.alternation(options) if options else None
         if "not" in flat:
-            rest = {k: v for k, v in flat.items() if k != "not"}
+            rest = {k: v for k, v in flat.items() if k not in ("not", "$if")}
             negated = self.flatten(flat["not"], f"{ptr}/not", stack)[0]
-            reduced = self.exclude(rest, negated, stack, f"{ptr}/not", exact=True)
+            try:
+                reduced = self.exclude(rest, negated, stack, f"{ptr}/not", exact=True)
+            except UnsupportedSchemaError as e:
+                if "$if" not in flat:
+                    raise
+                raise UnsupportedSchemaError(
+                    "if", ptr, f"the else branch needs the negation of if, which {e.reason}") from None
             return None if reduced is None else self.value_flat(reduced, ptr, stack)
         if "enum" in flat or "const" in flat:
             return self.literals(flat, ptr)
@@ -358,7 +598,7 @@ class _Converter:
         objects, which may then be disjoint from b), and a ``b`` that only requires properties
         (then one of them is absent). None when nothing is left. Otherwise raise (``exact``,
         for ``not``) or return ``a`` unchanged and
-        set ``self.inexact_one_of`` (``oneOf`` approximated by ``anyOf``)."""
+        raise too, except in lax mode (``oneOf`` approximated by ``anyOf``)."""
         if b is None:  # false: excludes nothing
             return a
         if not b:  # true: excludes everything
@@ -405,7 +645,10 @@ class _Converter:
             return self.merge(a, {"type": numeric, bounds[key]: bound}, ptr) if numeric else None
         if exact:
             raise UnsupportedSchemaError("not", ptr, f"cannot exclude {json.dumps(b)[:200]}")
-        self.inexact_one_of = True
+        if self.mode != "lax":
+            raise UnsupportedSchemaError(
+                "oneOf", ptr, "branches that an instance may satisfy together cannot be told apart "
+                "(strict=False reads such a oneOf as anyOf)")
         return a
 
     def disjoint(self, a: dict, b: dict, stack: tuple) -> bool:
@@ -448,7 +691,14 @@ class _Converter:
         """The types to generate, in a fixed order; None for any value."""
         t = flat.get("type")
         if t is None:
-            implied = [k for k, kws in _TYPE_KEYWORDS.items() if any(kw in flat for kw in kws)]
+            fmt = flat.get("format")
+            unknown = fmt is not None and fmt not in J.FORMATS and self.mode != "lax"
+            # an unknown format does not make a string (other types ignore it): strings are
+            # then left out, where no other keyword asks for them
+            implied = [k for k, kws in _TYPE_KEYWORDS.items()
+                       if any(kw in flat for kw in kws if not (unknown and kw == "format"))]
+            if not implied and unknown:
+                return [x for x in TYPES if x != "string"]
             return [x for x in TYPES if x in implied] or None
         names = t if isinstance(t, list) else [t]
         for name in names:
@@ -475,7 +725,7 @@ class _Converter:
             raise InvalidSchemaError("enum", ptr, "must be an array")
         if "const" in flat:
             values = [v for v in values if _same_json(v, flat["const"])]
-        kept = [v for v in values if _literal_ok(v, flat, ptr, self.strict)]
+        kept = [v for v in values if _literal_ok(v, flat, ptr, self.mode != "lax")]
         return J.alternation([J.literal(v, self.ws) for v in kept]) if kept else None
 
     def number(self, s: dict, ptr: str, stack: tuple, kind: str) -> Optional[str]:
@@ -497,10 +747,11 @@ class _Converter:
             return None
         fmt, pattern = s.get("format"), s.get("pattern")
         if fmt is not None and fmt not in J.FORMATS:
-            if self.strict:
+            if self.mode != "lax":
                 raise UnsupportedSchemaError(
                     "format", ptr, f"unknown format {fmt!r} (supported: {', '.join(J.FORMATS)}; "
                     "pass strict=False to ignore it)")
+            self.ignored.append((f"format: {fmt}", ptr))
             fmt = None
         if fmt is not None and pattern is not None:
             raise UnsupportedSchemaError("pattern", ptr, f"pattern together with format {fmt!r}")
@@ -524,26 +775,22 @@ class _Converter:
     def array(self, s: dict, ptr: str, stack: tuple, kind: str) -> Optional[str]:
         lo = _count(s, "minItems", ptr, 0)
         hi = _count(s, "maxItems", ptr, None)
-        if s.get("uniqueItems") is True and (hi is None or hi > 1):
-            raise UnsupportedSchemaError("uniqueItems", ptr, "uniqueItems: true cannot be expressed by a regex")
-        items = s.get("items", True)
-        if "prefixItems" in s:
-            prefix, prefix_key, rest, rest_key = s["prefixItems"], "prefixItems", items, "items"
-        elif isinstance(items, list):
-            prefix, prefix_key, rest, rest_key = items, "items", s.get("additionalItems", True), "additionalItems"
-        else:
-            prefix, prefix_key, rest, rest_key = [], None, items, "items"
+        prefix, rest = s.get("prefixItems", []), s.get("items", True)
         if not isinstance(prefix, list):
-            raise InvalidSchemaError(prefix_key, ptr, "must be an array of schemas")
+            raise InvalidSchemaError("prefixItems", ptr, "must be an array of schemas")
+        if "contains" in s:
+            return self.contains(s, ptr, stack, prefix, rest, lo, hi)
+        if s.get("uniqueItems") is True and (hi is None or hi > 1):
+            return self.unique(s, ptr, stack, prefix, rest, lo, hi)
         heads = []
         for i, sub in enumerate(prefix):
-            head = self.value(sub, f"{ptr}/{prefix_key}/{i}", stack)
+            head = self.value(sub, f"{ptr}/prefixItems/{i}", stack)
             if head is None:  # no value fits here: the array ends before this position
                 hi = i if hi is None else min(hi, i)
                 break
             heads.append(head)
         # items absent or true: any value, nested one level less than a free value (as in a map)
-        tail = self.any_value(self.max_depth - 1) if rest is True else self.value(rest, f"{ptr}/{rest_key}", stack)
+        tail = self.any_value(self.max_depth - 1) if rest is True else self.value(rest, f"{ptr}/items", stack)
         if tail is None:
             hi = len(heads) if hi is None else min(hi, len(heads))
         if hi is not None and lo > hi:
@@ -551,6 +798,114 @@ class _Converter:
         if lo > J.MAX_COUNT:
             raise UnsupportedSchemaError("minItems", ptr, f"more than {J.MAX_COUNT} items")
         return self.sequence(heads[: hi if hi is not None else len(heads)], tail, lo, hi)
+
+    def finite_values(self, node: Any, ptr: str, stack: tuple) -> Optional[list]:
+        """The values of a schema with finitely many (enum/const, boolean, null), else None."""
+        flat = self.flatten(node, ptr, stack)[0]
+        if flat is None:
+            return []
+        if set(flat) - {"type", "enum", "const"}:
+            return None
+        values = _literal_values(flat)
+        if values is None:
+            types = self.types(flat, ptr) or TYPES
+            if not set(types) <= {"boolean", "null"}:
+                return None
+            values = ([True, False] if "boolean" in types else []) + ([None] if "null" in types else [])
+        kept = [v for v in values if _literal_ok(v, flat, ptr, True)]
+        return list({_json_key(v): v for v in kept}.values())
+
+    def unique(self, s, ptr, stack, prefix, rest, lo, hi) -> Optional[str]:
+        """``uniqueItems: true`` over finitely many values: every array of distinct values
+        spelled out (a tuple's positions each from their own set, then ``items``)."""
+        refuse = UnsupportedSchemaError(
+            "uniqueItems", ptr, "uniqueItems: true is supported on finite item domains (enum, const, "
+            "boolean, null, or a tuple of them closed by items: false / maxItems), with at most "
+            f"{MAX_UNIQUE_ARRAYS} arrays")
+        domains = [self.finite_values(sub, f"{ptr}/prefixItems/{i}", stack) for i, sub in enumerate(prefix)]
+        tail = None if rest is False else self.finite_values(rest, f"{ptr}/items", stack)
+        if rest is not False and tail is None and (hi is None or hi > len(prefix)):
+            raise refuse
+        if any(d is None for d in domains):
+            raise refuse
+        counter = itertools.count()
+
+        def build(position: int, used: frozenset) -> Optional[str]:
+            """The rest of the array from ``position`` on, given the values used so far."""
+            options = []
+            if position >= lo:
+                options.append("")
+            if hi is None or position < hi:
+                domain = domains[position] if position < len(domains) else (tail or [])
+                for v in domain:
+                    key = _json_key(v)
+                    if key in used:
+                        continue
+                    if next(counter) > MAX_UNIQUE_ARRAYS:
+                        raise refuse
+                    more = build(position + 1, used | {key})
+                    if more is not None:
+                        sep = f"{self.ws},{self.ws}" if position else ""
+                        options.append(sep + J.literal(v, self.ws) + more)
+            if not options:
+                return None
+            return options[0] if len(options) == 1 else "(?:" + "|".join(options) + ")"
+
+        body = build(0, frozenset())
+        return None if body is None else rf"\[{self.ws}{body}{self.ws}\]"
+
+    def contains(self, s, ptr, stack, prefix, rest, lo, hi) -> Optional[str]:
+        """``contains`` with ``minContains``/``maxContains``: items that match it (between the
+        two counts) among items that do not. Without ``maxContains`` the others are any items;
+        with it they must be shown not to match (else none are generated)."""
+        c_lo = _count(s, "minContains", ptr, 1)
+        c_hi = _count(s, "maxContains", ptr, None)
+        c_hi = None if c_hi is None else min(c_hi, max(c_lo, J.MAX_COUNT))  # fewer hits: still valid
+        if prefix or s.get("uniqueItems") is True:
+            raise UnsupportedSchemaError("contains", ptr, "contains with prefixItems or uniqueItems is not supported")
+        if c_hi is not None and c_hi < c_lo:
+            return None
+        if c_lo == 0 and c_hi is None:
+            return self.array({k: v for k, v in s.items() if k != "contains"}, ptr, stack, "array")
+        if lo > c_lo or hi is not None:
+            raise UnsupportedSchemaError(
+                "contains", ptr, "contains with minItems above minContains, or maxItems, is not supported")
+        if c_lo > J.MAX_COUNT:
+            raise UnsupportedSchemaError("minContains", ptr, f"more than {J.MAX_COUNT} items")
+        item = self.flatten(rest, f"{ptr}/items", stack)[0] if rest is not True else {}
+        if item is None:
+            return None if c_lo > 0 else rf"\[{self.ws}\]"
+        cond = self.flatten(s["contains"], f"{ptr}/contains", stack)[0]
+        hit_flat = None if cond is None else self.merge(item, cond, f"{ptr}/contains")
+        hit = None if hit_flat is None else self.value_flat(hit_flat, ptr, stack)
+        if hit is None:
+            return None if c_lo > 0 else rf"\[{self.ws}\]"
+        if c_hi is None:
+            other = self.any_value(self.max_depth - 1) if rest is True else self.value_flat(item, ptr, stack)
+        else:
+            try:
+                other_flat = self.exclude(item, cond, stack, f"{ptr}/contains", exact=True)
+            except UnsupportedSchemaError:
+                other_flat = None  # only matching items: their count is the array's length
+            other = None if other_flat is None else self.value_flat(other_flat, ptr, stack)
+        sep = f"{self.ws},{self.ws}"
+        # [ o* (c o*){c_lo,c_hi} ] with commas: each unit is "an item, after a comma"
+        o = "" if other is None else f"(?:{sep}{other})*"
+        unit = f"(?:{sep}{hit}{o})"
+        if c_lo >= 1:
+            first = f"(?:{hit}|(?:{other}){o}{sep}{hit})" if other is not None else hit
+            body = f"{first}{o}" + J.repeat(unit, c_lo - 1, None if c_hi is None else c_hi - 1)
+            return rf"\[{self.ws}{body}{self.ws}\]"
+        # c_lo == 0 with a maximum: no items, or some
+        if other is not None:
+            # at most c_hi hits: o* (c o*){0,c_hi} written from the first item on
+            body = f"(?:{other}{o}" + J.repeat(unit, 0, c_hi) + f"|{hit}{o}" + J.repeat(unit, 0, c_hi - 1) + ")" \
+                if c_hi >= 1 else f"{other}{o}"
+        else:
+            if c_hi == 0:
+                return rf"\[{self.ws}\]"
+            body = hit + J.repeat(unit, 0, c_hi - 1)
+        return rf"\[{self.ws}(?:{body}{self.ws})?\]"
 
     def sequence(self, heads: List[str], tail: Optional[str], lo: int, hi: Optional[int]) -> str:
         """``[h0, h1, ..., t, t, ...]`` with lo..hi items (``hi`` None: unbounded)."""
@@ -720,7 +1075,9 @@ class _Converter:
             value_regex = self.value(extra, f"{ptr}/additionalProperties", stack) if extra is not True \
                 else self.any_value(self.max_depth - 1)
         if "propertyNames" in s:
-            names = self.value(s["propertyNames"], f"{ptr}/propertyNames", stack)
+            names = self.value({"allOf": [{"type": "string"}, s["propertyNames"]]}, f"{ptr}/propertyNames", stack)
+            if names is None and not patterns:  # no name is allowed: only the empty object
+                return None if min_p > 0 else rf"\{{{self.ws}\}}"
             if patterns or names is None:
                 raise UnsupportedSchemaError(
                     "propertyNames", ptr,

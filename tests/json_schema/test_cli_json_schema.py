@@ -59,8 +59,14 @@ def test_compile_argument_errors(argv, message, capsys):
 def test_compile_unsupported_schema_and_lax(tmp_path, capsys, mistral):
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"type": "string", "x-note": "custom"}))
+    status, _, err = run(["compile", "--schema", str(path), "--strict", "--tokenizer", str(mistral.path)], capsys)
+    assert status == 2 and "'x-note' at #" in err and "leave out --strict" in err
+    # by default an unknown keyword is an annotation: ignored, with a note
+    status, out, err = run(["compile", "--schema", str(path), "--json", "--tokenizer", str(mistral.path)], capsys)
+    assert status == 0 and json.loads(out)["count_sequences"] is None and "note: ignored" in err and "x-note" in err
+    path.write_text(json.dumps({"type": "string", "format": "sha1"}))
     status, _, err = run(["compile", "--schema", str(path), "--tokenizer", str(mistral.path)], capsys)
-    assert status == 2 and "'x-note' at #" in err and "use --lax" in err
+    assert status == 2 and "'format' at #" in err and "use --lax" in err
     status, out, _ = run(["compile", "--schema", str(path), "--lax", "--json", "--tokenizer", str(mistral.path)], capsys)
     assert status == 0 and json.loads(out)["count_sequences"] is None
 

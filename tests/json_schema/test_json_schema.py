@@ -376,10 +376,14 @@ def test_one_of_is_exclusive_where_provable(schema, exclusive, shared):
     check(schema, exclusive, shared, samples=80)
 
 
-def test_one_of_falls_back_to_any_of_when_overlap_is_not_provable():
+def test_one_of_whose_overlap_is_not_provable_is_refused_unless_lax():
     schema = {"oneOf": [{"type": "string", "maxLength": 3}, {"type": "string", "pattern": "^a"}]}
-    d = dfa(schema)
-    assert d.matches(b'"ab"')  # in both branches: documented approximation (oneOf as anyOf)
+    for strict in (None, True):
+        with pytest.raises(Unsupported) as e:
+            schema_to_regex(schema, strict=strict)
+        assert e.value.keyword == "oneOf" and "strict=False" in e.value.reason
+    d = dfa(schema, strict=False)
+    assert d.matches(b'"ab"')  # in both branches: documented approximation of lax mode (oneOf as anyOf)
     assert d.matches(b'"abcde"') and d.matches(b'"xy"')
 
 
@@ -445,21 +449,27 @@ def test_whitespace_option_and_json_text_input():
     assert spaced.matches(json.dumps({"a": [1, 2]}, indent=2).encode())
 
 
-def test_annotations_are_ignored_and_unknown_keywords_need_strict_false():
+def test_annotations_are_ignored_and_unknown_keywords_are_reported():
     annotated = {"type": "integer", "title": "t", "description": "d", "examples": [1], "default": 0,
                  "$comment": "c", "$schema": "http://json-schema.org/draft-07/schema#", "deprecated": False}
     assert schema_to_regex(annotated) == schema_to_regex({"type": "integer"})
-    custom = {"type": "object", "properties": {"a": {"type": "integer", "x-unit": "cm"}}}
+    custom = {"type": "object", "properties": {"a": {"type": "integer", "x-unit": "cm", "_format": "x"}}}
+    plain = schema_to_regex({"type": "object", "properties": {"a": {"type": "integer"}}})
+    with pytest.warns(js.IgnoredKeywordsWarning) as w:  # default: ignored (the spec's rule), reported
+        assert schema_to_regex(custom) == plain
+    assert w[0].message.ignored == [("x-unit", "#/properties/a"), ("_format", "#/properties/a")]
+    assert js.ignored_keywords(custom) == w[0].message.ignored
+    with pytest.warns(js.IgnoredKeywordsWarning):
+        assert schema_to_regex(custom, strict=False) == plain
     with pytest.raises(Unsupported, match="unknown keyword") as e:
-        schema_to_regex(custom)
+        schema_to_regex(custom, strict=True)
     assert (e.value.keyword, e.value.pointer) == ("x-unit", "#/properties/a")
-    assert schema_to_regex(custom, strict=False) == schema_to_regex({"type": "object", "properties": {"a": {"type": "integer"}}})
 
 
 @pytest.mark.parametrize("keyword", sorted(js.UNSUPPORTED))
 def test_every_unsupported_keyword_raises_naming_it_and_its_pointer(keyword):
     schema = {"type": "object", "properties": {"x": {"type": "array", keyword: {}}}}
-    for strict in (True, False):
+    for strict in (True, None, False):
         with pytest.raises(Unsupported) as e:
             schema_to_regex(schema, strict=strict)
         assert e.value.keyword == keyword and e.value.pointer == "#/properties/x"

@@ -170,12 +170,13 @@ class Compiler:
         ``"auto"`` (direct when within those limits, else cartesian; ``guide.method`` says which);
         or ``"agnostic"`` (every token sequence that decodes to a match, what Outlines does).
 
-        ``lazy`` (default: ``True`` for ``"cartesian"``, ``False`` otherwise): build each state
-        the first time a decoder reaches it, memoized in the guide and shared by every matcher and
-        thread, instead of every state up front. The masks are the same bit for bit; a lazy
-        compile costs milliseconds where an eager one on a 128k-vocabulary tokenizer costs up to
-        seconds. ``lazy=True`` with another method is a ``ValueError``; ``Guide.materialize()``
-        turns a lazy guide into an eager one.
+        ``lazy`` (``"cartesian"`` only; default ``False`` for now): build each state the first
+        time a decoder reaches it, memoized in the guide and shared by every matcher and thread,
+        instead of every state up front. The masks are the same bit for bit; a lazy compile costs
+        milliseconds where an eager one on a 128k-vocabulary tokenizer costs up to seconds, but
+        its memo can grow past the eager guide's size on wide pre-tokenized states. ``lazy=True``
+        with another method is a ``ValueError``; ``Guide.materialize()`` turns a lazy guide into
+        an eager one.
 
         Errors: ``ValueError`` (invalid regex, unsupported feature such as look-around or
         backreferences, empty language, unknown method), ``NotImplementedError`` (canonical

@@ -1,4 +1,4 @@
-"""Lazy guides (the default for ``method="cartesian"``) against the eager construction, bit for bit.
+"""Lazy guides (``compile_regex(..., lazy=True)``, cartesian only) against the eager construction, bit for bit.
 
 * The API: which compiles are lazy, ``materialize()``, what a lazy guide refuses.
 * Differential: masks (EOS included) of a lazy and an eager guide along canonical paths (strings
@@ -22,9 +22,9 @@ from oracle import require_shared
 REGEX = r'\{"name": "[^"\\]{0,16}", "age": (0|[1-9][0-9]{0,2}), "ok": (true|false)\}'
 
 
-def test_lazy_is_the_default_for_cartesian_only(pt, mistral):
+def test_lazy_is_opt_in_for_cartesian_only(pt, mistral):
     c = mistral.compiler
-    assert c.compile_regex(REGEX).is_lazy
+    assert not c.compile_regex(REGEX).is_lazy
     assert c.compile_regex(REGEX, lazy=True).is_lazy
     assert not c.compile_regex(REGEX, lazy=False).is_lazy
     for method in ("agnostic", "auto"):
@@ -32,9 +32,9 @@ def test_lazy_is_the_default_for_cartesian_only(pt, mistral):
     assert not c.compile_regex("(yes|no)", method="direct").is_lazy
     with pytest.raises(ValueError, match=r"lazy=True needs method='cartesian'"):
         c.compile_regex(REGEX, method="direct", lazy=True)
-    assert c.compile_json_schema({"type": "boolean"}).is_lazy
-    assert not c.compile_json_schema({"type": "boolean"}, lazy=False).is_lazy
-    guide = c.compile_regex(REGEX)
+    assert c.compile_json_schema({"type": "boolean"}, lazy=True).is_lazy
+    assert not c.compile_json_schema({"type": "boolean"}).is_lazy
+    guide = c.compile_regex(REGEX, lazy=True)
     assert "lazy=True" in repr(guide)
     stats = guide.stats()
     assert stats["lazy"] is True and 0 < stats["lazy_memo_bytes"] <= stats["max_lazy_memo_bytes"]
@@ -45,8 +45,8 @@ SMALL = r'\{"name": "[A-Za-zé中 ]{1,3}", "age": [0-9]{1,3}\}'
 
 
 def test_materialize_gives_the_eager_guide(pt, mistral):
-    lazy = mistral.compiler.compile_regex(SMALL)
-    eager = mistral.compiler.compile_regex(SMALL, lazy=False)
+    lazy = mistral.compiler.compile_regex(SMALL, lazy=True)
+    eager = mistral.compiler.compile_regex(SMALL)
     built = lazy.materialize()
     assert not built.is_lazy and built.num_states == eager.num_states
     assert built.first_difference(eager) is None
@@ -106,11 +106,11 @@ def test_lazy_equals_eager_on_shared_regexes(pt, tokenizer_under_test, name, n):
         if compiled == n:
             break
         try:
-            eager = tut.compiler.compile_regex(pattern, lazy=False)
+            eager = tut.compiler.compile_regex(pattern)
         except (ValueError, pt.LimitExceeded):
             continue  # refused regexes (and their lazy twins) are the oracle suite's business
         compiled += 1
-        lazy = tut.compiler.compile_regex(pattern)
+        lazy = tut.compiler.compile_regex(pattern, lazy=True)
         assert lazy.is_lazy
         what = f"[{name}] {pattern[:60]!r}"
         for s in pt.ByteDfa(pattern).sample(4, seed=k, max_len=96):
@@ -125,11 +125,11 @@ def test_lazy_equals_eager_on_shared_regexes(pt, tokenizer_under_test, name, n):
 
 
 def test_threads_sharing_a_fresh_guide_see_sequential_masks(pt, mistral):
-    eager = mistral.compiler.compile_regex(REGEX, lazy=False)
+    eager = mistral.compiler.compile_regex(REGEX)
     walks = [eager.random_walk(seed, 40) for seed in range(16)]
     want = [_masks_along(eager, w) for w in walks]
     for _ in range(3):
-        lazy = mistral.compiler.compile_regex(REGEX)
+        lazy = mistral.compiler.compile_regex(REGEX, lazy=True)
         got: list = [None] * len(walks)
         start = threading.Barrier(8)
 
@@ -148,10 +148,10 @@ def test_threads_sharing_a_fresh_guide_see_sequential_masks(pt, mistral):
 
 
 def test_memo_limit_is_reported_by_name_and_the_guide_stays_usable(pt, mistral):
-    after_compile = mistral.compiler.compile_regex(REGEX).stats()["lazy_memo_bytes"]
-    eager = mistral.compiler.compile_regex(REGEX, lazy=False)
+    after_compile = mistral.compiler.compile_regex(REGEX, lazy=True).stats()["lazy_memo_bytes"]
+    eager = mistral.compiler.compile_regex(REGEX)
     tight = pt.Compiler(mistral.vocab, max_guide_bytes=after_compile + 64)
-    guide = tight.compile_regex(REGEX)
+    guide = tight.compile_regex(REGEX, lazy=True)
     m = guide.matcher()
     bitmask = pt.allocate_token_bitmask(1, guide.vocab_size)
     with pytest.raises(pt.LimitExceeded, match=r"max_guide_bytes = \d+ .*lazy guide"):

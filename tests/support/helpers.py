@@ -259,15 +259,15 @@ class TokenizerUnderTest:
         return self._guides[key]
 
     def large_guide(self, pattern: str):
-        """``generous_compiler().compile_regex(pattern)`` (cartesian), compiled in a child process
-        when the session has a tokenizer-DFA cache folder and loaded here with ``guide_from_bytes``:
+        """``generous_compiler().compile_regex(pattern, lazy=False)`` (the whole eager guide), compiled
+        in a child process when the session has a tokenizer-DFA cache folder and loaded here with ``guide_from_bytes``:
         a large guide's compile can peak at several GB (Command-R's ``(?s:.*)``: about 6 GB) that
         the allocator would keep for the rest of the session. The child's errors are raised here
         (as RuntimeError with its output). Returns ``(guide, compile_seconds)``."""
         cache = os.environ.get(TOKENIZER_DFA_CACHE_ENV)
         if not cache or self.oracle.family != "byte-level":
             t0 = time.perf_counter()
-            guide = self.generous_compiler().compile_regex(pattern, method="cartesian")
+            guide = self.generous_compiler().compile_regex(pattern, method="cartesian", lazy=False)
             return guide, time.perf_counter() - t0
         self._cache_kwargs()  # the tokenizer DFA, built once into the cache
         out = Path(cache) / f"guide-{self.name}-{hashlib.sha256(pattern.encode()).hexdigest()[:16]}.bin"
@@ -305,7 +305,7 @@ if __name__ == "__main__" and sys.argv[1:2] == ["--compile-guide"]:
     _compiler = _tut.generous_compiler()
     _compiler.tokenizer_dfa_stats()
     _t0 = time.perf_counter()
-    _guide = _compiler.compile_regex(sys.argv[4], method="cartesian")
+    _guide = _compiler.compile_regex(sys.argv[4], method="cartesian", lazy=False)
     _seconds = time.perf_counter() - _t0
     Path(sys.argv[5]).write_bytes(_guide.to_bytes())
     print(_seconds)

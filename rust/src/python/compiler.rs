@@ -74,10 +74,11 @@ impl PyCompiler {
     #[pyo3(signature = (pattern, method="cartesian", *, lazy=None))]
     fn compile_regex(&self, py: Python<'_>, pattern: String, method: &str, lazy: Option<bool>) -> PyResult<PyGuide> {
         let method = Method::parse(method).map_err(to_py)?;
-        // Lazy is the default for the canonical product (`cartesian`); `direct`, `agnostic` and
-        // `auto` (which may build a direct DFA) are eager by construction.
+        // Lazy guides are opt-in until they meet the memory targets (issue 17): on wide
+        // pre-tokenized text states their memo can outgrow the eager guide. `direct`, `agnostic`
+        // and `auto` (which may build a direct DFA) are eager by construction.
         let lazy = match (lazy, method) {
-            (None, m) => m == Some(Method::Cartesian),
+            (None, _) => false,
             (Some(true), Some(Method::Cartesian)) => true,
             (Some(true), _) => {
                 return Err(PyValueError::new_err(

@@ -13,6 +13,19 @@ use crate::error::{Error, Result};
 use crate::util::bitset;
 use crate::util::random::SplitMix64;
 
+/// The tokens from `from` to `to` in a search tree stored as `parent[state] = (previous, token)`.
+fn path_back(parent: &FxHashMap<u32, (u32, u32)>, from: u32, to: u32) -> Vec<u32> {
+    let mut path = Vec::new();
+    let mut at = to;
+    while at != from {
+        let (previous, token) = parent[&at];
+        path.push(token);
+        at = previous;
+    }
+    path.reverse();
+    path
+}
+
 impl Guide {
     /// A lower bound-ish hint of how far `state` is from acceptance (bytes for product guides,
     /// tokens for explicit ones); guides the fast way of finishing random walks.
@@ -40,15 +53,7 @@ impl Guide {
             std::collections::BinaryHeap::from([std::cmp::Reverse((self.distance_hint(state), 0u64, state))]);
         while let Some(std::cmp::Reverse((_, _, s))) = frontier.pop() {
             if self.is_final(s) {
-                let mut path = Vec::new();
-                let mut at = s;
-                while at != state {
-                    let (from, token) = parent[&at];
-                    path.push(token);
-                    at = from;
-                }
-                path.reverse();
-                return Ok(Some(path));
+                return Ok(Some(path_back(&parent, state, s)));
             }
             let mut moves: Vec<(u32, u64, u32)> =
                 self.distances_after(s)?.into_iter().map(|(t, d)| (d, rng.next_u64(), t)).collect();
@@ -86,15 +91,7 @@ impl Guide {
         let mut queue = VecDeque::from([state]);
         while let Some(s) = queue.pop_front() {
             if self.is_final(s) {
-                let mut path = Vec::new();
-                let mut at = s;
-                while at != state {
-                    let (from, token) = parent[&at];
-                    path.push(token);
-                    at = from;
-                }
-                path.reverse();
-                return Ok(Some(path));
+                return Ok(Some(path_back(&parent, state, s)));
             }
             for (t, next) in self.transitions(s)? {
                 if let std::collections::hash_map::Entry::Vacant(e) = parent.entry(next) {

@@ -20,7 +20,7 @@ _SCHEMA_MAPS = ("properties", "patternProperties", "$defs", "definitions", "depe
 _SCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
 _SCHEMA_ONE = ("items", "additionalItems", "additionalProperties", "not", "if", "then", "else",
                "propertyNames", "contains", "unevaluatedProperties")
-# The converter's documented cap on counted repetitions (propertok._json_regex.MAX_COUNT),
+# The converter's documented cap on counted repetitions (propertok.json_schema._json_regex.MAX_COUNT),
 # restated here so that a change of the cap has to be made deliberately in both places.
 MAX_COUNT = 256
 

@@ -67,6 +67,13 @@ pub const DEFAULT_MAX_MASK_CACHE_BYTES: usize = 256 << 20;
 /// [`Limits`] field: the automaton is per tokenizer, and no real tokenizer comes near it
 /// (33–140 states at a character boundary, a few thousand inside characters).
 pub const MAX_PRE_TOKENIZER_STATES: usize = 200_000;
+/// Working memory of a lazy guide for the token groups of the text states it walked last
+/// (`crate::lazy::engine`): a wide text state's groups hold its ~120,000 token ids (~1 MB on a
+/// 128k vocabulary), so keeping every one would make them most of the guide's memory. Groups are
+/// a pure function of the text state: past this budget the cache is emptied and walks are
+/// redone when needed, which changes first-visit cost, never a mask. Not charged to
+/// [`Limits::max_guide_bytes`], which bounds what a guide keeps.
+pub const LAZY_GROUP_CACHE_BYTES: usize = 8 << 20;
 
 impl Default for Limits {
     fn default() -> Self {

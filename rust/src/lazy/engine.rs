@@ -1,5 +1,5 @@
-//! The shared memo of a lazy guide: text states, their token groups, which search nodes can
-//! still reach acceptance (*facts*), and each text state's first tokens.
+//! The shared memo of a lazy guide: text states, which search nodes can still reach acceptance
+//! (*facts*), and each text state's first tokens; plus a bounded cache of token groups.
 //!
 //! A search *node* is `(text state, tokenizer side, split node)`: the element of
 //! `crate::build::pre_tokenized` (and, without a pre-tokenizer, CartesianMerge's product state
@@ -15,21 +15,26 @@
 //!   recorded dead has none. Searches that run at the same time may record the same facts.
 //! * `first_tokens(z, u)` is exactly the set of tokens whose successor from `(z, ·, u)` inside
 //!   the piece is live; masks are made from it, so a decoder that follows them can always finish.
+//! * Token groups are a pure function of the text state. They are the memo's bulk (a wide text
+//!   state's groups hold ~120,000 token ids, ~1 MB), so they live in a cache of
+//!   [`LAZY_GROUP_CACHE_BYTES`] that is emptied when full instead of in the memo: dropping them
+//!   costs a trie walk, never a different answer.
 //!
 //! # Costs
 //! One trie walk per text state whose groups a search or a mask needs (a few µs for a narrow
 //! state, a few ms for a JSON string's contents on a 128k vocabulary); a search visits the
 //! nodes between its start and the nearest live node, groups in order of the regex's distance to
 //! acceptance. Limits: `max_product_states` bounds the text states and the nodes of one search,
-//! `max_guide_bytes` the memo's bytes.
+//! `max_guide_bytes` the memo's bytes (text states, facts, first-token sets).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
 use super::text::{TextKey, TextSpace};
 use crate::error::{Error, Result};
+use crate::limits::LAZY_GROUP_CACHE_BYTES;
 use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::ContentTrie;
 use crate::tokenizer::token_trie::TokenTrie;
@@ -37,7 +42,7 @@ use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT};
 use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START};
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
-use crate::util::concurrent::{Interner, ShardedMap, Slots};
+use crate::util::concurrent::{Interner, ShardedMap};
 use crate::util::token_set::TokenSet;
 
 /// A dense id of a text state kept by the engine.
@@ -130,6 +135,34 @@ impl Groups {
     }
 }
 
+/// The groups of recently walked text states, within [`LAZY_GROUP_CACHE_BYTES`]: emptied when
+/// full (groups are recomputed on demand, identically), so the lock is held only to look up or
+/// insert, never across a walk.
+#[derive(Default)]
+struct GroupCache {
+    entries: Mutex<(FxHashMap<TextId, Arc<Groups>>, usize)>,
+}
+
+impl GroupCache {
+    fn get(&self, z: TextId) -> Option<Arc<Groups>> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).0.get(&z).cloned()
+    }
+
+    fn insert(&self, z: TextId, groups: Arc<Groups>) -> Arc<Groups> {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = entries.0.get(&z) {
+            return known.clone();
+        }
+        let bytes = groups.heap_bytes();
+        if entries.1 + bytes > LAZY_GROUP_CACHE_BYTES {
+            *entries = (FxHashMap::default(), 0);
+        }
+        entries.1 += bytes;
+        entries.0.insert(z, groups.clone());
+        groups
+    }
+}
+
 /// Where a search is in a node's successors.
 #[derive(Clone, Copy, Default)]
 struct Cursor {
@@ -142,7 +175,7 @@ pub(crate) struct Engine {
     parts: Arc<TokenizerParts>,
     space: TextSpace,
     texts: Interner<TextKey>,
-    groups: Slots<Arc<Groups>>,
+    groups: GroupCache,
     facts: ShardedMap<Node, bool>,
     first: ShardedMap<(TextId, u32), Arc<TokenSet>>,
     max_states: usize,
@@ -159,7 +192,7 @@ impl Engine {
             parts,
             space,
             texts: Interner::default(),
-            groups: Slots::default(),
+            groups: GroupCache::default(),
             facts: ShardedMap::default(),
             first: ShardedMap::default(),
             max_states,
@@ -197,7 +230,7 @@ impl Engine {
             return Err(Error::LimitExceeded {
                 limit: "max_guide_bytes",
                 value: self.max_bytes.to_string(),
-                what: format!("memory of a lazy guide's tables ({total} bytes: text states, token groups, facts)"),
+                what: format!("memory of a lazy guide's tables ({total} bytes: text states, facts, first-token sets)"),
             });
         }
         Ok(())
@@ -240,9 +273,12 @@ impl Engine {
             && mark_allowed(0, self.space.spells_content(z), n.side)
     }
 
-    /// The groups of text state `z`, made by one trie walk on first use.
-    fn groups(&self, z: TextId) -> Result<&Arc<Groups>> {
-        self.groups.get_or_compute(z as usize, || {
+    /// The groups of text state `z`, made by one trie walk (again, when the cache dropped them).
+    fn groups(&self, z: TextId) -> Result<Arc<Groups>> {
+        if let Some(groups) = self.groups.get(z) {
+            return Ok(groups);
+        }
+        let groups = {
             let start = self.key(z);
             let mut pairs: Vec<(u32, TextKey)> = Vec::new();
             self.parts
@@ -276,15 +312,14 @@ impl Engine {
                 groups.push(Group { to: run[0].1, class: run[0].2, tokens: start..end });
                 start = end;
             }
-            let groups = Groups { groups: groups.into_boxed_slice(), tokens };
-            self.charge(groups.heap_bytes())?;
-            Ok(Arc::new(groups))
-        })
+            Groups { groups: groups.into_boxed_slice(), tokens }
+        };
+        Ok(self.groups.insert(z, Arc::new(groups)))
     }
 
     /// The next successor of `n` at `cursor`, advancing it; `None` when there are no more.
     /// Order: boundaries, lone-token split continuations, byte-fallback tokens, token groups.
-    fn next_successor(&self, n: Node, cursor: &mut Cursor) -> Result<Option<Node>> {
+    fn next_successor(&self, n: Node, cursor: &mut Cursor, held: &mut Option<Arc<Groups>>) -> Result<Option<Node>> {
         let parts = &*self.parts;
         let tok = &*parts.tok;
         let z = self.key(n.text);
@@ -345,7 +380,10 @@ impl Engine {
                     if matches!(side, Side::AfterLone | Side::InChar(_)) {
                         return Ok(None);
                     }
-                    let groups = self.groups(n.text)?;
+                    if held.is_none() {
+                        *held = Some(self.groups(n.text)?);
+                    }
+                    let groups = held.as_deref().expect("held above");
                     let Some(g) = groups.groups.get(at as usize) else { return Ok(None) };
                     let conts = parts.splits.next_tokens(n.split);
                     let tokens = groups.tokens(g);
@@ -380,13 +418,15 @@ impl Engine {
         struct Frame {
             at: u32,
             cursor: Cursor,
+            /// The node's groups while its successors are enumerated.
+            groups: Option<Arc<Groups>>,
         }
         let mut index: FxHashMap<Node, u32> = FxHashMap::default();
         let mut nodes: Vec<Node> = vec![start];
         let mut low: Vec<u32> = vec![0];
         let mut on_stack: Vec<bool> = vec![true];
         let mut stack: Vec<u32> = vec![0];
-        let mut frames = vec![Frame { at: 0, cursor: Cursor::default() }];
+        let mut frames = vec![Frame { at: 0, cursor: Cursor::default(), groups: None }];
         index.insert(start, 0);
         let found_live = |stack: &[u32], nodes: &[Node]| -> Result<bool> {
             for &i in stack {
@@ -396,7 +436,7 @@ impl Engine {
         };
         while let Some(frame) = frames.last_mut() {
             let v = frame.at;
-            match self.next_successor(nodes[v as usize], &mut frame.cursor)? {
+            match self.next_successor(nodes[v as usize], &mut frame.cursor, &mut frame.groups)? {
                 Some(w) => {
                     if let Some(&j) = index.get(&w) {
                         if on_stack[j as usize] {
@@ -426,7 +466,7 @@ impl Engine {
                     low.push(j);
                     on_stack.push(true);
                     stack.push(j);
-                    frames.push(Frame { at: j, cursor: Cursor::default() });
+                    frames.push(Frame { at: j, cursor: Cursor::default(), groups: None });
                 }
                 None => {
                     frames.pop();
@@ -458,7 +498,7 @@ impl Engine {
             return Ok(set);
         }
         let parts = &*self.parts;
-        let groups = self.groups(z)?.clone();
+        let groups = self.groups(z)?;
         let conts = parts.splits.next_tokens(u);
         let mut tokens: Vec<u32> = Vec::new();
         for g in groups.groups.iter() {

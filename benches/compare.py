@@ -61,9 +61,9 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("PROPERTOK_SHARED", str(REPO.parent / "shared"))).resolve()
 DATA = SHARED / "data"
 TOKENIZERS = {"mistral7b": "Mistral-7B", "llama3": "Llama 3", "qwen2": "Qwen2", "o200k": "o200k"}
-LIBS = ["propertok-cartesian", "propertok-eager", "propertok-auto", "propertok-agnostic", "outlines-core", "llguidance", "xgrammar"]
+LIBS = ["propertok-cartesian", "propertok-lazy", "propertok-eager", "propertok-auto", "propertok-agnostic", "outlines-core", "llguidance", "xgrammar"]
 PEERS = ["outlines-core", "llguidance", "xgrammar"]
-OURS = ["propertok-cartesian", "propertok-eager", "propertok-auto", "propertok-agnostic"]
+OURS = ["propertok-cartesian", "propertok-lazy", "propertok-eager", "propertok-auto", "propertok-agnostic"]
 
 
 def tokenizer_path(tok: str) -> Path:
@@ -140,8 +140,10 @@ class Adapter:
 class PropertokAdapter(Adapter):
     def __init__(self, tok, eos_ids, vocab_size, method):
         super().__init__(tok, eos_ids, vocab_size)
-        # "cartesian" is the default (a lazy guide); "eager" the same method built up front.
-        self.method, self.options = ("cartesian", {"lazy": False}) if method == "eager" else (method, {})
+        # "cartesian" takes the default (eager until lazy guides meet their targets); "lazy" and
+        # "eager" ask for one explicitly, so a run compares them whatever the default is.
+        lazy = {"lazy": True, "eager": False}.get(method)
+        self.method, self.options = ("cartesian", {"lazy": lazy}) if lazy is not None else (method, {})
 
     def setup(self):
         import numpy as np

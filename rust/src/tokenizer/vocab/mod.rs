@@ -120,6 +120,13 @@ pub struct PreTokenizer {
     pub added: Vec<(u32, String)>,
 }
 
+impl PreTokenizer {
+    /// The non-special added tokens' contents (what `stages[0]` splits out when there are any).
+    pub fn added_contents(&self) -> Vec<String> {
+        self.added.iter().map(|a| a.1.clone()).collect()
+    }
+}
+
 /// Code points where Hugging Face's `Digits` (Rust's `char::is_numeric`, Unicode 17 in the
 /// tokenizers 0.23 wheels) and regex-syntax's `\p{N}` (Unicode 16) disagree: guides exclude them.
 pub const DIGITS_DISAGREEMENT: &[(char, char)] = &[('\u{11DE0}', '\u{11DE9}'), ('\u{16FF4}', '\u{16FF6}')];

@@ -31,6 +31,7 @@ Command-R's tokenizer DFA takes ~150 s and ~14 GB to build: its oracle tests her
 from __future__ import annotations
 
 import collections
+import json
 import random
 import re
 import zlib
@@ -38,7 +39,7 @@ import zlib
 import pytest
 
 from helpers import check_walks, enumerate_sequences, walk
-from oracle import manifest, oracle_for, require_shared
+from oracle import manifest, oracle_for, require_shared, tokenizer_path
 from pretok_support import (
     COSTLY_TOKENIZER_DFA,
     TokenSequenceSampler,
@@ -286,3 +287,51 @@ def test_every_tokenizer_exact_or_refused_by_name(pt, tokenizer_under_test, slug
     walks = [guide.random_walk(seed) for seed in range(20)]
     assert all(o.is_canonical_batch(walks)), walks
     record_property("verdict", "exact")
+
+
+# ---------------------------------------------------------------------------------------------
+# added tokens canonical guides cannot model: refused by name, never a panic
+# ---------------------------------------------------------------------------------------------
+
+
+def gpt2_with_added(extra: list[dict]) -> str:
+    """GPT-2's tokenizer.json with ``extra`` added tokens (ids after its vocabulary)."""
+    with open(tokenizer_path("gpt2"), encoding="utf-8") as f:
+        doc = json.load(f)
+    base = max(doc["model"]["vocab"].values()) + 1 + len(doc["added_tokens"])
+    for i, t in enumerate(extra):
+        doc["added_tokens"].append({"id": base + i, "single_word": False, "lstrip": False, "rstrip": False,
+                                    "normalized": True, "special": False, **t})
+    return json.dumps(doc)
+
+
+@pytest.mark.parametrize("extra, named", [
+    # HF skips a special match (special tokens are text here) but consumes its text: the
+    # non-special "<think>" inside "<think>x" is never split out
+    ([{"content": "<think>"}, {"content": "<think>x", "special": True}], r'special token "<think>x".*"<think>"'),
+    ([{"content": "<a>"}, {"content": "<a>", "special": True}], r'special token "<a>"'),
+    # two matching passes (normalized=false first) where one pass would prefer the other token
+    ([{"content": "ab", "normalized": False}, {"content": "xa"}], r'"xa" \(normalized=true\).*"ab"'),
+    ([{"content": "<t>", "lstrip": True}], r'added token "<t>" has lstrip=true'),
+    ([{"content": "<t>", "rstrip": True}], r"rstrip"),
+    ([{"content": "<t>", "single_word": True}], r"single_word"),
+])
+def test_unmodelled_added_tokens_are_refused_by_name(pt, extra, named):
+    vocab = pt.Vocabulary.from_json(gpt2_with_added(extra))
+    reason = vocab.canonical_unsupported_reason
+    assert reason is not None and re.search(named, reason), reason
+    assert re.search(r"added token|special token", reason)
+    with pytest.raises(NotImplementedError, match=re.escape(reason[:40])):
+        pt.Compiler(vocab).compile_regex("a", method="cartesian")
+    pt.Compiler(vocab).compile_regex("a", method="agnostic")  # still works
+
+
+def test_modelled_added_tokens_are_accepted(pt):
+    """Special tokens that cannot hide a non-special one, and two passes that agree with one."""
+    vocab = pt.Vocabulary.from_json(gpt2_with_added([
+        {"content": "<think>"}, {"content": "<thin", "special": True}, {"content": "think>x", "special": True},
+        {"content": "<｜/table>｜", "normalized": False},
+        {"content": "｜DSML｜"},
+    ]))
+    assert vocab.canonical_unsupported_reason is None
+    assert vocab.pre_tokenizer["stages"][0].startswith("<｜/table>｜|")

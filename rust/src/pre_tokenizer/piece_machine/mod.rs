@@ -80,7 +80,10 @@
 //! piece that spells a content to be that added token alone. Cost: a state carries a trie
 //! node only while its segment, started at a stage-0 mark, is a prefix of a content; along such
 //! a prefix the stages' states are determined by it, so the machine grows by at most the trie's
-//! size per reachable stage-0 start state.
+//! size per reachable stage-0 start state. Explored in full: DeepSeek V3 3,389 → 7,521 states
+//! with its 53 added tokens (70 → 3,310 at character boundaries), DeepSeek Coder 1,790 → 2,325,
+//! Command-R 1,249 → 3,146; at most ~1.2 s on 2 loaded cores
+//! (`added_tokens_full_exploration_sizes`).
 //!
 //! # The automaton
 //! The stages work on character classes ([`CharClasses`]: code points no pattern

@@ -787,3 +787,35 @@ fn added_tokens_exhaustive_markings() {
         }
     }
 }
+
+/// How big the whole reachable machine is with the added tokens of the shared tokenizers that
+/// have them (`$PROPERTOK_SHARED`). Run with `--ignored --nocapture`.
+#[test]
+#[ignore]
+fn added_tokens_full_exploration_sizes() {
+    let Ok(shared) = std::env::var("PROPERTOK_SHARED") else { return };
+    for (name, later) in [("deepseek-v3", DEEPSEEK_V3), ("deepseek-coder", DEEPSEEK_CODER), ("command-r", STARCODER2)] {
+        let path = format!("{shared}/tokenizers/{name}/tokenizer.json");
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let added: Vec<&str> = doc["added_tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["special"] == false)
+            .map(|t| t["content"].as_str().unwrap())
+            .collect();
+        for (what, m) in [("without", machine(later)), ("with", added_machine(&added, later))] {
+            let t0 = std::time::Instant::now();
+            let mut m = m;
+            let table = crate::pre_tokenizer::piece_table::PieceTable::explore(&mut m, 1_000_000).unwrap();
+            let _ = table;
+            eprintln!(
+                "{name} {what} its {} added tokens: {} states ({} at character boundaries), {:?}",
+                added.len(),
+                m.num_states(),
+                m.states.iter().filter(|s| s.partial == NO_PARTIAL).count(),
+                t0.elapsed()
+            );
+        }
+    }
+}

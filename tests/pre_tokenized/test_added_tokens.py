@@ -25,7 +25,7 @@ Coder and Command-R exact.
   (``pretok_support.COSTLY_TOKENIZER_DFA``) are not built.
 
 Command-R's tokenizer DFA takes ~150 s and ~14 GB to build: its oracle tests here run only with
-``PROPERTOK_FULL_ORACLE=1`` (``pretok_support.skip_if_costly``).
+``PROPERTOK_COSTLY_TOKENIZERS=1`` or ``PROPERTOK_FULL_ORACLE=1`` (``pretok_support.skip_if_costly``).
 """
 
 from __future__ import annotations

@@ -45,10 +45,16 @@ def full_oracle() -> bool:
     return os.environ.get("PROPERTOK_FULL_ORACLE", "") not in ("", "0")
 
 
+def costly_enabled() -> bool:
+    """Whether tests build the tokenizer DFAs of ``COSTLY_TOKENIZER_DFA`` (``$PROPERTOK_COSTLY_TOKENIZERS``
+    or the full oracle)."""
+    return full_oracle() or os.environ.get(COSTLY_ENV, "") not in ("", "0")
+
+
 def skip_if_costly(slug: str) -> None:
     """Skips the calling test for a tokenizer of ``COSTLY_TOKENIZER_DFA`` unless
-    ``$PROPERTOK_COSTLY_TOKENIZERS`` or the full oracle is asked for."""
-    if slug in COSTLY_TOKENIZER_DFA and not full_oracle() and os.environ.get(COSTLY_ENV, "") in ("", "0"):
+    :func:`costly_enabled`."""
+    if slug in COSTLY_TOKENIZER_DFA and not costly_enabled():
         import pytest
 
         pytest.skip(f"{slug}: {COSTLY_TOKENIZER_DFA[slug]}; set {COSTLY_ENV}=1 to run it")

@@ -1,7 +1,8 @@
 //! Splits texts with a [`PieceMachine`], for comparison with Hugging Face `tokenizers`
 //! (`tests/pretokenizer_split_check.py`).
 //!
-//! Reads one JSON object from stdin: `{"stages": [pattern, ...], "texts": [text, ...]}`, and
+//! Reads one JSON object from stdin: `{"stages": [pattern, ...], "texts": [text, ...]}`
+//! (optionally `"added": [content, ...]`: added tokens cut out first, as a final stage 0), and
 //! prints `{"pieces": [[piece, ...] | null, ...], "errors": [message | null, ...], "states": n}`.
 //! With `{"classes": [pattern, ...]}` instead, prints the code point ranges each one-class
 //! pattern (`\p{L}`, `\s`) consumes, as `split_pattern` parses it: `{"ranges": [[[lo, hi],
@@ -9,7 +10,7 @@
 
 use std::io::Read;
 
-use propertok::pre_tokenizer::piece_machine::{PieceMachine, PieceMachineSpec};
+use propertok::pre_tokenizer::piece_machine::{added_tokens_pattern, PieceMachine, PieceMachineSpec};
 use propertok::pre_tokenizer::split_nfa::{Node, SplitNfa};
 use serde_json::{json, Value};
 
@@ -39,7 +40,12 @@ fn main() {
         println!("{}", json!({ "ranges": ranges }));
         return;
     }
-    let spec = PieceMachineSpec { stages: strings("stages"), allowed_chars: None };
+    let added = if req.get("added").is_some() { strings("added") } else { Vec::new() };
+    let mut stages = strings("stages");
+    if !added.is_empty() {
+        stages.insert(0, added_tokens_pattern(&added));
+    }
+    let spec = PieceMachineSpec { stages, allowed_chars: None, added };
     let mut machine = match PieceMachine::new(&spec, 1_000_000) {
         Ok(m) => m,
         Err(e) => {

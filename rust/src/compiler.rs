@@ -94,7 +94,11 @@ impl Compiler {
         self.piece_machine
             .get_or_init(|| {
                 let pre = self.vocab.pre_tokenizer().expect("a pre-tokenized vocabulary");
-                let spec = PieceMachineSpec { stages: pre.stages.clone(), allowed_chars: allowed_chars(pre) };
+                let spec = PieceMachineSpec {
+                    stages: pre.stages.clone(),
+                    allowed_chars: allowed_chars(pre),
+                    added: pre.added_contents(),
+                };
                 PieceMachine::new(&spec, MAX_PRE_TOKENIZER_STATES)
             })
             .as_ref()
@@ -183,7 +187,7 @@ impl Compiler {
         );
         // The tokenizer's own behaviour: without the guides' restriction to normalized text.
         let pre = self.vocab.pre_tokenizer().expect("a pre-tokenized vocabulary");
-        let spec = PieceMachineSpec { stages: pre.stages.clone(), allowed_chars: None };
+        let spec = PieceMachineSpec { stages: pre.stages.clone(), allowed_chars: None, added: pre.added_contents() };
         let machine = PieceMachine::new(&spec, MAX_PRE_TOKENIZER_STATES)?;
         tokens_always_split(&machine, &emittable, MAX_PRE_TOKENIZER_STATES)
     }

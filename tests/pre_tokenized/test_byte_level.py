@@ -18,7 +18,14 @@ import pytest
 
 from helpers import check_walks, python_re_verdict, python_regex, representable_encodings, walk
 from oracle import manifest
-from pretok_support import MAIN_BYTE_LEVEL, named_component, normalization_form, present_components
+from pretok_support import (
+    COSTLY_TOKENIZER_DFA,
+    MAIN_BYTE_LEVEL,
+    costly_enabled,
+    named_component,
+    normalization_form,
+    present_components,
+)
 from regex_checks import complete_candidates
 
 from oracle import require_shared  # noqa: E402
@@ -160,6 +167,10 @@ def test_default_eos_by_name(tokenizer_under_test, name, eos):
 # Small, so that every exact tokenizer compiles them in seconds (bounded repetitions of "any
 # character" multiply a pre-tokenized guide's states: (?s:.{1,12}) has 380,000 on Llama 3).
 MINI_REGEXES = [r"[a-z]+( [a-z]+){0,3}", r'\{"k": "[^"\\]*", "n": -?[0-9]{1,4}\}', r"(?s:.{1,4})"]
+# The verdicts, pinned: a tokenizer that becomes exact (or refused) must be a deliberate change.
+# (DeepSeek V3, DeepSeek Coder and Command-R became exact with added tokens handled as Hugging
+# Face handles them.)
+EXPECTED_REFUSED = {"falcon", "bert-wordpiece"}
 
 
 @pytest.mark.parametrize("name", [m["slug"] for m in manifest()])
@@ -175,6 +186,7 @@ def test_every_shared_tokenizer_is_exact_or_says_why(pt, tokenizer_under_test, n
         vocab = tut.vocab_any_eos
     except ValueError as e:  # only a model type propertok does not read at all may be refused here
         assert entry["model_type"] != "BPE" and entry["model_type"].lower() in str(e).lower(), str(e)
+        assert name in EXPECTED_REFUSED, f"{name} is refused: {e}"
         return
     assert vocab.num_tokens == entry["max_token_id"] + 1
     reason = vocab.canonical_unsupported_reason
@@ -183,6 +195,10 @@ def test_every_shared_tokenizer_is_exact_or_says_why(pt, tokenizer_under_test, n
     byte_level = vocab.kind == "byte-level-bpe"
     assert byte_level == entry["family"].lower().startswith("byte-level"), (vocab.kind, entry["family"])
 
+    assert (reason is not None) == (name in EXPECTED_REFUSED), f"{name}: {reason!r}; update EXPECTED_REFUSED"
+    if reason is None and name in COSTLY_TOKENIZER_DFA and not costly_enabled():
+        print(f"{name}: exact; tokenizer DFA not built ({COSTLY_TOKENIZER_DFA[name]})")
+        return
     # wide limits: this is a correctness check (a LimitExceeded here would hide the answer)
     compiler = tut.fresh_compiler(max_product_states=20_000_000, max_compile_seconds=600.0)
     if reason is not None:
@@ -198,7 +214,10 @@ def test_every_shared_tokenizer_is_exact_or_says_why(pt, tokenizer_under_test, n
     counts: dict = {"walks": 0, "complete_checked": 0, "unrepresentable": 0, "unstable_chars": 0}
     problems: list[str] = []
     for k, pattern in enumerate(MINI_REGEXES):
-        guide = compiler.compile_regex(pattern)
+        try:
+            guide = compiler.compile_regex(pattern)
+        except pt.LimitExceeded:  # (?s:.{1,4}) on DeepSeek V3: the same masks, built on demand
+            guide = compiler.compile_regex(pattern, lazy=True)
         check_complete_and_sound(pt, tut, guide, pattern, k + 1, counts, problems, n=20, max_len=32)
     print(f"{name}: {counts}")
     assert not problems, f"{name} is claimed exact but:\n" + "\n".join(problems[:20])

@@ -127,7 +127,7 @@ mod tests {
     /// The explored table and the lazy machine agree on every marked text tried.
     #[test]
     fn table_equals_the_lazy_machine() {
-        let spec = PieceMachineSpec { stages: vec![GPT2_PATTERN.to_string()], allowed_chars: None };
+        let spec = PieceMachineSpec { stages: vec![GPT2_PATTERN.to_string()], allowed_chars: None, added: Vec::new() };
         let mut lazy = PieceMachine::new(&spec, 200_000).unwrap();
         let mut table = PieceTable::explore(&mut PieceMachine::new(&spec, 200_000).unwrap(), 200_000).unwrap();
         assert!(table.num_states() > 10);
@@ -155,7 +155,7 @@ mod tests {
 
     #[test]
     fn exploration_stops_at_its_limit() {
-        let spec = PieceMachineSpec { stages: vec![GPT2_PATTERN.to_string()], allowed_chars: None };
+        let spec = PieceMachineSpec { stages: vec![GPT2_PATTERN.to_string()], allowed_chars: None, added: Vec::new() };
         match PieceTable::explore(&mut PieceMachine::new(&spec, 200_000).unwrap(), 5) {
             Err(Error::LimitExceeded { limit: "max_pre_tokenizer_states", .. }) => {}
             other => panic!("{other:?}"),

@@ -83,8 +83,9 @@ impl PyVocabulary {
         self.inner.canonical_unsupported_reason().map(str::to_string)
     }
     /// For a byte-level BPE tokenizer canonical guides support: its pre-tokenizer as a list of
-    /// `Split(pattern, Isolated)` stages, its normalizer ("none", "NFC", "NFKC") and
-    /// `ignore_merges`; `None` otherwise.
+    /// `Split(pattern, Isolated)` stages (with non-special added tokens, the first is the
+    /// alternation of their contents, whose matches the later stages never see), its normalizer
+    /// ("none", "NFC", "NFKC") and `ignore_merges`; `None` otherwise.
     #[getter]
     fn pre_tokenizer<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let Some(p) = self.inner.pre_tokenizer() else { return Ok(None) };

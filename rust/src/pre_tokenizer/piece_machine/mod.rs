@@ -58,6 +58,33 @@
 //! the end of the text ends every stage. Marks are never at position 0, never at the end of
 //! the text, never two at one position, never inside a UTF-8 sequence.
 //!
+//! # Added tokens: a final stage 0
+//! Hugging Face cuts the matches of its added tokens out of the raw text *before* the
+//! pre-tokenizer (leftmost-longest over their contents) and never pre-tokenizes them; each gap
+//! between two matches is pre-tokenized as a text of its own. With [`PieceMachineSpec::added`],
+//! stage 0 is the alternation of the contents ([`added_tokens_pattern`], longest first, so
+//! leftmost-first is leftmost-longest) and is *final*:
+//! * a stage-0 segment is a match exactly when its text spells a content (a gap never contains
+//!   one: a match would start there), which the machine reads from a trie of the contents over
+//!   character classes (`seg`, reset at every stage-0 mark);
+//! * the later stages run over every stage-0 segment as if it were a gap. When one of them
+//!   refutes it, they are suspended (all [`DEAD`]) and the segment can only be a match; a mark of
+//!   a later kind inside a segment declares it a gap (stage 0 keeps only its gap hypotheses);
+//! * at a stage-0 mark (or the end of the text) closing a match, the later stages' states are
+//!   dropped, not ended: they restart fresh after it. Closing a gap, they must accept the end of
+//!   their subject there, as at the end of a text (so a look-ahead such as `\s+(?!\S)` sees the
+//!   gap end before an added token, not the token's first character).
+//!
+//! Stage 0's own hypotheses still verify that the matches are the leftmost-longest ones. The
+//! text automaton of a guide (`crate::pre_tokenizer::text_automaton`) then requires a stage-0
+//! piece that spells a content to be that added token alone. Cost: a state carries a trie
+//! node only while its segment, started at a stage-0 mark, is a prefix of a content; along such
+//! a prefix the stages' states are determined by it, so the machine grows by at most the trie's
+//! size per reachable stage-0 start state. Explored in full: DeepSeek V3 3,389 → 7,521 states
+//! with its 53 added tokens (70 → 3,310 at character boundaries), DeepSeek Coder 1,790 → 2,325,
+//! Command-R 1,249 → 3,146; at most ~1.2 s on 2 loaded cores
+//! (`added_tokens_full_exploration_sizes`).
+//!
 //! # The automaton
 //! The stages work on character classes ([`CharClasses`]: code points no pattern
 //! distinguishes share a class). At a character boundary a state is two flags (at the text
@@ -77,6 +104,9 @@
 //!   may still be doomed (refutation can need look-ahead), but [`PieceMachine::accepts_end`]
 //!   is exact, so the language is exactly the correctly marked strings.
 //! * States are finite: lists and sets are over NFA states, deduplicated.
+//! * With added tokens, the later stages are either all live or all [`DEAD`] (suspended inside a
+//!   segment that can only be an added token's match), and never dead while `seg` is not a
+//!   prefix of a content.
 //!
 //! # Costs
 //! Each new (stage state, character class) transition costs `O(h · n)` for `h` hypotheses and
@@ -100,6 +130,67 @@ pub const DEAD: u32 = u32::MAX;
 pub struct PieceMachineSpec {
     pub stages: Vec<String>,
     pub allowed_chars: Option<Vec<(char, char)>>,
+    /// Hugging Face's added tokens (their contents). When non-empty, `stages[0]` must be
+    /// [`added_tokens_pattern`] of them, and stage 0 is *final*: its match pieces are never seen
+    /// by the later stages, which pre-tokenize each gap between matches as a text of its own
+    /// (see the module docs, "Added tokens").
+    pub added: Vec<String>,
+}
+
+/// The stage-0 pattern that splits added tokens out of the text: the alternation of their
+/// contents, longest first (leftmost-first on it is then Hugging Face's leftmost-longest),
+/// empty contents left out.
+pub fn added_tokens_pattern<S: AsRef<str>>(contents: &[S]) -> String {
+    let mut sorted: Vec<&str> = contents.iter().map(AsRef::as_ref).filter(|c| !c.is_empty()).collect();
+    sorted.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
+    sorted.dedup();
+    sorted.iter().map(|c| regex_syntax::escape(c)).collect::<Vec<_>>().join("|")
+}
+
+/// The added tokens' contents as a trie over character classes (each character of a content is
+/// a class of its own: stage 0 names it alone). Node 0 is the root.
+#[derive(Clone, Debug)]
+struct AddedTrie {
+    children: Vec<Vec<(u32, u32)>>,
+    terminal: Vec<bool>,
+}
+
+/// The current stage-0 segment is not a prefix of any added token's content (or there are no
+/// added tokens).
+const NOT_ADDED: u32 = u32::MAX;
+
+impl AddedTrie {
+    fn new(contents: &[String], classes: &CharClasses) -> AddedTrie {
+        let mut trie = AddedTrie { children: vec![Vec::new()], terminal: vec![false] };
+        for content in contents.iter().filter(|c| !c.is_empty()) {
+            let mut node = 0usize;
+            for ch in content.chars() {
+                let c = classes.class_of(ch as u32);
+                node = match trie.children[node].binary_search_by_key(&c, |e| e.0) {
+                    Ok(i) => trie.children[node][i].1 as usize,
+                    Err(i) => {
+                        let id = trie.children.len();
+                        trie.children[node].insert(i, (c, id as u32));
+                        trie.children.push(Vec::new());
+                        trie.terminal.push(false);
+                        id
+                    }
+                };
+            }
+            trie.terminal[node] = true;
+        }
+        trie
+    }
+    fn step(&self, node: u32, c: u32) -> u32 {
+        if node == NOT_ADDED {
+            return NOT_ADDED;
+        }
+        let ch = &self.children[node as usize];
+        ch.binary_search_by_key(&c, |e| e.0).map_or(NOT_ADDED, |i| ch[i].1)
+    }
+    fn is_terminal(&self, node: u32) -> bool {
+        node != NOT_ADDED && self.terminal[node as usize]
+    }
 }
 
 /// Partial-state value of a complete character boundary.
@@ -152,6 +243,7 @@ struct Stage {
     char_memo: FxHashMap<(u32, u32), u32>,
     mark_memo: FxHashMap<u32, u32>,
     end_memo: FxHashMap<u32, bool>,
+    gap_memo: FxHashMap<u32, u32>,
     initial: u32,
 }
 
@@ -192,6 +284,7 @@ impl Stage {
             char_memo: FxHashMap::default(),
             mark_memo: FxHashMap::default(),
             end_memo: FxHashMap::default(),
+            gap_memo: FxHashMap::default(),
             initial: 0,
         };
         let mut seen = vec![false; stage.ops.len()];
@@ -392,6 +485,17 @@ impl Stage {
         Ok(t)
     }
 
+    /// Only the hypotheses that the current segment is a gap (a later stage cut inside it).
+    fn gap_only(&mut self, s: u32, max_states: usize) -> Result<u32> {
+        if let Some(&t) = self.gap_memo.get(&s) {
+            return Ok(t);
+        }
+        let hyps: Vec<Hyp> = self.states[s as usize].iter().filter(|h| h.gap).cloned().collect();
+        let t = self.intern(hyps, max_states)?;
+        self.gap_memo.insert(s, t);
+        Ok(t)
+    }
+
     fn end_ok(&mut self, s: u32) -> bool {
         if let Some(&ok) = self.end_memo.get(&s) {
             return ok;
@@ -410,13 +514,18 @@ fn limit(max_states: usize) -> Error {
     }
 }
 
-/// A machine state: at a character boundary, flags and one stage state per stage; inside a
-/// character, `partial` (index + 1 in `PieceMachine::partials`) and nothing else.
+/// A machine state: at a character boundary, flags, one stage state per stage and (with added
+/// tokens) the trie node of the current stage-0 segment; inside a character, `partial` (index
+/// + 1 in `PieceMachine::partials`) and nothing else.
+///
+/// With added tokens, the later stages' states are all [`DEAD`] when they refute the current
+/// stage-0 segment as a gap: it can then only be an added token's match (`seg` a prefix).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 struct MState {
     partial: u32,
     flags: u8,
     stages: Box<[u32]>,
+    seg: u32,
 }
 
 /// The lazy DFA of correctly marked strings. See the module docs.
@@ -434,6 +543,8 @@ pub struct PieceMachine {
     /// Machine state at a character boundary × class → next state.
     char_memo: FxHashMap<(u32, u32), u32>,
     stages: Vec<Stage>,
+    /// With added tokens: stage 0 is final (see [`PieceMachineSpec::added`]).
+    added: Option<AddedTrie>,
     states: Vec<MState>,
     ids: FxHashMap<MState, u32>,
     byte_memo: FxHashMap<(u32, u8), u32>,
@@ -446,6 +557,13 @@ impl PieceMachine {
     /// Parses the stages and sets up the (lazily built) machine; `max_states` bounds the
     /// machine states and each stage's hypothesis sets.
     pub fn new(spec: &PieceMachineSpec, max_states: usize) -> Result<PieceMachine> {
+        if !spec.added.is_empty() && spec.stages.first() != Some(&added_tokens_pattern(&spec.added)) {
+            return Err(Error::InvalidArgument(
+                "piece machine: with added tokens, stage 0 must be the alternation of their contents \
+                 (added_tokens_pattern)"
+                    .into(),
+            ));
+        }
         let nfas = spec.stages.iter().map(|p| SplitNfa::new(p)).collect::<Result<Vec<_>>>()?;
         let allowed_set = spec.allowed_chars.clone().map(normalize_ranges);
         let sets = nfas.iter().flat_map(|n| n.char_sets()).chain(allowed_set.as_deref());
@@ -455,6 +573,8 @@ impl PieceMachine {
             None => vec![true; classes.num_classes()],
         };
         let stages = nfas.iter().map(|n| Stage::new(n, &classes, max_states)).collect::<Result<Vec<_>>>()?;
+        let added = (!spec.added.is_empty()).then(|| AddedTrie::new(&spec.added, &classes));
+        let seg = if added.is_some() { 0 } else { NOT_ADDED };
         let mut m = PieceMachine {
             lead: classes.utf8_lead_runs(),
             classes,
@@ -463,6 +583,7 @@ impl PieceMachine {
             partial_ids: FxHashMap::default(),
             char_memo: FxHashMap::default(),
             stages,
+            added,
             states: Vec::new(),
             ids: FxHashMap::default(),
             byte_memo: FxHashMap::default(),
@@ -471,7 +592,7 @@ impl PieceMachine {
             start: 0,
         };
         let initial = m.stages.iter().map(|s| s.initial).collect();
-        m.start = m.intern(MState { partial: NO_PARTIAL, flags: AT_START, stages: initial })?;
+        m.start = m.intern(MState { partial: NO_PARTIAL, flags: AT_START, stages: initial, seg })?;
         Ok(m)
     }
 
@@ -562,19 +683,30 @@ impl PieceMachine {
             return Ok(t);
         }
         let t = if self.allowed[c as usize] {
-            let mut stages = self.states[state as usize].stages.clone();
+            let st = &self.states[state as usize];
+            let mut stages = st.stages.clone();
+            let seg = self.added.as_ref().map_or(NOT_ADDED, |a| a.step(st.seg, c));
             let mut dead = false;
-            for (j, s) in stages.iter_mut().enumerate() {
-                *s = self.stages[j].char_step(*s, c, self.max_states)?;
-                if *s == DEAD {
-                    dead = true;
+            for j in 0..stages.len() {
+                if stages[j] == DEAD {
+                    continue; // later stages suspended inside an added token's match
+                }
+                stages[j] = self.stages[j].char_step(stages[j], c, self.max_states)?;
+                if stages[j] == DEAD {
+                    if self.added.is_some() && j > 0 {
+                        // Not a gap: the segment can only be an added token's match.
+                        stages[1..].fill(DEAD);
+                        dead = seg == NOT_ADDED;
+                    } else {
+                        dead = true;
+                    }
                     break;
                 }
             }
             if dead {
                 DEAD
             } else {
-                self.intern(MState { partial: NO_PARTIAL, flags: 0, stages })?
+                self.intern(MState { partial: NO_PARTIAL, flags: 0, stages, seg })?
             }
         } else {
             DEAD
@@ -599,7 +731,7 @@ impl PieceMachine {
                 id
             }
         };
-        self.intern(MState { partial: id, flags: 0, stages: Box::new([]) })
+        self.intern(MState { partial: id, flags: 0, stages: Box::new([]), seg: NOT_ADDED })
     }
 
     /// The state after a boundary of kind `kind` (the first stage cutting here);
@@ -622,25 +754,38 @@ impl PieceMachine {
             DEAD
         } else {
             let mut stages = st.stages;
-            let mut dead = false;
+            // With added tokens: a stage-0 segment that spells a content is that token's match
+            // (a gap never contains one), a final piece the later stages never see.
+            let (seg, added_match) = match &self.added {
+                None => (NOT_ADDED, false),
+                Some(a) if kind == 0 => (0, a.is_terminal(st.seg)),
+                Some(_) => (NOT_ADDED, false), // a later mark: the segment is a gap
+            };
+            // Later stages refuted the segment as a gap: no later mark inside it.
+            let mut dead = stages[kind] == DEAD;
+            if self.added.is_some() && kind > 0 && !dead {
+                // A later stage cuts here: stage 0's current segment is a gap.
+                stages[0] = self.stages[0].gap_only(stages[0], self.max_states)?;
+                dead = stages[0] == DEAD;
+            }
             for (j, s) in stages.iter_mut().enumerate().skip(kind) {
+                if dead {
+                    break;
+                }
                 let stage = &mut self.stages[j];
                 *s = if j == kind {
                     stage.mark_step(*s, self.max_states)?
-                } else if stage.end_ok(*s) {
+                } else if added_match || (*s != DEAD && stage.end_ok(*s)) {
                     stage.initial
                 } else {
                     DEAD
                 };
-                if *s == DEAD {
-                    dead = true;
-                    break;
-                }
+                dead = *s == DEAD;
             }
             if dead {
                 DEAD
             } else {
-                self.intern(MState { partial: NO_PARTIAL, flags: AFTER_MARK, stages })?
+                self.intern(MState { partial: NO_PARTIAL, flags: AFTER_MARK, stages, seg })?
             }
         };
         self.mark_memo.insert((state, kind as u32), t);
@@ -659,8 +804,14 @@ impl PieceMachine {
         if st.partial != NO_PARTIAL || st.flags & AFTER_MARK != 0 {
             return Ok(false);
         }
-        let stages = st.stages.clone();
-        Ok(stages.iter().enumerate().all(|(j, &s)| self.stages[j].end_ok(s)))
+        let (stages, seg) = (st.stages.clone(), st.seg);
+        if let Some(a) = &self.added {
+            if a.is_terminal(seg) {
+                // The text ends with an added token's match: only stage 0 decides.
+                return Ok(self.stages[0].end_ok(stages[0]));
+            }
+        }
+        Ok(stages.iter().enumerate().all(|(j, &s)| s != DEAD && self.stages[j].end_ok(s)))
     }
 
     /// Runs the machine over `text` with marks `(byte offset, kind)` (ascending offsets);

@@ -345,7 +345,11 @@ fn all_specs() -> Vec<(&'static str, Vec<&'static str>)> {
 }
 
 fn machine(stages: &[&str]) -> PieceMachine {
-    let spec = PieceMachineSpec { stages: stages.iter().map(|s| s.to_string()).collect(), allowed_chars: None };
+    let spec = PieceMachineSpec {
+        stages: stages.iter().map(|s| s.to_string()).collect(),
+        allowed_chars: None,
+        added: Vec::new(),
+    };
     PieceMachine::new(&spec, 1_000_000).unwrap()
 }
 
@@ -474,6 +478,7 @@ fn piece_machine_rejects_bad_bytes_and_disallowed_chars() {
     let spec = PieceMachineSpec {
         stages: vec![GPT2[0].to_string()],
         allowed_chars: Some(vec![('a', 'z'), (' ', ' '), ('é', 'é')]),
+        added: Vec::new(),
     };
     let mut m = PieceMachine::new(&spec, 10_000).unwrap();
     assert_eq!(m.split("ab é").unwrap(), ["ab", " é"]);
@@ -511,7 +516,7 @@ fn piece_machine_marks_are_positioned_strictly() {
 
 #[test]
 fn piece_machine_state_limit() {
-    let spec = PieceMachineSpec { stages: vec![LLAMA3[0].to_string()], allowed_chars: None };
+    let spec = PieceMachineSpec { stages: vec![LLAMA3[0].to_string()], allowed_chars: None, added: Vec::new() };
     let mut m = PieceMachine::new(&spec, 5).unwrap();
     match m.split("Hello, world! 123 don't") {
         Err(Error::LimitExceeded { limit, .. }) => assert_eq!(limit, "max_pre_tokenizer_states"),
@@ -607,5 +612,210 @@ fn piece_machine_full_exploration_sizes() {
             m.num_char_classes(),
             t0.elapsed()
         );
+    }
+}
+
+// ---------------------------------------------------------------- added tokens (final stage 0)
+
+/// A machine whose stage 0 splits out `added` (final) before `later`.
+fn added_machine(added: &[&str], later: &[&str]) -> PieceMachine {
+    let added: Vec<String> = added.iter().map(|s| s.to_string()).collect();
+    let mut stages = vec![added_tokens_pattern(&added)];
+    stages.extend(later.iter().map(|s| s.to_string()));
+    PieceMachine::new(&PieceMachineSpec { stages, allowed_chars: None, added }, 1_000_000).unwrap()
+}
+
+/// Hugging Face's way, by brute force: cut the leftmost-longest matches of `added` out of the
+/// text, then mark each gap between them with the later stages as a text of its own. Marks at
+/// the matches' ends are of kind 0, the gaps' own marks of their stage's index + 1.
+fn reference_added_marks(added: &[&str], later: &[Re], text: &str) -> Vec<(usize, usize)> {
+    let mut cuts = Vec::new(); // (start, end) of the matches, in bytes
+    let mut p = 0;
+    while p < text.len() {
+        let found = text[p..].char_indices().find_map(|(i, _)| {
+            let longest =
+                added.iter().filter(|c| !c.is_empty() && text[p + i..].starts_with(**c)).map(|c| c.len()).max();
+            longest.map(|n| (p + i, p + i + n))
+        });
+        match found {
+            Some((s, e)) => {
+                cuts.push((s, e));
+                p = e;
+            }
+            None => break,
+        }
+    }
+    let mut marks = Vec::new();
+    let mut gap_start = 0;
+    let gap = |a: usize, b: usize, marks: &mut Vec<(usize, usize)>| {
+        if a < b {
+            marks.extend(reference_marks(later, &text[a..b]).into_iter().map(|(at, k)| (a + at, k + 1)));
+        }
+    };
+    for &(s, e) in &cuts {
+        gap(gap_start, s, &mut marks);
+        marks.extend([(s, 0), (e, 0)]);
+        gap_start = e;
+    }
+    gap(gap_start, text.len(), &mut marks);
+    marks.retain(|&(at, _)| at > 0 && at < text.len());
+    marks.sort_unstable();
+    marks.dedup();
+    marks
+}
+
+#[test]
+fn added_tokens_are_final_pieces() {
+    let mut m = added_machine(&["<think>", "<｜fim▁hole｜>", "<thin"], GPT2);
+    // The later stage never cuts an added token's match.
+    assert_eq!(m.split("<｜fim▁hole｜>").unwrap(), ["<｜fim▁hole｜>"]);
+    assert_eq!(
+        m.split("def f(x):<｜fim▁hole｜>\n    return x").unwrap(),
+        ["def", " f", "(", "x", "):", "<｜fim▁hole｜>", "\n   ", " return", " x"]
+    );
+    // The gap before a match ends there: `\s+(?!\S)` sees the end of its text, not "<".
+    assert_eq!(m.split("a  <think>").unwrap(), ["a", "  ", "<think>"]);
+    assert_eq!(m.split("<think> b<think><think>").unwrap(), ["<think>", " b", "<think>", "<think>"]);
+    // Leftmost-longest: "<think>" over "<thin"; a prefix alone is a match of "<thin" here.
+    assert_eq!(m.split("x<thin").unwrap(), ["x", "<thin"]);
+    assert_eq!(m.split("x<thinx").unwrap(), ["x", "<thin", "x"]);
+    let mut m = added_machine(&["<think>"], GPT2);
+    assert_eq!(m.split("x<thin").unwrap(), ["x", "<", "thin"]);
+    assert_eq!(m.split("<｜fim").unwrap(), ["<｜", "fim"]);
+    assert_eq!(m.split("").unwrap(), Vec::<String>::new());
+    // A later mark inside a match, or a match not cut out, is refused.
+    assert!(!m.accepts_marked("<think>", &[(1, 1)]).unwrap());
+    assert!(!m.accepts_marked("<think>", &[(1, 0)]).unwrap());
+    assert!(!m.accepts_marked("a<think>", &[]).unwrap());
+    assert!(m.accepts_marked("a<think>", &[(1, 0)]).unwrap());
+    assert!(!m.accepts_marked("a<think>", &[(1, 1)]).unwrap());
+}
+
+#[test]
+fn added_tokens_need_their_own_stage_0() {
+    let spec =
+        PieceMachineSpec { stages: vec![GPT2[0].to_string()], allowed_chars: None, added: vec!["<think>".to_string()] };
+    assert!(matches!(PieceMachine::new(&spec, 1000), Err(Error::InvalidArgument(m)) if m.contains("stage 0")));
+    assert_eq!(added_tokens_pattern(&["a", "", "abc", "a", "b|"]), r"abc|b\||a");
+}
+
+/// Random texts made of added-token contents, their prefixes and ordinary characters: the
+/// machine's one accepted marking is the reference's, and perturbed markings are refused.
+#[test]
+fn added_tokens_match_reference() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["<think>", "</think>", "<｜fim▁hole｜>"], GPT2),
+        (&["<think>", "  "], LLAMA3),
+        (&["õ", "ö", "<｜fim▁begin｜>", "<｜fim▁end｜>"], DEEPSEEK_CODER),
+        (&["<|START|>", "<|END|>", "12"], STARCODER2),
+        (&["<｜User｜>", "中文"], DEEPSEEK_V3),
+    ];
+    let atoms: &[&str] =
+        &[" ", "  ", "\n", "a", "x", "1", "2", "中", "<", ">", "｜", "think", "<thin", "</", "<|", "|>", "õ", "ö", "("];
+    let mut rng = SplitMix64::new(19);
+    for &(added, later) in cases {
+        let res: Vec<Re> = later.iter().map(|p| Parser::parse(p)).collect();
+        let mut m = added_machine(added, later);
+        for _ in 0..3000 {
+            let n = rng.below(9);
+            let text: String = (0..n)
+                .map(|_| if rng.one_in(3) { added[rng.below(added.len())] } else { atoms[rng.below(atoms.len())] })
+                .collect();
+            let want = reference_added_marks(added, &res, &text);
+            let got = m.split_marks(&text).unwrap_or_else(|e| panic!("{added:?} {text:?}: {e}"));
+            assert_eq!(got, want, "{added:?}: {text:?}");
+            assert!(m.accepts_marked(&text, &want).unwrap());
+            // Perturbations: a mark dropped, of another kind, or added.
+            let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).filter(|&i| i > 0).collect();
+            for i in 0..want.len() {
+                let mut w = want.clone();
+                w.remove(i);
+                assert!(!m.accepts_marked(&text, &w).unwrap(), "{text:?}: {w:?} (right {want:?})");
+                let mut w = want.clone();
+                w[i].1 = (w[i].1 + 1 + rng.below(m.num_stages() - 1)) % m.num_stages();
+                assert!(!m.accepts_marked(&text, &w).unwrap(), "{text:?}: {w:?} (right {want:?})");
+            }
+            if let Some(&b) = bounds.get(rng.below(bounds.len() + 1)) {
+                if !want.iter().any(|x| x.0 == b) {
+                    let mut w = want.clone();
+                    w.push((b, rng.below(m.num_stages())));
+                    w.sort_unstable();
+                    assert!(!m.accepts_marked(&text, &w).unwrap(), "{text:?}: {w:?} (right {want:?})");
+                }
+            }
+        }
+        eprintln!("{added:?}: {} states", m.num_states());
+    }
+}
+
+/// Exhaustive over short texts: of all markings, the machine accepts exactly the reference.
+#[test]
+fn added_tokens_exhaustive_markings() {
+    let cases: &[(&[&str], &[&str], &[char])] = &[
+        (&["<t>", " <"], GPT2, &['<', 't', '>', ' ', 'a']),
+        (&["ab", "b"], SMALL[6], &['a', 'b', ' ', '\n']),
+        (&["aa"], SMALL[0], &['a', 'b', 'c']),
+    ];
+    for &(added, later, alphabet) in cases {
+        let res: Vec<Re> = later.iter().map(|p| Parser::parse(p)).collect();
+        let mut m = added_machine(added, later);
+        let k = m.num_stages() + 1;
+        let mut texts = vec![String::new()];
+        for _ in 0..5 {
+            let longer: Vec<String> =
+                texts.iter().flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}"))).collect();
+            for text in &longer {
+                let right = reference_added_marks(added, &res, text);
+                let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).skip(1).collect();
+                let mut accepted = 0;
+                for code in 0..k.pow(bounds.len() as u32) {
+                    let mut marks = Vec::new();
+                    let mut c = code;
+                    for &b in &bounds {
+                        if c % k > 0 {
+                            marks.push((b, c % k - 1));
+                        }
+                        c /= k;
+                    }
+                    let ok = m.accepts_marked(text, &marks).unwrap();
+                    assert_eq!(ok, marks == right, "{added:?} {text:?} {marks:?}, right: {right:?}");
+                    accepted += ok as usize;
+                }
+                assert_eq!(accepted, 1);
+            }
+            texts = longer;
+        }
+    }
+}
+
+/// How big the whole reachable machine is with the added tokens of the shared tokenizers that
+/// have them (`$PROPERTOK_SHARED`). Run with `--ignored --nocapture`.
+#[test]
+#[ignore]
+fn added_tokens_full_exploration_sizes() {
+    let Ok(shared) = std::env::var("PROPERTOK_SHARED") else { return };
+    for (name, later) in [("deepseek-v3", DEEPSEEK_V3), ("deepseek-coder", DEEPSEEK_CODER), ("command-r", STARCODER2)] {
+        let path = format!("{shared}/tokenizers/{name}/tokenizer.json");
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let added: Vec<&str> = doc["added_tokens"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|t| t["special"] == false)
+            .map(|t| t["content"].as_str().unwrap())
+            .collect();
+        for (what, m) in [("without", machine(later)), ("with", added_machine(&added, later))] {
+            let t0 = std::time::Instant::now();
+            let mut m = m;
+            let table = crate::pre_tokenizer::piece_table::PieceTable::explore(&mut m, 1_000_000).unwrap();
+            let _ = table;
+            eprintln!(
+                "{name} {what} its {} added tokens: {} states ({} at character boundaries), {:?}",
+                added.len(),
+                m.num_states(),
+                m.states.iter().filter(|s| s.partial == NO_PARTIAL).count(),
+                t0.elapsed()
+            );
+        }
     }
 }

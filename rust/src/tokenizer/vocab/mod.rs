@@ -116,8 +116,17 @@ pub struct PreTokenizer {
     /// them (see [`DIGITS_DISAGREEMENT`]).
     pub excluded_chars: Vec<(char, char)>,
     /// Non-special added tokens `(id, content)`: when there are any, `stages[0]` splits them out
-    /// of the text (a piece spelling a content must be that token alone).
+    /// of the text first and is *final* (its matches never go through the later stages, see
+    /// `crate::pre_tokenizer::piece_machine`); a piece spelling a content must be that token
+    /// alone.
     pub added: Vec<(u32, String)>,
+}
+
+impl PreTokenizer {
+    /// The non-special added tokens' contents (what `stages[0]` splits out when there are any).
+    pub fn added_contents(&self) -> Vec<String> {
+        self.added.iter().map(|a| a.1.clone()).collect()
+    }
 }
 
 /// Code points where Hugging Face's `Digits` (Rust's `char::is_numeric`, Unicode 17 in the

@@ -13,6 +13,9 @@ pub(super) struct AddedToken {
     pub(super) id: u32,
     pub(super) content: String,
     pub(super) special: bool,
+    /// Matched in the normalized text (`true`, Hugging Face's default) or in the raw text, in an
+    /// earlier pass (`false`).
+    pub(super) normalized: bool,
 }
 
 /// Ids past this are refused as implausible (a malformed or hostile file).
@@ -61,8 +64,7 @@ impl Vocabulary {
         let mut never_allowed: Vec<bool> = token_strings.iter().map(Option::is_none).collect();
         let mut special_ids = Vec::new();
         let mut nonspecial_added = Vec::new();
-        let mut nonspecial_added_ids = Vec::new();
-        for AddedToken { id, content, special } in &added {
+        for AddedToken { id, content, special, .. } in &added {
             let idu = *id as usize;
             if token_strings[idu].is_none() || *special {
                 token_bytes[idu] = content.as_bytes().to_vec();
@@ -72,7 +74,6 @@ impl Vocabulary {
                 special_ids.push(*id);
             } else {
                 nonspecial_added.push(content.clone());
-                nonspecial_added_ids.push(*id);
             }
             by_string.entry(content.clone()).or_insert(*id);
         }
@@ -92,8 +93,8 @@ impl Vocabulary {
 
         let byte_fallback_token =
             (byte_fallback && fallback.iter().all(|&t| t != u32::MAX)).then(|| Box::new(fallback));
-        let byte_level_support = (kind == TokenizerKind::ByteLevelBpe)
-            .then(|| byte_level_pre_tokenizer(&root, model, &nonspecial_added, &nonspecial_added_ids, &added_flags));
+        let byte_level_support =
+            (kind == TokenizerKind::ByteLevelBpe).then(|| byte_level_pre_tokenizer(&root, model, &added, &added_flags));
         let canonical_unsupported = canonical_support(
             &root,
             model,
@@ -250,12 +251,13 @@ fn added_tokens(root: &Value) -> Result<(Vec<AddedToken>, Vec<String>)> {
             .and_then(Value::as_str)
             .ok_or_else(|| Error::MalformedTokenizer(format!("added_tokens[{i}] has no content")))?;
         let special = t.get("special").and_then(Value::as_bool).unwrap_or(false);
+        let normalized = t.get("normalized").and_then(Value::as_bool).unwrap_or(true);
         for flag in ["lstrip", "rstrip", "single_word"] {
             if !special && t.get(flag).and_then(Value::as_bool) == Some(true) {
                 flags.push(format!("{content:?} has {flag}=true"));
             }
         }
-        added.push(AddedToken { id, content: content.to_string(), special });
+        added.push(AddedToken { id, content: content.to_string(), special, normalized });
     }
     Ok((added, flags))
 }

@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::parse::AddedToken;
 use super::{Merge, Normalization, PreTokenizer, TokenizerKind, DIGITS_DISAGREEMENT, GPT2_PATTERN, PUNCTUATION_CLASS};
 
 /// Why canonical guides cannot be exact for this tokenizer, or `None`.
@@ -94,8 +95,7 @@ pub(super) fn canonical_support(
 pub(super) fn byte_level_pre_tokenizer(
     root: &Value,
     model: &Value,
-    nonspecial_added: &[String],
-    nonspecial_added_ids: &[u32],
+    added_tokens: &[AddedToken],
     added_flags: &[String],
 ) -> std::result::Result<PreTokenizer, String> {
     let agnostic = "use method=\"agnostic\"";
@@ -114,6 +114,9 @@ pub(super) fn byte_level_pre_tokenizer(
             "the non-special added token {first}: canonical guides model added tokens matched as \
              plain strings only; {agnostic}"
         ));
+    }
+    if let Some(why) = added_tokens_interfere(added_tokens) {
+        return Err(format!("{why}; {agnostic}"));
     }
     let normalization = match root.get("normalizer").filter(|v| !v.is_null()) {
         None => Normalization::None,
@@ -216,39 +219,61 @@ pub(super) fn byte_level_pre_tokenizer(
         ));
     }
     let ignore_merges = model.get("ignore_merges").and_then(Value::as_bool) == Some(true);
-    // Non-special added tokens are split out of the text first, leftmost-longest: stage 0,
-    // an alternation of their contents, longest first (leftmost-first then equals
-    // leftmost-longest on literals).
-    let mut added: Vec<(u32, String)> =
-        nonspecial_added_ids.iter().copied().zip(nonspecial_added.iter().cloned()).collect();
-    added.retain(|(_, c)| !c.is_empty());
+    // Non-special added tokens are cut out of the raw text first, leftmost-longest, and never
+    // pre-tokenized: stage 0, final (`crate::pre_tokenizer::piece_machine`, "Added tokens").
+    let added: Vec<(u32, String)> = added_tokens
+        .iter()
+        .filter(|t| !t.special && !t.content.is_empty())
+        .map(|t| (t.id, t.content.clone()))
+        .collect();
     if !added.is_empty() {
-        // Hugging Face never pre-tokenizes an added token's match; we model its stage-0 piece
-        // as going through the later stages too, which is the same exactly when they leave the
-        // content whole.
-        let later =
-            crate::pre_tokenizer::piece_machine::PieceMachineSpec { stages: stages.clone(), allowed_chars: None };
-        let mut machine =
-            crate::pre_tokenizer::piece_machine::PieceMachine::new(&later, crate::limits::MAX_PRE_TOKENIZER_STATES)
-                .map_err(|e| format!("the pre-tokenizer cannot be modelled: {e}; {agnostic}"))?;
-        for (_, content) in &added {
-            let pieces =
-                machine.split(content).map_err(|e| format!("the pre-tokenizer cannot be modelled: {e}; {agnostic}"))?;
-            if pieces.len() != 1 {
-                return Err(format!(
-                    "the non-special added token {content:?} is split out of the raw text before the \
-                     pre-tokenizer, which would cut it into {pieces:?}; canonical guides model added \
-                     tokens only when the pre-tokenizer leaves their text whole; {agnostic}"
+        let contents: Vec<&str> = added.iter().map(|a| a.1.as_str()).collect();
+        stages.insert(0, crate::pre_tokenizer::piece_machine::added_tokens_pattern(&contents));
+    }
+    Ok(PreTokenizer { stages, normalization, ignore_merges, excluded_chars, added })
+}
+
+/// Why one leftmost-longest pass over the non-special added tokens' contents would not be how
+/// Hugging Face splits them out, or `None`.
+///
+/// Hugging Face matches every added token (special ones too) with one leftmost-longest
+/// Aho-Corasick pass per group: first the `normalized=false` group in the raw text, then the
+/// `normalized=true` group in the gaps between those matches. With special tokens read as text
+/// (`encode_special_tokens`), a special token's match is skipped but its text is still consumed,
+/// so it can hide a non-special token that overlaps it; and a token of the second group can
+/// lose to an overlapping one of the first group where one pass would prefer it. Neither
+/// happens in the tokenizers of the corpus; where it can, canonical guides are refused.
+fn added_tokens_interfere(added: &[AddedToken]) -> Option<String> {
+    let plain = |t: &&AddedToken| !t.content.is_empty();
+    for n in added.iter().filter(plain).filter(|t| !t.special) {
+        for a in added.iter().filter(plain).filter(|a| a.id != n.id) {
+            if a.special && (a.content == n.content || (a.normalized == n.normalized && wins(&a.content, &n.content))) {
+                return Some(format!(
+                    "the special token {:?} can hide the non-special added token {:?} (Hugging Face \
+                     skips the special token's match but consumes its text), which canonical guides \
+                     do not model",
+                    a.content, n.content
+                ));
+            }
+            if !a.special && !a.normalized && n.normalized && wins(&n.content, &a.content) {
+                return Some(format!(
+                    "the added token {:?} (normalized=true) can overlap {:?} (normalized=false, split \
+                     out in an earlier pass), which canonical guides do not model",
+                    n.content, a.content
                 ));
             }
         }
-        let mut contents: Vec<&str> = added.iter().map(|(_, c)| c.as_str()).collect();
-        contents.sort_by(|a, b| b.len().cmp(&a.len()).then(a.cmp(b)));
-        contents.dedup();
-        let alternation: Vec<String> = contents.iter().map(|c| regex_syntax::escape(c)).collect();
-        stages.insert(0, alternation.join("|"));
     }
-    Ok(PreTokenizer { stages, normalization, ignore_merges, excluded_chars, added })
+    None
+}
+
+/// Whether an occurrence of `a` can overlap one of `b` and be preferred by a leftmost-longest
+/// search: `a` starts first, or at the same place and is longer.
+fn wins(a: &str, b: &str) -> bool {
+    a.char_indices().any(|(k, _)| {
+        let rest = &a[k..];
+        (rest.starts_with(b) || b.starts_with(rest)) && (k > 0 || a.len() > b.len())
+    })
 }
 
 /// Whether a component (or a member of a `Sequence`) has the given `type`.
@@ -286,5 +311,40 @@ fn describe(v: Option<&Value>) -> String {
         format!("{}…", &s[..s.char_indices().take_while(|(i, _)| *i < 160).last().map_or(0, |(i, c)| i + c.len_utf8())])
     } else {
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tok(id: u32, content: &str, special: bool, normalized: bool) -> AddedToken {
+        AddedToken { id, content: content.to_string(), special, normalized }
+    }
+
+    #[test]
+    fn leftmost_longest_wins() {
+        assert!(wins("<|a|>", "a|>")); // starts first and overlaps
+        assert!(wins("<|ab", "<|a")); // same start, longer
+        assert!(!wins("<|a", "<|ab")); // same start, shorter
+        assert!(wins("x<", "<y")); // suffix-prefix overlap
+        assert!(!wins("<y", "x<")); // the other one starts first
+        assert!(!wins("ab", "cd"));
+    }
+
+    #[test]
+    fn added_tokens_that_interfere_are_refused_by_name() {
+        // DeepSeek V3: "<｜/table>｜" (raw) and "｜DSML｜" (normalized) overlap only with the raw one first.
+        let v3 = [tok(1, "<｜/table>｜", false, false), tok(2, "｜DSML｜", false, true)];
+        assert_eq!(added_tokens_interfere(&v3), None);
+        let hidden = [tok(1, "<think>", false, true), tok(2, "<think>x", true, true)];
+        assert!(added_tokens_interfere(&hidden).is_some_and(|m| m.contains("special token \"<think>x\"")));
+        // In another matching pass, a special token hides nothing.
+        let other_pass = [tok(1, "<think>", false, true), tok(2, "<think>x", true, false)];
+        assert_eq!(added_tokens_interfere(&other_pass), None);
+        let same_text = [tok(1, "<a>", false, true), tok(2, "<a>", true, false)];
+        assert!(added_tokens_interfere(&same_text).is_some());
+        let passes = [tok(1, "ab", false, false), tok(2, "xa", false, true)];
+        assert!(added_tokens_interfere(&passes).is_some_and(|m| m.contains("normalized=false")));
     }
 }

@@ -415,6 +415,33 @@ fn piece_machine_matches_reference_find_iter() {
     }
 }
 
+/// Every marking of `text`'s character boundaries with one of `k - 1` stages (or none) is
+/// tried: exactly `right` is accepted.
+fn assert_only_marking_accepted(
+    m: &mut PieceMachine,
+    k: usize,
+    text: &str,
+    right: &[(usize, usize)],
+    what: &dyn std::fmt::Debug,
+) {
+    let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).skip(1).collect();
+    let mut accepted = 0;
+    for code in 0..k.pow(bounds.len() as u32) {
+        let mut marks = Vec::new();
+        let mut c = code;
+        for &b in &bounds {
+            if c % k > 0 {
+                marks.push((b, c % k - 1));
+            }
+            c /= k;
+        }
+        let ok = m.accepts_marked(text, &marks).unwrap();
+        assert_eq!(ok, marks == right, "{what:?} {text:?} {marks:?}, right: {right:?}");
+        accepted += ok as usize;
+    }
+    assert_eq!(accepted, 1);
+}
+
 /// The correct marks of `text` with their kinds, from the reference.
 fn reference_marks(res: &[Re], text: &str) -> Vec<(usize, usize)> {
     let mut marks: Vec<(usize, usize)> = Vec::new();
@@ -547,23 +574,7 @@ fn piece_machine_exhaustive_markings() {
             let longer: Vec<String> =
                 texts.iter().flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}"))).collect();
             for text in &longer {
-                let right = reference_marks(&res, text);
-                let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).skip(1).collect();
-                let mut accepted = 0;
-                for code in 0..k.pow(bounds.len() as u32) {
-                    let mut marks = Vec::new();
-                    let mut c = code;
-                    for &b in &bounds {
-                        if c % k > 0 {
-                            marks.push((b, c % k - 1));
-                        }
-                        c /= k;
-                    }
-                    let ok = m.accepts_marked(text, &marks).unwrap();
-                    assert_eq!(ok, marks == right, "{stages:?} {text:?} {marks:?}, right: {right:?}");
-                    accepted += ok as usize;
-                }
-                assert_eq!(accepted, 1);
+                assert_only_marking_accepted(&mut m, k, text, &reference_marks(&res, text), &stages);
             }
             texts = longer;
         }
@@ -765,23 +776,7 @@ fn added_tokens_exhaustive_markings() {
             let longer: Vec<String> =
                 texts.iter().flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}"))).collect();
             for text in &longer {
-                let right = reference_added_marks(added, &res, text);
-                let bounds: Vec<usize> = text.char_indices().map(|(i, _)| i).skip(1).collect();
-                let mut accepted = 0;
-                for code in 0..k.pow(bounds.len() as u32) {
-                    let mut marks = Vec::new();
-                    let mut c = code;
-                    for &b in &bounds {
-                        if c % k > 0 {
-                            marks.push((b, c % k - 1));
-                        }
-                        c /= k;
-                    }
-                    let ok = m.accepts_marked(text, &marks).unwrap();
-                    assert_eq!(ok, marks == right, "{added:?} {text:?} {marks:?}, right: {right:?}");
-                    accepted += ok as usize;
-                }
-                assert_eq!(accepted, 1);
+                assert_only_marking_accepted(&mut m, k, text, &reference_added_marks(added, &res, text), &added);
             }
             texts = longer;
         }

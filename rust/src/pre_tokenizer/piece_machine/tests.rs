@@ -415,6 +415,17 @@ fn piece_machine_matches_reference_find_iter() {
     }
 }
 
+/// Every non-empty text of at most `len` characters over `alphabet`.
+fn texts_up_to(alphabet: &[char], len: usize) -> Vec<String> {
+    let mut all = Vec::new();
+    let mut texts = vec![String::new()];
+    for _ in 0..len {
+        texts = texts.iter().flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}"))).collect();
+        all.extend(texts.iter().cloned());
+    }
+    all
+}
+
 /// Every marking of `text`'s character boundaries with one of `k - 1` stages (or none) is
 /// tried: exactly `right` is accepted.
 fn assert_only_marking_accepted(
@@ -569,14 +580,8 @@ fn piece_machine_exhaustive_markings() {
         let res: Vec<Re> = stages.iter().map(|p| Parser::parse(p)).collect();
         let mut m = machine(stages);
         let k = m.num_stages() + 1;
-        let mut texts = vec![String::new()];
-        for _ in 0..5 {
-            let longer: Vec<String> =
-                texts.iter().flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}"))).collect();
-            for text in &longer {
-                assert_only_marking_accepted(&mut m, k, text, &reference_marks(&res, text), &stages);
-            }
-            texts = longer;
+        for text in &texts_up_to(alphabet, 5) {
+            assert_only_marking_accepted(&mut m, k, text, &reference_marks(&res, text), &stages);
         }
     }
 }
@@ -771,14 +776,8 @@ fn added_tokens_exhaustive_markings() {
         let res: Vec<Re> = later.iter().map(|p| Parser::parse(p)).collect();
         let mut m = added_machine(added, later);
         let k = m.num_stages() + 1;
-        let mut texts = vec![String::new()];
-        for _ in 0..5 {
-            let longer: Vec<String> =
-                texts.iter().flat_map(|t| alphabet.iter().map(move |c| format!("{t}{c}"))).collect();
-            for text in &longer {
-                assert_only_marking_accepted(&mut m, k, text, &reference_added_marks(added, &res, text), &added);
-            }
-            texts = longer;
+        for text in &texts_up_to(alphabet, 5) {
+            assert_only_marking_accepted(&mut m, k, text, &reference_added_marks(added, &res, text), &added);
         }
     }
 }

@@ -318,7 +318,13 @@ impl Engine {
     }
 
     /// The next successor of `n` at `cursor`, advancing it; `None` when there are no more.
-    /// Order: boundaries, lone-token split continuations, byte-fallback tokens, token groups.
+    ///
+    /// Order: boundaries, token groups (nearest to acceptance first), byte-fallback tokens, then
+    /// tokens continuing a lone token's merge-only split. The order never changes an answer,
+    /// only how much a search explores before it meets a live node: lone-split continuations
+    /// come in token-id order, so trying them first sent searches deep into regions that only
+    /// lead back to a node still on the stack (a 7 s first mask on Llama 3, see
+    /// `docs/design.md` §8).
     fn next_successor(&self, n: Node, cursor: &mut Cursor, held: &mut Option<Arc<Groups>>) -> Result<Option<Node>> {
         let parts = &*self.parts;
         let tok = &*parts.tok;
@@ -345,21 +351,30 @@ impl Engine {
                         return Ok(Some(Node { text: self.text_id(zm)?, side: START, split: ROOT }));
                     }
                 }
-                // Tokens continuing a lone token's merge-only split.
+                // Token groups.
                 1 => {
-                    let conts = parts.splits.next_tokens(n.split);
-                    if at as usize >= conts.len() || matches!(side, Side::AfterLone | Side::InChar(_)) {
+                    if matches!(side, Side::AfterLone | Side::InChar(_)) {
                         *cursor = Cursor { phase: 2, at: 0 };
                         continue;
                     }
-                    let (t, child) = conts[at as usize];
+                    if held.is_none() {
+                        *held = Some(self.groups(n.text)?);
+                    }
+                    let groups = held.as_deref().expect("held above");
+                    let Some(g) = groups.groups.get(at as usize) else {
+                        *held = None;
+                        *cursor = Cursor { phase: 2, at: 0 };
+                        continue;
+                    };
+                    let conts = parts.splits.next_tokens(n.split);
+                    let tokens = groups.tokens(g);
                     let allowed = match side {
-                        Side::PieceStart => true,
-                        Side::InPiece(c) => tok.class_of(t) != NO_CLASS && !tok.forbids(c, t),
+                        Side::PieceStart => tokens.iter().any(|t| conts.binary_search_by_key(t, |e| e.0).is_err()),
+                        Side::InPiece(c) => g.class != LONE && tok.allows_some(c, tokens, conts),
                         Side::AfterLone | Side::InChar(_) => false,
                     };
-                    if let Some(to) = self.space.walk(z, parts.vocab.token_bytes(t)).filter(|_| allowed) {
-                        return Ok(Some(Node { text: self.text_id(to)?, side: class_or_lone(tok, t), split: child }));
+                    if allowed {
+                        return Ok(Some(Node { text: g.to, side: g.class, split: NONE }));
                     }
                 }
                 // Byte-fallback tokens (SentencePiece BPE).
@@ -375,25 +390,20 @@ impl Engine {
                         return Ok(Some(Node { text: self.text_id(to)?, side: next, split: NONE }));
                     }
                 }
-                // Token groups.
+                // Tokens continuing a lone token's merge-only split.
                 3 => {
-                    if matches!(side, Side::AfterLone | Side::InChar(_)) {
+                    let conts = parts.splits.next_tokens(n.split);
+                    if at as usize >= conts.len() || matches!(side, Side::AfterLone | Side::InChar(_)) {
                         return Ok(None);
                     }
-                    if held.is_none() {
-                        *held = Some(self.groups(n.text)?);
-                    }
-                    let groups = held.as_deref().expect("held above");
-                    let Some(g) = groups.groups.get(at as usize) else { return Ok(None) };
-                    let conts = parts.splits.next_tokens(n.split);
-                    let tokens = groups.tokens(g);
+                    let (t, child) = conts[at as usize];
                     let allowed = match side {
-                        Side::PieceStart => tokens.iter().any(|t| conts.binary_search_by_key(t, |e| e.0).is_err()),
-                        Side::InPiece(c) => g.class != LONE && tok.allows_some(c, tokens, conts),
+                        Side::PieceStart => true,
+                        Side::InPiece(c) => tok.class_of(t) != NO_CLASS && !tok.forbids(c, t),
                         Side::AfterLone | Side::InChar(_) => false,
                     };
-                    if allowed {
-                        return Ok(Some(Node { text: g.to, side: g.class, split: NONE }));
+                    if let Some(to) = self.space.walk(z, parts.vocab.token_bytes(t)).filter(|_| allowed) {
+                        return Ok(Some(Node { text: self.text_id(to)?, side: class_or_lone(tok, t), split: child }));
                     }
                 }
                 _ => unreachable!("four phases"),

@@ -20,19 +20,34 @@
 //!   [`LAZY_GROUP_CACHE_BYTES`] that is emptied when full instead of in the memo: dropping them
 //!   costs a trie walk, never a different answer.
 //!
+//! # Finding live nodes cheaply
+//! A full search needs the token groups of every text state it expands: one trie walk each, a few
+//! ms for a JSON string's contents on a 128k vocabulary. Almost every node a mask asks about is
+//! live the obvious way (end the piece, close what is open), so two shortcuts come first; both
+//! only ever prove liveness, and a node they cannot settle goes to the full search:
+//! * [`Engine::probe`] searches the successors that follow a shortest way to acceptance from each
+//!   node's text ([`TextSpace::shortest_way`], memoized per text state as the step to take).
+//! * [`Engine::first_tokens`] asks once per target text state whether a boundary there leads to
+//!   a live piece start ([`Engine::exits_live`]); if so every class node there is live, with no
+//!   fact per group.
+//!
+//! Along real documents on Llama 3 these took the worst mask from 7-37 s (searches that went deep
+//! into lone-token splits and wide regions before trying the way out) to ~10-25 ms, which is now
+//! the first trie walk of each new wide text state (`docs/design.md` §8).
+//!
 //! # Costs
 //! One trie walk per text state whose groups a search or a mask needs (a few µs for a narrow
-//! state, a few ms for a JSON string's contents on a 128k vocabulary); a search visits the
+//! state, 2-6 ms for a JSON string's contents on a 128k vocabulary); a search visits the
 //! nodes between its start and the nearest live node, groups in order of the regex's distance to
 //! acceptance. Limits: `max_product_states` bounds the text states and the nodes of one search,
-//! `max_guide_bytes` the memo's bytes (text states, facts, first-token sets).
+//! `max_guide_bytes` the memo's bytes (text states, facts, first-token sets, ways).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::text::{TextKey, TextSpace};
+use super::text::{Step, TextKey, TextSpace};
 use crate::error::{Error, Result};
 use crate::limits::LAZY_GROUP_CACHE_BYTES;
 use crate::pre_tokenizer::piece_table::PieceTable;
@@ -178,10 +193,19 @@ pub(crate) struct Engine {
     groups: GroupCache,
     facts: ShardedMap<Node, bool>,
     first: ShardedMap<(TextId, u32), Arc<TokenSet>>,
+    /// The step a shortest way to acceptance takes from a text state (see [`Engine::way`]).
+    ways: ShardedMap<TextKey, Step>,
     max_states: usize,
     max_bytes: usize,
     bytes: AtomicUsize,
 }
+
+/// How far a probe looks along a shortest way to acceptance (longer tokens are not tried), and
+/// how many nodes it may expand before the full search takes over (see [`Engine::probe`]).
+const PROBE_BYTES: usize = 64;
+const PROBE_NODES: usize = 512;
+/// The text states a search for a shortest way may expand ([`TextSpace::shortest_way`]).
+const WAY_SEARCH_STATES: usize = 4096;
 
 /// Bytes a fact or an interned key costs (entry plus hash-table slack).
 const BYTES_PER_ENTRY: usize = 32;
@@ -195,6 +219,7 @@ impl Engine {
             groups: GroupCache::default(),
             facts: ShardedMap::default(),
             first: ShardedMap::default(),
+            ways: ShardedMap::default(),
             max_states,
             max_bytes,
             bytes: AtomicUsize::new(0),
@@ -279,42 +304,89 @@ impl Engine {
             return Ok(groups);
         }
         let groups = {
-            let start = self.key(z);
-            let mut pairs: Vec<(u32, TextKey)> = Vec::new();
+            // One trie walk; targets numbered locally in the order met (a wide state has
+            // ~100,000 tokens but a few hundred targets, and neighbours in the trie share one).
+            let mut targets: Vec<TextKey> = Vec::new();
+            let mut local: FxHashMap<TextKey, u32> = FxHashMap::default();
+            let mut last: Option<(TextKey, u32)> = None;
+            // (local target, class << 32 | token)
+            let mut found: Vec<(u32, u64)> = Vec::new();
+            let tok = &*self.parts.tok;
             self.parts
                 .trie
                 .for_each_walk(
-                    start,
+                    self.key(z),
                     |k, b| Ok::<_, std::convert::Infallible>(self.space.byte(k, b)),
-                    |t, to| pairs.push((t, to)),
+                    |t, to| {
+                        let i = match last {
+                            Some((k, i)) if k == to => i,
+                            _ => {
+                                let i = *local.entry(to).or_insert_with(|| {
+                                    targets.push(to);
+                                    targets.len() as u32 - 1
+                                });
+                                last = Some((to, i));
+                                i
+                            }
+                        };
+                        found.push((i, (class_or_lone(tok, t) as u64) << 32 | t as u64));
+                    },
                 )
                 .unwrap_or_else(|never| match never {});
-            let mut ids: FxHashMap<TextKey, TextId> = FxHashMap::default();
-            let mut triples: Vec<(u32, TextId, u32, u32)> = Vec::with_capacity(pairs.len());
-            for (t, to) in pairs {
-                let id = match ids.get(&to) {
-                    Some(&id) => id,
-                    None => {
-                        let id = self.text_id(to)?;
-                        ids.insert(to, id);
-                        id
-                    }
-                };
-                let distance = self.space.distance(to);
-                triples.push((distance, id, class_or_lone(&self.parts.tok, t), t));
+            let ids: Vec<TextId> = targets.iter().map(|&k| self.text_id(k)).collect::<Result<_>>()?;
+            // Targets in order of (distance to acceptance, id), then tokens by (class, id) within
+            // each: a counting sort by target, then small sorts of plain integers.
+            let mut order: Vec<u32> = (0..ids.len() as u32).collect();
+            order.sort_unstable_by_key(|&i| (self.space.distance(targets[i as usize]), ids[i as usize]));
+            let mut offset = vec![0u32; ids.len() + 1];
+            for &(i, _) in &found {
+                offset[i as usize + 1] += 1;
             }
-            triples.sort_unstable();
-            let tokens: Box<[u32]> = triples.iter().map(|x| x.3).collect();
+            let mut at = vec![0u32; ids.len()];
+            let mut next = 0;
+            for &i in &order {
+                at[i as usize] = next;
+                next += offset[i as usize + 1];
+            }
+            let mut keys = vec![0u64; found.len()];
+            for &(i, key) in &found {
+                keys[at[i as usize] as usize] = key;
+                at[i as usize] += 1;
+            }
             let mut groups = Vec::new();
-            let mut start = 0u32;
-            for run in triples.chunk_by(|a, b| a.1 == b.1 && a.2 == b.2) {
-                let end = start + run.len() as u32;
-                groups.push(Group { to: run[0].1, class: run[0].2, tokens: start..end });
+            let mut start = 0usize;
+            for &i in &order {
+                let end = start + offset[i as usize + 1] as usize;
+                let bucket = &mut keys[start..end];
+                bucket.sort_unstable();
+                let mut from = start as u32;
+                for run in bucket.chunk_by(|a, b| a >> 32 == b >> 32) {
+                    let to = from + run.len() as u32;
+                    groups.push(Group { to: ids[i as usize], class: (run[0] >> 32) as u32, tokens: from..to });
+                    from = to;
+                }
                 start = end;
             }
+            let tokens: Box<[u32]> = keys.iter().map(|&k| k as u32).collect();
             Groups { groups: groups.into_boxed_slice(), tokens }
         };
         Ok(self.groups.insert(z, Arc::new(groups)))
+    }
+
+    /// The piece start after a boundary of `kind` at `n`, if one may be placed there: never at a
+    /// piece start or inside a byte-fallback character, never where a lone token's split ends.
+    fn boundary(&self, n: Node, kind: usize) -> Result<Option<Node>> {
+        let z = self.key(n.text);
+        if matches!(self.side(n.side), Side::PieceStart | Side::InChar(_))
+            || self.parts.splits.spells_lone_token(n.split)
+            || !mark_allowed(kind, self.space.spells_content(z), n.side)
+        {
+            return Ok(None);
+        }
+        match self.space.mark(z, kind) {
+            Some(zm) => Ok(Some(Node { text: self.text_id(zm)?, side: START, split: ROOT })),
+            None => Ok(None),
+        }
     }
 
     /// The next successor of `n` at `cursor`, advancing it; `None` when there are no more.
@@ -334,21 +406,13 @@ impl Engine {
             let at = cursor.at;
             cursor.at += 1;
             match cursor.phase {
-                // Boundaries (never at a piece start, never where a lone token's split ends).
                 0 => {
-                    if at as usize >= self.space.num_stages()
-                        || matches!(side, Side::PieceStart | Side::InChar(_))
-                        || parts.splits.spells_lone_token(n.split)
-                    {
+                    if at as usize >= self.space.num_stages() {
                         *cursor = Cursor { phase: 1, at: 0 };
                         continue;
                     }
-                    let kind = at as usize;
-                    if !mark_allowed(kind, self.space.spells_content(z), n.side) {
-                        continue;
-                    }
-                    if let Some(zm) = self.space.mark(z, kind) {
-                        return Ok(Some(Node { text: self.text_id(zm)?, side: START, split: ROOT }));
+                    if let Some(m) = self.boundary(n, at as usize)? {
+                        return Ok(Some(m));
                     }
                 }
                 // Token groups.
@@ -416,6 +480,127 @@ impl Engine {
         self.charge(BYTES_PER_ENTRY)
     }
 
+    /// The bytes of a shortest way from `z` to acceptance (see [`TextSpace::shortest_way`]), up
+    /// to its first boundary and at most `buf.len()`; empty when no way was found cheaply. The
+    /// step to take from each text state is memoized, so a way is searched for once and then
+    /// followed by every probe that meets its text states.
+    fn way<'b>(&self, z: TextKey, buf: &'b mut [u8]) -> Result<&'b [u8]> {
+        let (mut k, mut len) = (z, 0);
+        while len < buf.len() {
+            let step = match self.ways.get(&k) {
+                Some(step) => step,
+                None => {
+                    let found = self.space.shortest_way(k, WAY_SEARCH_STATES);
+                    let way = found.unwrap_or_else(|| vec![(k, Step::Done)]);
+                    self.charge(way.len() * BYTES_PER_ENTRY)?;
+                    for &(at, step) in &way {
+                        self.ways.insert_if_absent(at, step);
+                    }
+                    way[0].1
+                }
+            };
+            match step {
+                Step::Byte(b) => {
+                    buf[len] = b;
+                    len += 1;
+                    k = self.space.byte(k, b).expect("a way's bytes are text transitions");
+                }
+                Step::Mark(_) | Step::Done => break,
+            }
+        }
+        Ok(&buf[..len])
+    }
+
+    /// The successors of `n` that follow a shortest way to acceptance from its text (see
+    /// [`Engine::probe`]), in the order a probe tries them: boundaries, tokens spelling a prefix of
+    /// that way (longest first), its first byte as a byte-fallback token. Each obeys the rules of
+    /// [`Engine::next_successor`]: this is a subset of its successors.
+    fn probe_successors(&self, n: Node, out: &mut Vec<Node>) -> Result<()> {
+        let parts = &*self.parts;
+        let tok = &*parts.tok;
+        let z = self.key(n.text);
+        let side = self.side(n.side);
+        let mut buf = [0u8; PROBE_BYTES];
+        let way = self.way(z, &mut buf)?;
+        let mut tokens: Vec<(u32, TextKey)> = Vec::new();
+        if !matches!(side, Side::AfterLone | Side::InChar(_)) {
+            parts.trie.for_each_prefix_of(way, z, |k, b| self.space.byte(k, b), |t, to| tokens.push((t, to)));
+        }
+        for kind in 0..self.space.num_stages() {
+            out.extend(self.boundary(n, kind)?);
+        }
+        let conts = parts.splits.next_tokens(n.split);
+        for &(t, to) in tokens.iter().rev() {
+            let allowed = match side {
+                Side::PieceStart => true,
+                Side::InPiece(c) => tok.class_of(t) != NO_CLASS && !tok.forbids(c, t),
+                Side::AfterLone | Side::InChar(_) => false,
+            };
+            if allowed {
+                let split = conts.binary_search_by_key(&t, |e| e.0).map_or(NONE, |i| conts[i].1);
+                out.push(Node { text: self.text_id(to)?, side: class_or_lone(tok, t), split });
+            }
+        }
+        let in_scope = matches!(side, Side::InPiece(_) | Side::InChar(_)) && tok.fallback_tokens().is_some();
+        if let (true, Some(&b)) = (in_scope, way.first()) {
+            if let (Some(to), Some(next)) = (self.space.byte(z, b), tok.step_byte(n.side, b)) {
+                out.push(Node { text: self.text_id(to)?, side: next, split: NONE });
+            }
+        }
+        Ok(())
+    }
+
+    /// A cheap witness that `start` is live: a depth-first search over [`Engine::probe_successors`]
+    /// only, which follow the regex's shortest way to acceptance. Every token shortens the
+    /// distance to acceptance by its length and a boundary leads to a piece start, where no
+    /// boundary may follow, so that graph is acyclic and the search ends; it gives up after
+    /// [`PROBE_NODES`] nodes or at nodes in `failed` (probed before, in vain). Success records the
+    /// path live; failure proves nothing and records nothing, and the full search takes over.
+    ///
+    /// Why: the full search needs the token groups of every text state it expands, one trie walk
+    /// each (milliseconds for a JSON string's contents), while almost every node a mask asks
+    /// about is live by closing what is open the short way.
+    fn probe(&self, start: Node, failed: &mut FxHashSet<Node>) -> Result<bool> {
+        if failed.contains(&start) {
+            return Ok(false);
+        }
+        // Each entry: a node and its successors not tried yet, the next one last.
+        let mut path: Vec<(Node, Vec<Node>)> = Vec::new();
+        let expand = |w: Node, path: &mut Vec<(Node, Vec<Node>)>| -> Result<()> {
+            let mut successors = Vec::new();
+            self.probe_successors(w, &mut successors)?;
+            successors.reverse();
+            path.push((w, successors));
+            Ok(())
+        };
+        expand(start, &mut path)?;
+        let mut expanded = 1;
+        while let Some((node, todo)) = path.last_mut() {
+            let Some(w) = todo.pop() else {
+                failed.insert(*node);
+                path.pop();
+                continue;
+            };
+            let live = match self.facts.get(&w) {
+                Some(false) => continue,
+                Some(true) => true,
+                None => self.accepts(w),
+            };
+            if live {
+                for &(n, _) in &path {
+                    self.record(n, true)?;
+                }
+                return Ok(true);
+            }
+            if failed.contains(&w) || expanded >= PROBE_NODES {
+                continue;
+            }
+            expanded += 1;
+            expand(w, &mut path)?;
+        }
+        Ok(false)
+    }
+
     /// Whether some canonical continuation from `n` reaches acceptance (see the module docs).
     pub(crate) fn live(&self, start: Node) -> Result<bool> {
         if let Some(known) = self.facts.get(&start) {
@@ -423,6 +608,10 @@ impl Engine {
         }
         if self.accepts(start) {
             self.record(start, true)?;
+            return Ok(true);
+        }
+        let mut probed_in_vain = FxHashSet::default();
+        if self.probe(start, &mut probed_in_vain)? {
             return Ok(true);
         }
         struct Frame {
@@ -459,7 +648,7 @@ impl Engine {
                         Some(false) => continue,
                         None => {}
                     }
-                    if self.accepts(w) {
+                    if self.accepts(w) || self.probe(w, &mut probed_in_vain)? {
                         self.record(w, true)?;
                         return found_live(&stack, &nodes);
                     }
@@ -500,6 +689,20 @@ impl Engine {
         Ok(false)
     }
 
+    /// Whether a boundary may follow a token of any class that ends in text state `to` (outside
+    /// a lone token's split) and lead to a live piece start: then every such node is live.
+    fn exits_live(&self, to: TextId) -> Result<bool> {
+        let any_class = Node { text: to, side: 0, split: NONE };
+        for kind in 0..self.space.num_stages() {
+            if let Some(start) = self.boundary(any_class, kind)? {
+                if self.live(start)? {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+
     /// The tokens whose successor from text state `z` inside the piece, with split node `u`, is
     /// live: every token a node `(z, ·, u)` may emit before the side's own rules (pair
     /// condition, lone tokens) apply. Byte-fallback tokens are not included.
@@ -511,8 +714,21 @@ impl Engine {
         let groups = self.groups(z)?;
         let conts = parts.splits.next_tokens(u);
         let mut tokens: Vec<u32> = Vec::new();
+        // Whether each target's piece may end there with a live piece start after it: then every
+        // class node `(to, c, NONE)` is live, which spares a fact per group (a JSON string's
+        // contents have ~50,000 groups and a few dozen targets).
+        let mut exits: FxHashMap<TextId, bool> = FxHashMap::default();
         for g in groups.groups.iter() {
-            if self.live(Node { text: g.to, side: g.class, split: NONE })? {
+            let exits_live = match (g.class, exits.get(&g.to)) {
+                (LONE, _) => false,
+                (_, Some(&known)) => known,
+                (_, None) => {
+                    let known = self.exits_live(g.to)?;
+                    exits.insert(g.to, known);
+                    known
+                }
+            };
+            if exits_live || self.live(Node { text: g.to, side: g.class, split: NONE })? {
                 let group = groups.tokens(g);
                 if conts.is_empty() {
                     tokens.extend_from_slice(group);
@@ -530,8 +746,7 @@ impl Engine {
                 }
             }
         }
-        tokens.sort_unstable();
-        let set = TokenSet::from_sorted(&tokens, crate::util::bitset::words_for(parts.vocab.vocab_size()));
+        let set = TokenSet::from_distinct(tokens, crate::util::bitset::words_for(parts.vocab.vocab_size()));
         self.charge(set.heap_bytes() + BYTES_PER_ENTRY)?;
         Ok(self.first.insert_if_absent((z, u), Arc::new(set)))
     }

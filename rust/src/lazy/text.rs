@@ -7,7 +7,11 @@
 //! Without a pre-tokenizer (SentencePiece BPE) the pre-tokenizer side is a single state that
 //! never places a mark.
 
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
 use crate::pre_tokenizer::piece_table::PieceTable;
@@ -45,6 +49,16 @@ impl TextKey {
             n => n as u32,
         }
     }
+}
+
+/// One step of a way through the text states (see [`TextSpace::shortest_way`]).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Step {
+    Byte(u8),
+    /// A boundary of this kind.
+    Mark(usize),
+    /// The text may end here.
+    Done,
 }
 
 /// See the module docs.
@@ -142,6 +156,61 @@ impl TextSpace {
         self.contents.is_terminal(z.n())
     }
 
+    /// A way from `z` to an accepting text state with the fewest bytes, as the steps to take
+    /// from each text state along it; `None` when there is none or the search expands more
+    /// than `max_expanded` text states. A* search: a boundary costs nothing, a byte one, and the
+    /// regex's distance to acceptance is the (consistent) estimate, so the search expands few
+    /// states beyond the way itself unless the pre-tokenizer forces a detour (a punctuation
+    /// piece may end before a letter, not before the `"` that closes the string).
+    pub fn shortest_way(&self, z: TextKey, max_expanded: usize) -> Option<Vec<(TextKey, Step)>> {
+        let mut best: FxHashMap<TextKey, (u32, TextKey, Step)> = FxHashMap::default();
+        let mut open = BinaryHeap::new();
+        best.insert(z, (0, z, Step::Done));
+        open.push(Reverse((self.distance(z), u32::MAX, z)));
+        let mut expanded = 0;
+        while let Some(Reverse((_, deeper, k))) = open.pop() {
+            // Ties go to the deeper state: the way is found sooner.
+            let g = u32::MAX - deeper;
+            if best[&k].0 < g {
+                continue;
+            }
+            if self.accepting(k) {
+                let mut way = vec![(k, Step::Done)];
+                let mut at = k;
+                while at != z {
+                    let (_, from, step) = best[&at];
+                    way.push((from, step));
+                    at = from;
+                }
+                way.reverse();
+                return Some(way);
+            }
+            expanded += 1;
+            if expanded > max_expanded {
+                return None;
+            }
+            let mut relax = |to: TextKey, cost: u32, step: Step| {
+                let d = self.distance(to);
+                if d == u32::MAX || best.get(&to).is_some_and(|e| e.0 <= g + cost) {
+                    return;
+                }
+                best.insert(to, (g + cost, k, step));
+                open.push(Reverse((g + cost + d, u32::MAX - (g + cost), to)));
+            };
+            for kind in 0..self.num_stages() {
+                if let Some(to) = self.mark(k, kind) {
+                    relax(to, 0, Step::Mark(kind));
+                }
+            }
+            for b in 0..=255u8 {
+                if let Some(to) = self.byte(k, b) {
+                    relax(to, 1, Step::Byte(b));
+                }
+            }
+        }
+        None
+    }
+
     /// Fewest bytes from `z`'s regex state to acceptance (`u32::MAX`: none).
     pub fn distance(&self, z: TextKey) -> u32 {
         self.dfa.distance_to_accept(z.q())
@@ -151,6 +220,29 @@ impl TextSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without a pre-tokenizer a shortest way has the regex's distance in bytes, ends accepting,
+    /// and each step is a transition from the state it is listed at.
+    #[test]
+    fn shortest_way_follows_the_regex_distance() {
+        let dfa = ByteDfa::from_regex(r#"\{"a": "[^"]{2,4}"(, "bc": [0-9]+)?\}"#, 1000).unwrap();
+        let space = TextSpace::new(dfa, None, Arc::new(ContentTrie::default())).unwrap();
+        let mut z = space.start();
+        for b in br#"{"a": "xy"#.iter().copied() {
+            let way = space.shortest_way(z, 1000).expect("a way to acceptance");
+            assert_eq!(way[0].0, z);
+            let bytes = way.iter().filter(|(_, s)| matches!(s, Step::Byte(_))).count() as u32;
+            assert_eq!(bytes, space.distance(z));
+            for w in way.windows(2) {
+                let Step::Byte(b) = w[0].1 else { panic!("no boundaries without a pre-tokenizer") };
+                assert_eq!(space.byte(w[0].0, b), Some(w[1].0));
+            }
+            let (end, step) = *way.last().unwrap();
+            assert!(space.accepting(end) && step == Step::Done);
+            z = space.byte(z, b).unwrap();
+        }
+        assert!(space.shortest_way(space.start(), 2).is_none(), "gives up past its budget");
+    }
 
     #[test]
     fn keys_round_trip() {

@@ -141,6 +141,28 @@ impl TokenTrie {
         Ok(())
     }
 
+    /// Calls `emit(token, state)` for every token that spells a prefix of `bytes`, shortest
+    /// first, with `step` run alongside as in [`TokenTrie::for_each_walk`] (`None` ends the
+    /// walk). One trie edge per byte: the cost is `bytes.len()` binary searches at most.
+    pub fn for_each_prefix_of<S: Copy>(
+        &self,
+        bytes: &[u8],
+        start: S,
+        mut step: impl FnMut(S, u8) -> Option<S>,
+        mut emit: impl FnMut(u32, S),
+    ) {
+        let (mut node, mut state) = (0u32, start);
+        for &b in bytes {
+            let range = self.edge_range(node);
+            let Ok(i) = self.edge_bytes[range.clone()].binary_search(&b) else { return };
+            let Some(next) = step(state, b) else { return };
+            (node, state) = (self.edge_nodes[range.start + i], next);
+            for &t in self.tokens_at(node) {
+                emit(t, state);
+            }
+        }
+    }
+
     /// Calls `emit(token, target)` for every token that is a transition from `state`.
     pub fn for_each_transition(&self, dfa: &ByteDfa, state: u32, mut emit: impl FnMut(u32, u32)) {
         self.for_each_walk(
@@ -198,6 +220,32 @@ mod tests {
                 words.iter().enumerate().filter(|(_, w)| !w.is_empty()).map(|(i, w)| (w.clone(), i as u32)).collect();
             want.sort_by(|a, b| a.0.cmp(&b.0));
             assert_eq!(found, want);
+        }
+    }
+
+    /// On random vocabularies and strings, the prefix walk finds exactly the tokens that spell a
+    /// prefix of the string, shortest first, and stops where `step` refuses a byte.
+    #[test]
+    fn prefix_walk_finds_the_tokens_spelling_prefixes() {
+        let mut rng = crate::util::random::SplitMix64::new(11);
+        for _ in 0..300 {
+            let words: Vec<Vec<u8>> =
+                (0..rng.below(40)).map(|_| (0..rng.below(5)).map(|_| b"abc"[rng.below(3)]).collect()).collect();
+            let trie = TokenTrie::new(words.iter().enumerate().map(|(i, w)| (i as u32, w.as_slice())));
+            let text: Vec<u8> = (0..rng.below(7)).map(|_| b"abc"[rng.below(3)]).collect();
+            let stop_at = rng.below(8);
+            let mut got: Vec<(u32, usize)> = Vec::new();
+            trie.for_each_prefix_of(&text, 0usize, |n, _| (n < stop_at).then_some(n + 1), |t, n| got.push((t, n)));
+            assert!(got.windows(2).all(|w| w[0].1 <= w[1].1), "shortest first");
+            let mut want: Vec<(u32, usize)> = words
+                .iter()
+                .enumerate()
+                .filter(|(_, w)| !w.is_empty() && w.len() <= stop_at && text.starts_with(w))
+                .map(|(i, w)| (i as u32, w.len()))
+                .collect();
+            want.sort_by_key(|&(t, n)| (n, t));
+            got.sort_by_key(|&(t, n)| (n, t));
+            assert_eq!(got, want, "words {words:?} text {text:?} stop {stop_at}");
         }
     }
 

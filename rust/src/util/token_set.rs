@@ -39,6 +39,20 @@ impl TokenSet {
         TokenSet::Dense(bits)
     }
 
+    /// The set of `tokens` (distinct, any order), in the smaller layout for `words`-word masks:
+    /// a dense set is filled without sorting.
+    pub fn from_distinct(mut tokens: Vec<u32>, words: usize) -> TokenSet {
+        if tokens.len() <= words {
+            tokens.sort_unstable();
+            return TokenSet::Sparse(tokens.into());
+        }
+        let mut bits = vec![0u32; words].into_boxed_slice();
+        for &t in &tokens {
+            bitset::set(&mut bits, t as usize);
+        }
+        TokenSet::Dense(bits)
+    }
+
     pub fn is_empty(&self) -> bool {
         match self {
             TokenSet::Sparse(ids) => ids.is_empty(),
@@ -192,6 +206,21 @@ mod tests {
         assert!(matches!(TokenSet::from_sorted(&[1, 2, 3, 4], words), TokenSet::Sparse(_)));
         assert!(matches!(TokenSet::from_sorted(&[1, 2, 3, 4, 99], words), TokenSet::Dense(_)));
         assert_eq!(TokenSet::from_sorted(&[], words), TokenSet::Sparse(Box::new([])));
+    }
+
+    /// Distinct ids in any order give the set (and layout) of the sorted ids.
+    #[test]
+    fn from_distinct_equals_from_sorted() {
+        let mut rng = SplitMix64::new(3);
+        let words = bitset::words_for(1000);
+        for density in [0, 3, 30, 31, 32, 33, 200, 1000] {
+            let ids = random_sorted(&mut rng, 1000, density);
+            let mut shuffled = ids.clone();
+            for i in (1..shuffled.len()).rev() {
+                shuffled.swap(i, rng.below(i + 1));
+            }
+            assert_eq!(TokenSet::from_distinct(shuffled, words), TokenSet::from_sorted(&ids, words));
+        }
     }
 
     /// Every operation against a plain `Vec<bool>` model, over densities that pick each path

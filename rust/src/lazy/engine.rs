@@ -490,8 +490,11 @@ impl Engine {
             let step = match self.ways.get(&k) {
                 Some(step) => step,
                 None => {
-                    let found = self.space.shortest_way(k, WAY_SEARCH_STATES);
-                    let way = found.unwrap_or_else(|| vec![(k, Step::Done)]);
+                    let found = self.space.shortest_way(k, WAY_SEARCH_STATES, |at| self.ways.get(&at).is_some());
+                    let mut way = found.unwrap_or_else(|| vec![(k, Step::Done)]);
+                    if way.len() > 1 {
+                        way.pop(); // where it joins a known way, or Done at acceptance
+                    }
                     self.charge(way.len() * BYTES_PER_ENTRY)?;
                     for &(at, step) in &way {
                         self.ways.insert_if_absent(at, step);

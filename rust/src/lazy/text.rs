@@ -162,7 +162,15 @@ impl TextSpace {
     /// regex's distance to acceptance is the (consistent) estimate, so the search expands few
     /// states beyond the way itself unless the pre-tokenizer forces a detour (a punctuation
     /// piece may end before a letter, not before the `"` that closes the string).
-    pub fn shortest_way(&self, z: TextKey, max_expanded: usize) -> Option<Vec<(TextKey, Step)>> {
+    ///
+    /// The search also stops at a text state other than `z` for which `known` holds (one whose
+    /// way a caller already has); the way then ends there, with [`Step::Done`] as its last step.
+    pub fn shortest_way(
+        &self,
+        z: TextKey,
+        max_expanded: usize,
+        known: impl Fn(TextKey) -> bool,
+    ) -> Option<Vec<(TextKey, Step)>> {
         let mut best: FxHashMap<TextKey, (u32, TextKey, Step)> = FxHashMap::default();
         let mut open = BinaryHeap::new();
         best.insert(z, (0, z, Step::Done));
@@ -174,7 +182,7 @@ impl TextSpace {
             if best[&k].0 < g {
                 continue;
             }
-            if self.accepting(k) {
+            if self.accepting(k) || (k != z && known(k)) {
                 let mut way = vec![(k, Step::Done)];
                 let mut at = k;
                 while at != z {
@@ -229,7 +237,7 @@ mod tests {
         let space = TextSpace::new(dfa, None, Arc::new(ContentTrie::default())).unwrap();
         let mut z = space.start();
         for b in br#"{"a": "xy"#.iter().copied() {
-            let way = space.shortest_way(z, 1000).expect("a way to acceptance");
+            let way = space.shortest_way(z, 1000, |_| false).expect("a way to acceptance");
             assert_eq!(way[0].0, z);
             let bytes = way.iter().filter(|(_, s)| matches!(s, Step::Byte(_))).count() as u32;
             assert_eq!(bytes, space.distance(z));
@@ -241,7 +249,11 @@ mod tests {
             assert!(space.accepting(end) && step == Step::Done);
             z = space.byte(z, b).unwrap();
         }
-        assert!(space.shortest_way(space.start(), 2).is_none(), "gives up past its budget");
+        assert!(space.shortest_way(space.start(), 2, |_| false).is_none(), "gives up past its budget");
+        let start = space.start();
+        let after_brace = space.byte(start, b'{').unwrap();
+        let way = space.shortest_way(start, 1000, |k| k == after_brace).unwrap();
+        assert_eq!(way, vec![(start, Step::Byte(b'{')), (after_brace, Step::Done)], "stops at a known state");
     }
 
     #[test]

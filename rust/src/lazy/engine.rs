@@ -195,6 +195,7 @@ pub(crate) struct Engine {
     first: ShardedMap<(TextId, u32), Arc<TokenSet>>,
     /// The step a shortest way to acceptance takes from a text state (see [`Engine::way`]).
     ways: ShardedMap<TextKey, Step>,
+    way_search_failures: AtomicUsize,
     max_states: usize,
     max_bytes: usize,
     bytes: AtomicUsize,
@@ -206,6 +207,8 @@ const PROBE_BYTES: usize = 64;
 const PROBE_NODES: usize = 512;
 /// The text states a search for a shortest way may expand ([`TextSpace::shortest_way`]).
 const WAY_SEARCH_STATES: usize = 4096;
+/// Failed way searches after which an engine guides its ways by the regex's distance alone.
+const WAY_SEARCH_FAILURES: usize = 256;
 
 /// Bytes a fact or an interned key costs (entry plus hash-table slack).
 const BYTES_PER_ENTRY: usize = 32;
@@ -220,6 +223,7 @@ impl Engine {
             facts: ShardedMap::default(),
             first: ShardedMap::default(),
             ways: ShardedMap::default(),
+            way_search_failures: AtomicUsize::new(0),
             max_states,
             max_bytes,
             bytes: AtomicUsize::new(0),
@@ -490,8 +494,18 @@ impl Engine {
             let step = match self.ways.get(&k) {
                 Some(step) => step,
                 None => {
-                    let found = self.space.shortest_way(k, WAY_SEARCH_STATES, |at| self.ways.get(&at).is_some());
-                    let mut way = found.unwrap_or_else(|| vec![(k, Step::Done)]);
+                    // A search fails from a text state that cannot reach acceptance (the pre-tokenizer
+                    // forbids every way on) and when acceptance is thousands of bytes away. After
+                    // `WAY_SEARCH_FAILURES` of them, the regex's own distance guides the ways, one
+                    // byte at a time, so that the second case does not pay a search per state.
+                    let found = match self.way_search_failures.load(Ordering::Relaxed) >= WAY_SEARCH_FAILURES {
+                        true => None,
+                        false => self.space.shortest_way(k, WAY_SEARCH_STATES, |at| self.ways.get(&at).is_some()),
+                    };
+                    if found.is_none() {
+                        self.way_search_failures.fetch_add(1, Ordering::Relaxed);
+                    }
+                    let mut way = found.unwrap_or_else(|| vec![(k, self.space.greedy_step(k))]);
                     if way.len() > 1 {
                         way.pop(); // where it joins a known way, or Done at acceptance
                     }

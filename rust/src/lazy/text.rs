@@ -219,6 +219,20 @@ impl TextSpace {
         None
     }
 
+    /// The smallest byte the pre-tokenizer allows from `z` that brings the regex one byte
+    /// closer to acceptance ([`Step::Done`] when there is none): a way one step at a time, for
+    /// when [`TextSpace::shortest_way`] gives up. It may lead where the pre-tokenizer needs a
+    /// detour; the caller only loses a shortcut then.
+    pub fn greedy_step(&self, z: TextKey) -> Step {
+        let d = self.distance(z);
+        if d == 0 || d == u32::MAX {
+            return Step::Done;
+        }
+        (0..=255u8)
+            .find(|&b| self.byte(z, b).is_some_and(|to| self.distance(to) + 1 == d))
+            .map_or(Step::Done, Step::Byte)
+    }
+
     /// Fewest bytes from `z`'s regex state to acceptance (`u32::MAX`: none).
     pub fn distance(&self, z: TextKey) -> u32 {
         self.dfa.distance_to_accept(z.q())
@@ -250,6 +264,12 @@ mod tests {
             z = space.byte(z, b).unwrap();
         }
         assert!(space.shortest_way(space.start(), 2, |_| false).is_none(), "gives up past its budget");
+        let mut k = space.start();
+        for _ in 0..space.distance(space.start()) {
+            let Step::Byte(b) = space.greedy_step(k) else { panic!("a greedy byte before acceptance") };
+            k = space.byte(k, b).unwrap();
+        }
+        assert!(space.accepting(k) && space.greedy_step(k) == Step::Done);
         let start = space.start();
         let after_brace = space.byte(start, b'{').unwrap();
         let way = space.shortest_way(start, 1000, |k| k == after_brace).unwrap();

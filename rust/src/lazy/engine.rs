@@ -27,6 +27,10 @@
 //! only ever prove liveness, and a node they cannot settle goes to the full search:
 //! * [`Engine::probe`] searches the successors that follow a shortest way to acceptance from each
 //!   node's text ([`TextSpace::shortest_way`], memoized per text state as the step to take).
+//! * A way search that exhausts every text state reachable from a node's text without meeting
+//!   acceptance proves the node dead ([`Engine::stuck`]): no token sequence can be completed
+//!   when no text can. Inside key literals on o200k, a boundary between two letters leads to such
+//!   text states (the piece may end only before a non-letter, the literal needs a letter).
 //! * [`Engine::first_tokens`] asks once per target text state whether a boundary there leads to
 //!   a live piece start ([`Engine::exits_live`]); if so every class node there is live, with no
 //!   fact per group.
@@ -47,7 +51,7 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::text::{Step, TextKey, TextSpace};
+use super::text::{Step, TextKey, TextSpace, WaySearch};
 use crate::error::{Error, Result};
 use crate::limits::LAZY_GROUP_CACHE_BYTES;
 use crate::pre_tokenizer::piece_table::PieceTable;
@@ -494,18 +498,21 @@ impl Engine {
             let step = match self.ways.get(&k) {
                 Some(step) => step,
                 None => {
-                    // A search fails from a text state that cannot reach acceptance (the pre-tokenizer
-                    // forbids every way on) and when acceptance is thousands of bytes away. After
-                    // `WAY_SEARCH_FAILURES` of them, the regex's own distance guides the ways, one
-                    // byte at a time, so that the second case does not pay a search per state.
-                    let found = match self.way_search_failures.load(Ordering::Relaxed) >= WAY_SEARCH_FAILURES {
-                        true => None,
+                    // After `WAY_SEARCH_FAILURES` searches that ran out of budget (acceptance
+                    // thousands of bytes away), the regex's own distance guides the ways, one
+                    // byte at a time, so that each new text state does not pay a failed search.
+                    let search = match self.way_search_failures.load(Ordering::Relaxed) >= WAY_SEARCH_FAILURES {
+                        true => WaySearch::GaveUp,
                         false => self.space.shortest_way(k, WAY_SEARCH_STATES, |at| self.ways.get(&at).is_some()),
                     };
-                    if found.is_none() {
-                        self.way_search_failures.fetch_add(1, Ordering::Relaxed);
-                    }
-                    let mut way = found.unwrap_or_else(|| vec![(k, self.space.greedy_step(k))]);
+                    let mut way = match search {
+                        WaySearch::Found(way) => way,
+                        WaySearch::NoWay => vec![(k, Step::Stuck)],
+                        WaySearch::GaveUp => {
+                            self.way_search_failures.fetch_add(1, Ordering::Relaxed);
+                            vec![(k, self.space.greedy_step(k))]
+                        }
+                    };
                     if way.len() > 1 {
                         way.pop(); // where it joins a known way, or Done at acceptance
                     }
@@ -522,10 +529,20 @@ impl Engine {
                     len += 1;
                     k = self.space.byte(k, b).expect("a way's bytes are text transitions");
                 }
-                Step::Mark(_) | Step::Done => break,
+                Step::Mark(_) | Step::Done | Step::Stuck => break,
             }
         }
         Ok(&buf[..len])
+    }
+
+    /// Whether no text at all reaches acceptance from text state `z` (a way search proved it), so
+    /// that every node there is dead without a search.
+    fn stuck(&self, z: TextId) -> Result<bool> {
+        let k = self.key(z);
+        if self.ways.get(&k).is_none() {
+            self.way(k, &mut [0u8; 1])?;
+        }
+        Ok(self.ways.get(&k) == Some(Step::Stuck))
     }
 
     /// The successors of `n` that follow a shortest way to acceptance from its text (see
@@ -627,6 +644,10 @@ impl Engine {
             self.record(start, true)?;
             return Ok(true);
         }
+        if self.stuck(start.text)? {
+            self.record(start, false)?;
+            return Ok(false);
+        }
         let mut probed_in_vain = FxHashSet::default();
         if self.probe(start, &mut probed_in_vain)? {
             return Ok(true);
@@ -668,6 +689,10 @@ impl Engine {
                     if self.accepts(w) || self.probe(w, &mut probed_in_vain)? {
                         self.record(w, true)?;
                         return found_live(&stack, &nodes);
+                    }
+                    if self.stuck(w.text)? {
+                        self.record(w, false)?;
+                        continue;
                     }
                     if nodes.len() >= self.max_states {
                         return Err(Error::LimitExceeded {

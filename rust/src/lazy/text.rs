@@ -59,6 +59,19 @@ pub enum Step {
     Mark(usize),
     /// The text may end here.
     Done,
+    /// No text reaches acceptance from here: every node at this text state is dead.
+    Stuck,
+}
+
+/// What [`TextSpace::shortest_way`] found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WaySearch {
+    /// The steps to take from each text state along the way.
+    Found(Vec<(TextKey, Step)>),
+    /// Every text state reachable was expanded and none accepts.
+    NoWay,
+    /// The search expanded its budget of text states first.
+    GaveUp,
 }
 
 /// See the module docs.
@@ -157,20 +170,16 @@ impl TextSpace {
     }
 
     /// A way from `z` to an accepting text state with the fewest bytes, as the steps to take
-    /// from each text state along it; `None` when there is none or the search expands more
-    /// than `max_expanded` text states. A* search: a boundary costs nothing, a byte one, and the
+    /// from each text state along it; [`WaySearch::NoWay`] when there is none (a proof that no
+    /// token sequence from `z` can be completed), [`WaySearch::GaveUp`] past `max_expanded`
+    /// text states. A* search: a boundary costs nothing, a byte one, and the
     /// regex's distance to acceptance is the (consistent) estimate, so the search expands few
     /// states beyond the way itself unless the pre-tokenizer forces a detour (a punctuation
     /// piece may end before a letter, not before the `"` that closes the string).
     ///
     /// The search also stops at a text state other than `z` for which `known` holds (one whose
     /// way a caller already has); the way then ends there, with [`Step::Done`] as its last step.
-    pub fn shortest_way(
-        &self,
-        z: TextKey,
-        max_expanded: usize,
-        known: impl Fn(TextKey) -> bool,
-    ) -> Option<Vec<(TextKey, Step)>> {
+    pub fn shortest_way(&self, z: TextKey, max_expanded: usize, known: impl Fn(TextKey) -> bool) -> WaySearch {
         let mut best: FxHashMap<TextKey, (u32, TextKey, Step)> = FxHashMap::default();
         let mut open = BinaryHeap::new();
         best.insert(z, (0, z, Step::Done));
@@ -191,11 +200,11 @@ impl TextSpace {
                     at = from;
                 }
                 way.reverse();
-                return Some(way);
+                return WaySearch::Found(way);
             }
             expanded += 1;
             if expanded > max_expanded {
-                return None;
+                return WaySearch::GaveUp;
             }
             let mut relax = |to: TextKey, cost: u32, step: Step| {
                 let d = self.distance(to);
@@ -216,7 +225,7 @@ impl TextSpace {
                 }
             }
         }
-        None
+        WaySearch::NoWay
     }
 
     /// The smallest byte the pre-tokenizer allows from `z` that brings the regex one byte
@@ -242,6 +251,7 @@ impl TextSpace {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pre_tokenizer::piece_machine::{PieceMachine, PieceMachineSpec};
 
     /// Without a pre-tokenizer a shortest way has the regex's distance in bytes, ends accepting,
     /// and each step is a transition from the state it is listed at.
@@ -251,7 +261,7 @@ mod tests {
         let space = TextSpace::new(dfa, None, Arc::new(ContentTrie::default())).unwrap();
         let mut z = space.start();
         for b in br#"{"a": "xy"#.iter().copied() {
-            let way = space.shortest_way(z, 1000, |_| false).expect("a way to acceptance");
+            let WaySearch::Found(way) = space.shortest_way(z, 1000, |_| false) else { panic!("a way to acceptance") };
             assert_eq!(way[0].0, z);
             let bytes = way.iter().filter(|(_, s)| matches!(s, Step::Byte(_))).count() as u32;
             assert_eq!(bytes, space.distance(z));
@@ -263,7 +273,7 @@ mod tests {
             assert!(space.accepting(end) && step == Step::Done);
             z = space.byte(z, b).unwrap();
         }
-        assert!(space.shortest_way(space.start(), 2, |_| false).is_none(), "gives up past its budget");
+        assert_eq!(space.shortest_way(space.start(), 2, |_| false), WaySearch::GaveUp);
         let mut k = space.start();
         for _ in 0..space.distance(space.start()) {
             let Step::Byte(b) = space.greedy_step(k) else { panic!("a greedy byte before acceptance") };
@@ -272,8 +282,27 @@ mod tests {
         assert!(space.accepting(k) && space.greedy_step(k) == Step::Done);
         let start = space.start();
         let after_brace = space.byte(start, b'{').unwrap();
-        let way = space.shortest_way(start, 1000, |k| k == after_brace).unwrap();
-        assert_eq!(way, vec![(start, Step::Byte(b'{')), (after_brace, Step::Done)], "stops at a known state");
+        let way = space.shortest_way(start, 1000, |k| k == after_brace);
+        let want = vec![(start, Step::Byte(b'{')), (after_brace, Step::Done)];
+        assert_eq!(way, WaySearch::Found(want), "stops at a known state");
+        // With a pre-tokenizer: after `a` a letter piece may end (before a non-letter), but the
+        // regex then needs the letter `b`, so nothing reaches acceptance past that boundary.
+        let spec = PieceMachineSpec { stages: vec![r"\p{L}+|[^\p{L}]+".into()], ..Default::default() };
+        let mut machine = PieceMachine::new(&spec, 1000).unwrap();
+        let pieces = Arc::new(PieceTable::explore(&mut machine, 1000).unwrap());
+        let dfa = ByteDfa::from_regex("ab|a!", 100).unwrap();
+        let space = TextSpace::new(dfa, Some(pieces), Arc::new(ContentTrie::default())).unwrap();
+        let a = space.byte(space.start(), b'a').unwrap();
+        let marked = space.mark(a, 0).expect("a letter piece may end after `a`");
+        assert!(matches!(space.shortest_way(a, 100, |_| false), WaySearch::Found(_)));
+        assert!(
+            matches!(space.shortest_way(marked, 100, |_| false), WaySearch::Found(w) if w[0].1 == Step::Byte(b'!'))
+        );
+        let dfa = ByteDfa::from_regex("ab", 100).unwrap();
+        let pieces = space.pieces.clone();
+        let space = TextSpace::new(dfa, pieces, Arc::new(ContentTrie::default())).unwrap();
+        let a = space.byte(space.start(), b'a').unwrap();
+        assert_eq!(space.shortest_way(space.mark(a, 0).unwrap(), 100, |_| false), WaySearch::NoWay);
     }
 
     #[test]

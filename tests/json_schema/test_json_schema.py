@@ -421,6 +421,81 @@ def test_refs_defs_definitions_anchors_and_ids():
     check({"properties": {"a": {"type": "integer"}, "b": {"$ref": "#/properties/a"}}, "required": ["b"]}, ['{"b":2}'])
 
 
+def test_refs_against_a_urn_base():
+    # urljoin drops "#..." against a urn: base; the converter must not
+    urn = "urn:uuid:deadbeef-1234-00ff-ff00-4321feebdaed"
+    check({"$id": urn, "$defs": {"s": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/s"}},
+           "required": ["a"]}, ['{"a":"x"}'], ['{"a":1}'])
+    check({"$id": urn, "$defs": {"s": {"$anchor": "S", "type": "null"}}, "$ref": f"{urn}#S"}, ["null"], ["1"])
+
+
+REMOTE = "https://schemas.example/"
+RESOURCES = {
+    f"{REMOTE}int.json": {"type": "integer", "minimum": 0},
+    f"{REMOTE}pair.json": json.dumps({  # JSON text is accepted too
+        "$defs": {"name": {"$anchor": "name", "type": "string", "maxLength": 3}},
+        "type": "array", "prefixItems": [{"$ref": "#name"}, {"$ref": "int.json"}], "items": False}),
+    f"{REMOTE}tree.json": {"$id": "https://elsewhere.example/tree", "type": "object",
+                           "properties": {"kids": {"type": "array", "items": {"$ref": "tree"}}}},
+}
+
+
+def check_with_resources(schema, accept, reject):
+    """``check`` for a schema that refers to ``RESOURCES``: jsonschema is given them too."""
+    import referencing
+    import referencing.jsonschema
+
+    d = dfa(schema, resources=RESOURCES)
+    for text in accept:
+        assert d.matches(text.encode()), f"should accept {text!r}"
+    for text in reject:
+        assert not d.matches(text.encode()), f"should reject {text!r}"
+    registry = referencing.Registry().with_resources(
+        (uri, referencing.Resource.from_contents(json.loads(doc) if isinstance(doc, str) else doc,
+                                                 default_specification=referencing.jsonschema.DRAFT202012))
+        for uri, doc in RESOURCES.items())
+    plain = validator(schema)
+    v = type(plain)(schema, format_checker=plain.format_checker, registry=registry)
+    for s in d.sample(30, 0, max_len=96):
+        assert v.is_valid(json.loads(s)), s
+
+
+def test_refs_to_other_documents_given_as_resources():
+    check_with_resources({"$ref": f"{REMOTE}int.json"}, ["0", "12"], ["-1", '"a"', "1.5"])
+    # inside a resource, references resolve against its own URI: "#name", "int.json"
+    check_with_resources({"$ref": f"{REMOTE}pair.json"}, ['["ab",3]'], ['["abcd",3]', '["a",-1]', '["a",1,2]'])
+    check_with_resources({"$ref": f"{REMOTE}pair.json#/$defs/name"}, ['"abc"'], ['"abcd"'])
+    # relative to the schema's own $id
+    check_with_resources({"$id": f"{REMOTE}main.json", "type": "array", "items": {"$ref": "int.json"}},
+                         ["[1,2]"], ["[-1]"])
+    # a resource's $id is a URI of it too, and its relative references resolve against that $id
+    check_with_resources({"$ref": "https://elsewhere.example/tree"},
+                         ['{"kids":[{"kids":[]}]}'], ['{"kids":[1]}'])
+
+
+def test_resources_are_never_fetched_and_are_checked():
+    with pytest.raises(Unsupported, match="https://schemas.example/missing.json") as e:
+        schema_to_regex({"properties": {"a": {"$ref": "missing.json"}}, "$id": f"{REMOTE}main.json"},
+                        resources=RESOURCES)
+    assert (e.value.keyword, e.value.pointer) == ("$ref", "#/properties/a")
+    assert "resources=" in str(e.value)
+    with pytest.raises(Invalid, match="points to nothing") as e:
+        schema_to_regex({"$ref": f"{REMOTE}int.json#/nope"}, resources=RESOURCES)
+    with pytest.raises(ValueError, match="not an absolute URI"):
+        schema_to_regex({}, resources={"int.json": {}})
+    with pytest.raises(ValueError, match="fragment"):
+        schema_to_regex({}, resources={f"{REMOTE}a.json#/x": {}})
+    with pytest.raises(TypeError, match="mapping"):
+        schema_to_regex({}, resources=[RESOURCES])
+    with pytest.raises(Invalid, match="not valid JSON") as e:
+        schema_to_regex({}, resources={f"{REMOTE}a.json": "{"})
+    assert e.value.pointer == f"{REMOTE}a.json#"
+    # the schema's own URIs win over a resource of the same URI
+    # (the resource int.json has no $defs: resolving there would point to nothing)
+    own = {"$id": f"{REMOTE}int.json", "$defs": {"n": {"type": "null"}}, "$ref": f"{REMOTE}int.json#/$defs/n"}
+    assert dfa(own, resources=RESOURCES).matches(b"null")
+
+
 def test_recursion_is_cut_at_max_recursion_depth():
     tree = {"$defs": {"node": {"type": "object", "properties": {
         "v": {"type": "integer"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},

@@ -15,6 +15,11 @@ schema counts as the empty language, which matches nothing). For a supported gro
 * strings sampled from the DFA must validate under ``jsonschema`` (the suite's instances are
   few; the samples look for unsound acceptances they do not cover).
 
+The suite's ``remotes/`` documents (vendored in ``tests/json_schema/remotes``, MIT, from the
+same commit as the suite) are passed to the converter as ``resources``, each under
+``http://localhost:1234/`` + its path, as the suite's README says; the same documents are given
+to ``jsonschema`` for the samples.
+
 ``python tests/support/json_schema_suite.py`` prints the table for the three modes;
 ``--update`` rewrites the expected files of ``tests/json_schema/`` (default mode).
 Nothing here imports propertok at module level: ``run`` takes the module objects it needs.
@@ -22,6 +27,7 @@ Nothing here imports propertok at module level: ``run`` takes the module objects
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import sys
@@ -36,12 +42,21 @@ MODES = {"strict": {"strict": True}, "default": {}, "lax": {"strict": False}}
 EXPECTED_DIR = Path(__file__).resolve().parents[1] / "json_schema"
 EXPECTED_UNSUPPORTED = EXPECTED_DIR / "expected_unsupported.json"
 EXPECTED_INCOMPLETE = EXPECTED_DIR / "expected_incomplete.json"
+REMOTES_DIR = EXPECTED_DIR / "remotes"
+REMOTES_URI = "http://localhost:1234/"
 SAMPLES = 8
 MAX_ORDERS = 24
 
 
 def suite_dir() -> Path:
     return data_dir() / "json-schema-test-suite"
+
+
+@functools.lru_cache(maxsize=None)
+def remotes() -> Dict[str, Any]:
+    """The suite's remote documents, ``{"http://localhost:1234/<path>": schema}``."""
+    return {REMOTES_URI + path.relative_to(REMOTES_DIR).as_posix(): json.loads(path.read_text(encoding="utf-8"))
+            for path in sorted(REMOTES_DIR.rglob("*.json"))}
 
 
 def groups() -> Iterator[tuple]:
@@ -134,11 +149,16 @@ def spellings(value: Any) -> List[str]:
 def draft_validator(schema: Any, draft: str):
     """A ``jsonschema`` validator of the group's draft, formats asserted, exact ``multipleOf``."""
     import jsonschema
+    import referencing
+    import referencing.jsonschema
     from jsonschema_support import _multiple_of
 
     base = jsonschema.Draft202012Validator if draft == "draft2020-12" else jsonschema.Draft7Validator
+    spec = referencing.jsonschema.DRAFT202012 if draft == "draft2020-12" else referencing.jsonschema.DRAFT7
+    registry = referencing.Registry().with_resources(
+        (uri, referencing.Resource.from_contents(doc, default_specification=spec)) for uri, doc in remotes().items())
     cls = jsonschema.validators.extend(base, {"multipleOf": _multiple_of})
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER, registry=registry)
 
 
 def run_group(js, pt, draft: str, group: dict, options: dict, samples: int = SAMPLES) -> dict:
@@ -148,7 +168,7 @@ def run_group(js, pt, draft: str, group: dict, options: dict, samples: int = SAM
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            regex = js.schema_to_regex(schema, whitespace="", **options)
+            regex = js.schema_to_regex(schema, whitespace="", resources=remotes(), **options)
         except js.InvalidSchemaError as e:
             if "no JSON value satisfies" not in e.reason:
                 return {"unsupported": f"{e.keyword}: {e.reason}"}

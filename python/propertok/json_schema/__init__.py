@@ -53,7 +53,9 @@ What is generated
       ``unevaluatedProperties`` as ``additionalProperties`` once the schema's in-place
       applicators are merged (each ``anyOf`` branch on its own).
     * ``$ref`` to JSON pointers or anchors in the document (``$defs``, ``definitions``, or any
-      path), and to subschemas by ``$id``, resolved against base URIs; not to other documents. A reference already expanded
+      path), and to subschemas by ``$id``, resolved against base URIs (``urn:`` ones too); to
+      other documents only when they are given (``resources={uri: schema}``: nothing is
+      fetched, an absent one raises naming its URI). A reference already expanded
       ``max_recursion_depth`` times on the current path is cut: optional places holding it (an
       optional property, an ``anyOf`` branch, array items beyond ``minItems``) are dropped,
       which only removes instances; if a required place needs it, the schema raises.
@@ -84,8 +86,8 @@ import json
 import math
 import re
 import warnings
-from urllib.parse import urldefrag, urljoin
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 from . import _json_regex as J
 from ._ecma_regex import PatternError, pattern_to_regex
@@ -167,7 +169,8 @@ def _mode(strict: Optional[bool]) -> str:
 
 
 def schema_to_regex(
-    schema: Any, *, whitespace: str = r"[ ]?", max_recursion_depth: int = 3, strict: Optional[bool] = None
+    schema: Any, *, whitespace: str = r"[ ]?", max_recursion_depth: int = 3, strict: Optional[bool] = None,
+    resources: Optional[Mapping[str, Any]] = None,
 ) -> str:
     """The regex of JSON text of instances of ``schema`` (a dict, a bool, or JSON text).
 
@@ -177,36 +180,66 @@ def schema_to_regex(
     in an :class:`IgnoredKeywordsWarning`; ``True`` raises on them; ``False`` (lax) also ignores
     unknown ``format`` values and reads an ambiguous ``oneOf`` as ``anyOf`` (both can accept
     invalid instances). Spec keywords that cannot be enforced always raise.
+    ``resources``: other schema documents that ``$ref`` may point to, ``{absolute URI: schema}``
+    (a schema as above: dict, bool or JSON text). A reference resolves against the base URIs
+    and ``$id`` s of ``schema`` and of these documents; nothing is ever fetched, and a reference
+    to a document that is not here raises :class:`UnsupportedSchemaError` naming its URI.
     """
-    regex, ignored = _convert(schema, whitespace, max_recursion_depth, strict)
+    regex, ignored = _convert(schema, whitespace, max_recursion_depth, strict, resources)
     if ignored:
         warnings.warn(IgnoredKeywordsWarning(ignored), stacklevel=2)
     return regex
 
 
 def ignored_keywords(
-    schema: Any, *, max_recursion_depth: int = 3, strict: Optional[bool] = None
+    schema: Any, *, max_recursion_depth: int = 3, strict: Optional[bool] = None,
+    resources: Optional[Mapping[str, Any]] = None,
 ) -> List[Tuple[str, str]]:
     """The ``(keyword, pointer)`` pairs :func:`schema_to_regex` ignores for ``schema`` (the
     unknown keywords it met; unknown formats too with ``strict=False``); raises as it does."""
-    return _convert(schema, "", max_recursion_depth, strict)[1]
+    return _convert(schema, "", max_recursion_depth, strict, resources)[1]
 
 
-def _convert(schema: Any, whitespace: str, max_recursion_depth: int, strict: Optional[bool]):
+def _load(schema: Any, where: str) -> Any:
+    """A schema given as a dict, a bool, or JSON text (str or bytes), as a Python value."""
     if isinstance(schema, (bytes, bytearray)):
         schema = schema.decode("utf-8")
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
         except ValueError as e:
-            raise InvalidSchemaError(None, "#", f"the schema is not valid JSON: {e}") from None
+            raise InvalidSchemaError(None, where, f"the schema is not valid JSON: {e}") from None
+    return schema
+
+
+def _documents(resources: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """``resources`` checked: absolute URIs without a fragment, to loaded schemas."""
+    if resources is None:
+        return {}
+    if not isinstance(resources, Mapping):
+        raise TypeError(f"resources must be a mapping of URI to schema, got {type(resources).__name__}")
+    out = {}
+    for uri, doc in resources.items():
+        if not isinstance(uri, str) or not urlsplit(uri).scheme:
+            raise ValueError(f"resources: {uri!r} is not an absolute URI (such as https://example.com/a.json)")
+        uri, fragment = urldefrag(uri)
+        if fragment:
+            raise ValueError(f"resources: {uri}#{fragment} has a fragment; name the document, not a part of it")
+        out[uri] = _load(doc, f"{uri}#")
+    return out
+
+
+def _convert(schema: Any, whitespace: str, max_recursion_depth: int, strict: Optional[bool],
+             resources: Optional[Mapping[str, Any]] = None):
+    schema = _load(schema, "#")
+    documents = _documents(resources)
     if not isinstance(whitespace, str):
         raise TypeError(f"whitespace must be a str (a regex), got {type(whitespace).__name__}")
     if not isinstance(max_recursion_depth, int) or isinstance(max_recursion_depth, bool) or max_recursion_depth < 0:
         raise ValueError(f"max_recursion_depth must be an int >= 0, got {max_recursion_depth!r}")
     atomic = re.fullmatch(r"(?:\[[^\]\\]*\]|[ \t\n\r])[?*+]?", whitespace)  # e.g. "[ ]?": no group needed
     ws = whitespace if not whitespace or atomic else f"(?:{whitespace})"
-    conv = _Converter(schema, ws, max_recursion_depth, _mode(strict))
+    conv = _Converter(schema, ws, max_recursion_depth, _mode(strict), documents)
     regex = conv.value(schema, "#", ())
     if regex is None:
         if conv.cut_by_recursion:
@@ -235,12 +268,23 @@ def _halving(prefix: List[int], lo: int, hi: int) -> int:
     return min(range(lo + 1, hi), key=lambda m: abs(prefix[m] - half))
 
 
+def _join(base: str, ref: str) -> str:
+    """``ref`` resolved against ``base`` (RFC 3986). ``urljoin`` knows only hierarchical
+    schemes: against ``urn:...`` it drops a fragment-only or relative reference, so those two
+    cases are written out here."""
+    if urlsplit(ref).scheme:
+        return ref
+    if ref.startswith("#") or not ref:
+        return urldefrag(base)[0] + ref
+    return urljoin(base, ref)
+
+
 def _escape_token(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
 class _Converter:
-    def __init__(self, root: Any, ws: str, max_depth: int, mode: str):
+    def __init__(self, root: Any, ws: str, max_depth: int, mode: str, documents: Optional[Dict[str, Any]] = None):
         self.root, self.ws, self.max_depth, self.mode = root, ws, max_depth, mode
         self.strict = mode == "strict"  # unknown formats raise (default: refused where generated)
         self.cut_by_recursion: Optional[str] = None
@@ -248,30 +292,39 @@ class _Converter:
         self.pointers: Dict[int, str] = {}
         self.bases: Dict[int, str] = {}
         self.outer_bases: Dict[int, str] = {}  # the base before a node's own $id
-        dialect = root.get("$schema", "") if isinstance(root, dict) else ""
-        dialect = dialect if isinstance(dialect, str) else ""
-        # drafts up to 7 ignore every sibling of $ref, $id included
-        self.ref_ignores_id = True if "draft-0" in dialect else False if re.search(r"20\d\d-\d\d", dialect) else None
+        # per schema holding $ref: whether its $id is ignored (drafts up to 7 ignore every
+        # sibling of $ref), from the nearest $schema; None when no $schema names the draft
+        self.ref_ignores_id: Dict[int, Optional[bool]] = {}
         self.by_id: Dict[str, Tuple[Any, str]] = {}
         self.memo: Dict[Any, Tuple[Any, Optional[str]]] = {}
-        self._index(root, "#", _DEFAULT_BASE)
+        self._index(root, "#", _DEFAULT_BASE, None)
+        # other documents (``resources``): reached by their URI, or by an $id inside them; the
+        # root's own URIs win over theirs
+        for uri, doc in (documents or {}).items():
+            self.by_id.setdefault(uri, (doc, f"{uri}#"))
+            self._index(doc, f"{uri}#", uri, None)
 
     # -- document index and $ref ------------------------------------------------------------
 
-    def _index(self, node: Any, ptr: str, base: str) -> None:
+    def _index(self, node: Any, ptr: str, base: str, legacy: Optional[bool]) -> None:
         """Pointers, base URIs (``$id``, draft-4 ``id``) and anchors of every subschema. An
         anchor is registered under its base URI, so equal anchors under different ``$id`` s are
         told apart; the first of two equal full URIs wins."""
         if isinstance(node, dict):
             self.pointers[id(node)] = ptr
             self.outer_bases[id(node)] = base
+            dialect = node.get("$schema")
+            if isinstance(dialect, str):
+                legacy = True if "draft-0" in dialect else False if re.search(r"20\d\d-\d\d", dialect) else None
+            if "$ref" in node:
+                self.ref_ignores_id[id(node)] = legacy
             for key in ("$id", "id"):
                 value = node.get(key)
                 if isinstance(value, str) and not (key == "id" and "$id" in node):
                     if value.startswith("#"):  # draft 6/7 plain-name fragment: an anchor
-                        self.by_id.setdefault(urljoin(base, value), (node, ptr))
+                        self.by_id.setdefault(_join(base, value), (node, ptr))
                     else:
-                        base = urldefrag(urljoin(base, value))[0]
+                        base = urldefrag(_join(base, value))[0]
                         self.by_id.setdefault(base, (node, ptr))
                         self.by_id.setdefault(value, (node, ptr))  # as written, too
                     break
@@ -280,15 +333,15 @@ class _Converter:
                 self.by_id.setdefault(f"{base}#{anchor}", (node, ptr))
             self.bases[id(node)] = base
             for k, v in node.items():
-                self._index(v, f"{ptr}/{_escape_token(k)}", base)
+                self._index(v, f"{ptr}/{_escape_token(k)}", base, legacy)
         elif isinstance(node, list):
             for i, v in enumerate(node):
-                self._index(v, f"{ptr}/{i}", base)
+                self._index(v, f"{ptr}/{i}", base, legacy)
 
     def resolve(self, ref: Any, ptr: str, base: str) -> Tuple[Any, str]:
         if not isinstance(ref, str):
             raise InvalidSchemaError("$ref", ptr, f"must be a string, got {ref!r}")
-        full = urljoin(base, ref)
+        full = _join(base, ref)
         doc, fragment = urldefrag(full)
         if doc == _DEFAULT_BASE or (doc == urldefrag(base)[0] and doc not in self.by_id):
             node, node_ptr = self.root, "#"
@@ -297,7 +350,10 @@ class _Converter:
         elif ref.partition("#")[0] in self.by_id:
             node, node_ptr = self.by_id[ref.partition("#")[0]]
         else:
-            raise UnsupportedSchemaError("$ref", ptr, f"reference to another document: {ref!r}")
+            raise UnsupportedSchemaError(
+                "$ref", ptr, f"reference to another document, {doc!r}"
+                + ("" if doc == ref.partition("#")[0] else f" (from {ref!r})")
+                + ", which is not given: pass it in resources={uri: schema} (nothing is fetched)")
         if fragment and not fragment.startswith("/"):
             key = f"{self.bases.get(id(node), doc)}#{fragment}" if isinstance(node, dict) else None
             for candidate in (key, f"{doc}#{fragment}"):
@@ -363,10 +419,11 @@ class _Converter:
         if "$ref" in node:
             base = self.bases.get(id(node), _DEFAULT_BASE)
             outer = self.outer_bases.get(id(node), _DEFAULT_BASE)
-            if self.ref_ignores_id:
+            legacy = self.ref_ignores_id.get(id(node))
+            if legacy:
                 base = outer
             target, target_ptr = self.resolve(node["$ref"], ptr, base)
-            if base != outer and self.ref_ignores_id is None and self.other_target(node["$ref"], ptr, outer) != target_ptr:
+            if base != outer and legacy is None and self.other_target(node["$ref"], ptr, outer) != target_ptr:
                 raise UnsupportedSchemaError(
                     "$ref", ptr, "an $id beside $ref changes the target in draft 2019-09 and later but not "
                     "in draft 7 and earlier: name the draft in $schema")

@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import re
 from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jsonschema_support import validator
+from jsonschema_support import load_instance, validator
 
 js = pytest.importorskip("propertok.json_schema")  # always present: a failure here is an error
 schema_to_regex = js.schema_to_regex
@@ -45,7 +46,7 @@ def check(schema, accept=(), reject=(), samples=40, **options):
     out = []
     for seed in range(2):
         for s in d.sample(samples // 2, seed, max_len=96):
-            value = json.loads(s)
+            value = load_instance(s)
             errors = [e.message for e in v.iter_errors(value)]
             assert not errors, f"sample {s!r} is invalid: {errors}"
             out.append(value)
@@ -264,11 +265,54 @@ def test_numeric_bounds_against_a_brute_force_judge(kind, kw):
     check(schema, samples=60)
 
 
-def test_multiple_of_unsupported_values():
-    with pytest.raises(Unsupported, match="multipleOf") as e:
-        schema_to_regex({"type": "integer", "multipleOf": 5})
-    assert e.value.keyword == "multipleOf"
-    check({"type": "integer", "multipleOf": 0.5}, ["3"])  # every integer is a multiple of 1/2
+def _number_texts(kind: str):
+    """Integers from -160 to 160, and (numbers) those with fractions of 1 to 3 digits."""
+    fractions = [""] if kind == "integer" else ["", ".5", ".25", ".0", ".05", ".125", ".1", ".3", ".75", ".45", ".6", ".00"]
+    for n in range(-160, 161):
+        for f in fractions:
+            yield f"{n}{f}"
+    if kind == "number":
+        yield from ["-0.5", "-0.25", "-0.3", "-0.75", "-0.6", "0.5", "0.3"]
+
+
+@pytest.mark.parametrize("m", [2, 3, 7, 30, 1.5, 0.3, 2.5, 0.75, 12])
+@pytest.mark.parametrize("bounds", [{}, {"minimum": 0}, {"exclusiveMinimum": -21, "maximum": 45},
+                                    {"minimum": -7.5, "exclusiveMaximum": 100.25}, {"maximum": -3}])
+@pytest.mark.parametrize("kind", ["integer", "number"])
+def test_multiple_of_against_exact_arithmetic(kind, m, bounds):
+    """A text the generator can write (no exponent, no -0, no fraction for integers, at most as
+    many fraction digits as m has) matches exactly when it is valid (exact multipleOf); others
+    never match."""
+    schema = {"type": kind, "multipleOf": m, **bounds}
+    d, v = dfa(schema), validator(schema)
+    allowed = 0 if kind == "integer" else max(-Decimal(repr(m)).normalize().as_tuple().exponent, 0)
+    for t in _number_texts(kind):
+        if t.startswith("-0") and Decimal(t) == 0:
+            continue  # -0 is never written
+        if len(t.partition(".")[2]) > allowed:
+            assert not d.matches(t.encode()), t
+        else:
+            assert d.matches(t.encode()) == v.is_valid(json.loads(t)), (t, schema)
+    for t in ("1e0", "-0", "00", "01", "2.", ".5", "-"):
+        assert not d.matches(t.encode()), t
+    check(schema, samples=40)
+
+
+def test_multiple_of_combined_and_refused():
+    # allOf / $ref siblings: the multiples of both (least common multiple)
+    check({"allOf": [{"multipleOf": 4}, {"multipleOf": 6}]}, ["12", "-24", "0"], ["4", "6", "18", "12.0"])
+    check({"allOf": [{"multipleOf": 0.3}, {"multipleOf": 0.2}]}, ["0.6", "1.2", "6"], ["0.3", "0.2", "0.4"])
+    # every integer is a multiple of 1/2; an integer is a multiple of 2.5 when it is one of 5
+    check({"type": "integer", "multipleOf": 0.5}, ["3"])
+    check({"type": "integer", "multipleOf": 2.5}, ["5", "-10"], ["2", "7"])
+    check({"enum": [1, 3, 4.5, 6, "a"], "multipleOf": 1.5}, ["3", "4.5", "6", '"a"'], ["1"])
+    # the automaton or its regex past the size limits: refused by name
+    for m in (0.123456789, 13):
+        with pytest.raises(Unsupported, match="too large") as e:
+            schema_to_regex({"type": "integer", "multipleOf": m})
+        assert (e.value.keyword, e.value.pointer) == ("multipleOf", "#")
+    with pytest.raises(Invalid, match="> 0"):
+        schema_to_regex({"type": "integer", "multipleOf": 0})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -457,7 +501,7 @@ def check_with_resources(schema, accept, reject):
     plain = validator(schema)
     v = type(plain)(schema, format_checker=plain.format_checker, registry=registry)
     for s in d.sample(30, 0, max_len=96):
-        assert v.is_valid(json.loads(s)), s
+        assert v.is_valid(load_instance(s)), s
 
 
 def test_refs_to_other_documents_given_as_resources():

@@ -187,10 +187,12 @@ def run_group(js, pt, draft: str, group: dict, options: dict, samples: int = SAM
         elif not test["valid"] and matched:
             out["invalid_accepted"].append(f"{test['description']}: {matched[0]}")
     if samples and dfa is not None:
+        from jsonschema_support import load_instance
+
         v = draft_validator(schema, draft)
         for s in dfa.sample(samples, 1, max_len=200):
             try:
-                ok = v.is_valid(json.loads(s))
+                ok = v.is_valid(load_instance(s))
             except ValueError:  # not JSON at all
                 ok = False
             if not ok:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import math
 from decimal import Decimal, InvalidOperation
+from fractions import Fraction
 
 import jsonschema
 
@@ -26,16 +28,34 @@ MAX_COUNT = 256
 
 
 def _multiple_of(validator, m, instance, schema):
-    """``multipleOf`` in exact decimal arithmetic (jsonschema's float division rejects
-    0.29 as a multiple of 0.01)."""
+    """``multipleOf`` in exact arithmetic (jsonschema's float division rejects 0.29 as a
+    multiple of 0.01), for integers of any size."""
     if not validator.is_type(instance, "number") or isinstance(instance, bool):
         return
-    try:
-        ok = Decimal(repr(instance)) % Decimal(repr(m)) == 0
-    except InvalidOperation:
+    exact = instance if isinstance(instance, Decimal) else Decimal(repr(instance))
+    try:  # Fractions: Decimal's % fails past 28 digits of quotient
+        ok = Fraction(exact) % Fraction(Decimal(repr(m))) == 0
+    except (InvalidOperation, ValueError, OverflowError):  # inf, nan
         ok = False
     if not ok:
         yield jsonschema.ValidationError(f"{instance!r} is not a multiple of {m!r}")
+
+
+def _exact_float(text: str):
+    """A JSON number with a fraction or exponent: a float where the float is exact to its
+    text's shortest spelling (so enum/const comparisons stay as usual), else the exact Decimal
+    (``974564418628516991.1`` is a multiple of 0.3; its nearest float is not)."""
+    value = float(text)
+    try:
+        exact = Decimal(text)
+    except InvalidOperation:  # an exponent beyond Decimal's range: the float (inf or 0) it is
+        return value
+    return value if math.isfinite(value) and Decimal(repr(value)) == exact else exact
+
+
+def load_instance(text):
+    """JSON text as a value for validation: numbers that a float would round are kept exact."""
+    return json.loads(text, parse_float=_exact_float)
 
 
 def validator(schema):

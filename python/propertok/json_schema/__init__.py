@@ -39,7 +39,10 @@ What is generated
     * Numbers and integers: ``minimum``/``maximum``/``exclusiveMinimum``/``exclusiveMaximum``
       (draft-4 boolean form too), exact for decimal bounds; a bounded number is written without
       an exponent (``100``, not ``1e2``); ``-0`` is not an integer spelling. ``multipleOf`` 1 and
-      (numbers) 10^-k, i.e. at most k fraction digits.
+      (numbers) 10^-k, i.e. at most k fraction digits; any other decimal through a divisibility
+      automaton (``_multiple_of``: multiples within the bounds, exact for the spellings it writes;
+      refused past its size limits, e.g. 13 or 0.123456789). ``allOf`` of two ``multipleOf`` is
+      their least common multiple.
     * ``enum``/``const`` (values filtered by the sibling keywords), ``type`` lists, ``null``,
       booleans, ``anyOf``. ``oneOf`` excludes from each branch the instances of the others
       where that is expressible (different types or constants, a property whose constants
@@ -76,7 +79,7 @@ refused where strings are generated (an untyped schema leaves strings out) unles
 (``uniqueItems`` over infinite domains, property counts, several ``patternProperties`` on a map,
 ``pattern`` together with ``format``, length bounds that a pattern or format does not imply and
 whose pattern has more than one variable part, ``not`` and ``if`` of anything else,
-``multipleOf`` other than 1 and 10^-k).
+``multipleOf`` whose automaton passes its size limits).
 """
 
 from __future__ import annotations
@@ -90,6 +93,7 @@ from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import urldefrag, urljoin, urlsplit
 
 from . import _json_regex as J
+from . import _multiple_of
 from ._ecma_regex import PatternError, pattern_to_regex
 from ._schema_keywords import (
     _TYPE_KEYWORDS,
@@ -104,7 +108,7 @@ from ._schema_keywords import (
     _literal_values,
     _numbers,
     _same_json,
-    _fraction_digits,
+    _multiple,
     _json_key,
 )
 
@@ -530,6 +534,11 @@ class _Converter:
                 out[k] = max(u, v)
             elif k == "exclusiveMaximum" and _numbers(u, v):
                 out[k] = min(u, v)
+            elif k == "multipleOf" and _numbers(u, v) and u > 0 and v > 0:
+                both = _multiple_of.lcm(_decimal(u), _decimal(v))  # the multiples of both
+                out[k] = int(both) if both == both.to_integral_value() else float(both)
+                if _decimal(out[k]) != both:
+                    raise UnsupportedSchemaError(k, ptr, f"the common multiple of {u!r} and {v!r} is not a float")
             elif k == "uniqueItems":
                 out[k] = bool(u) or bool(v)
             elif k == "enum":
@@ -790,7 +799,18 @@ class _Converter:
         hi, hi_x = _bound(s, "maximum", "exclusiveMaximum", ptr)
         frac: Optional[int] = 0 if kind == "integer" else None
         if "multipleOf" in s:
-            frac = _fraction_digits(s["multipleOf"], kind, ptr, frac)
+            m = _multiple(s["multipleOf"], ptr)
+            p, q = _multiple_of.as_ratio(m)
+            if kind == "integer":
+                p //= math.gcd(p, 10**q)  # an integer N is a multiple of p/10^q when p/gcd divides N
+            if p != 1:
+                try:
+                    return _multiple_of.multiples_regex(m, kind == "integer", _decimal(lo), lo_x, _decimal(hi), hi_x)
+                except _multiple_of.TooLarge as e:
+                    raise UnsupportedSchemaError(
+                        "multipleOf", ptr, f"the regex of the multiples of {s['multipleOf']!r} is too large: {e}") from None
+            if kind == "number":
+                frac = q  # m = 10^-q: at most q digits after the point
         if frac == 0:  # integers: exact integer bounds
             ilo = None if lo is None else (math.floor(lo) + 1 if lo_x else math.ceil(lo))
             ihi = None if hi is None else (math.ceil(hi) - 1 if hi_x else math.floor(hi))

@@ -456,6 +456,51 @@ def test_not():
     assert e.value.keyword == "not"
 
 
+@pytest.mark.parametrize("schema, accept, reject", [
+    # not (b1 and b2) is (not b1) or (not b2): a type, or a property whose value fails
+    ({"not": {"type": "object", "properties": {"foo": {"type": "string"}}}},
+     ["1", '"a"', "null", '{"foo":1}'], ["{}", '{"foo":"a"}']),
+    ({"not": {"not": {"type": "integer"}}}, ["1", "-3"], ['"a"', "1.5", "null"]),
+    ({"type": "object", "not": {"additionalProperties": False}}, ['{"a":1}'], ["{}"]),
+    ({"type": "array", "items": {"type": "integer"}, "not": {"prefixItems": [True, {"const": 2}]}},
+     ["[1,3]", "[5,3,7]"], ["[1,2]", "[5,2,7]", "[1]", "[]"]),  # [1] has no 2nd item: it satisfies b
+    ({"type": "array", "not": {"items": {"type": "integer"}}}, ['["a"]', '[1,"a"]'], ["[]", "[1]"]),
+    ({"type": "string", "not": {"maxLength": 2}}, ['"abc"'], ['"ab"', '""']),
+    ({"type": "array", "not": {"minItems": 2}}, ["[]", "[1]"], ["[1,2]"]),
+    ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "number",
+      "not": {"minimum": 3, "exclusiveMinimum": True}}, ["3", "2.5"], ["3.5"]),
+    ({"type": "integer", "not": {"exclusiveMaximum": 3}}, ["3", "4"], ["2"]),
+    ({"not": {"const": 1}}, ["2", "0.5", "1.5", '"a"', "true", "null", "[]", "{}"], ["1", "1.0"]),
+    ({"type": "number", "not": {"enum": [1, 2.5, "x"]}}, ["2", "0", "3"], ["1", "2.5"]),
+    ({"type": ["boolean", "null"], "not": {"enum": [True, None]}}, ["false"], ["true", "null"]),
+    ({"enum": ["a", "abcdef", 3], "not": {"maxLength": 3}}, ['"abcdef"'], ['"a"', "3"]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+      "not": {"not": {"properties": {"a": {"minimum": 5}}}}}, ['{"a":5}'], ['{"a":4}']),
+])
+def test_not_of_each_keyword(schema, accept, reject):
+    check(schema, accept, reject, samples=60)
+
+
+def test_not_of_what_a_regex_cannot_say_is_refused():
+    for schema in ({"type": "string", "not": {"const": "a"}}, {"type": "string", "not": {"pattern": "^a"}},
+                   {"type": "array", "not": {"contains": {"const": 1}}}):
+        with pytest.raises(Unsupported, match="cannot exclude") as e:
+            schema_to_regex(schema)
+        assert e.value.keyword == "not"
+
+
+@pytest.mark.parametrize("schema, accept, reject", [
+    ({"type": "string", "oneOf": [{"minLength": 2}, {"maxLength": 4}]}, ['"a"', '"abcde"'], ['"ab"', '"abcd"']),
+    ({"type": "object", "oneOf": [{"required": ["foo", "bar"]}, {"required": ["foo", "baz"]}]},
+     ['{"foo":1,"bar":2}', '{"foo":1,"baz":2}'], ['{"foo":1,"bar":2,"baz":3}']),
+    ({"if": {"maxLength": 4}, "then": {"const": "yes"}, "else": {"const": "other"}},
+     ['"yes"', '"other"'], ['"no"', '"otherwise"']),
+    ({"if": {"const": 1}, "then": False}, ["2", '"a"'], ["1"]),
+])
+def test_one_of_and_if_by_negating_one_keyword_at_a_time(schema, accept, reject):
+    check(schema, accept, reject, samples=60)
+
+
 def test_refs_defs_definitions_anchors_and_ids():
     check({"$defs": {"n": {"type": "integer"}}, "type": "array", "items": {"$ref": "#/$defs/n"}}, ["[1]"], ['["a"]'])
     check({"definitions": {"a~b/c": {"type": "null"}}, "$ref": "#/definitions/a~0b~1c"}, ["null"])

@@ -45,12 +45,16 @@ What is generated
       their least common multiple.
     * ``enum``/``const`` (values filtered by the sibling keywords), ``type`` lists, ``null``,
       booleans, ``anyOf``. ``oneOf`` excludes from each branch the instances of the others
-      where that is expressible (different types or constants, a property whose constants
-      differ, branches that differ by ``required``, a single numeric bound), and otherwise
-      raises (lax mode reads it as ``anyOf``: an instance matching two branches may then be
-      generated). ``allOf`` and ``$ref`` siblings are merged (conflicting values of a keyword
-      raise; each side's ``additionalProperties`` and ``items`` apply to the names and positions
-      the other side declares); ``not`` of a type, constants, ``required`` or one numeric bound;
+      where that is expressible (as ``not`` below), and otherwise raises (lax mode reads it as
+      ``anyOf``: an instance matching two branches may then be generated). ``allOf`` and
+      ``$ref`` siblings are merged (conflicting values of a keyword raise; each side's
+      ``additionalProperties`` and ``items`` apply to the names and positions the other side
+      declares). ``not`` splits its schema into independent keywords (not (b1 and b2) is (not
+      b1) or (not b2)) and negates each: a type, constants (numbers by the intervals between
+      them; strings, arrays and objects only where the schema already rules them out), ``not``,
+      ``required``, ``properties`` (some property present and failing), ``prefixItems`` (some
+      position present and failing), ``items`` (via ``contains``), ``additionalProperties``
+      alone, a bound (``minimum`` ... ``maxProperties``);
       ``if``/``then``/``else`` as (if and then) | (not if, and else); ``dependencies``,
       ``dependentRequired`` and ``dependentSchemas`` as "absent, or present with the rest";
       ``unevaluatedProperties`` as ``additionalProperties`` once the schema's in-place
@@ -78,7 +82,8 @@ refused where strings are generated (an untyped schema leaves strings out) unles
 ``strict=False``. Always raising: ``UNSUPPORTED`` below, and the cases named above
 (``uniqueItems`` over infinite domains, property counts, several ``patternProperties`` on a map,
 ``pattern`` together with ``format``, length bounds that a pattern or format does not imply and
-whose pattern has more than one variable part, ``not`` and ``if`` of anything else,
+whose pattern has more than one variable part, ``not`` and ``if`` of anything else
+(``pattern``, ``format``, a string constant on free strings, ``contains``, ``uniqueItems``),
 ``multipleOf`` whose automaton passes its size limits).
 """
 
@@ -264,6 +269,36 @@ def _all_of(*schemas: Any) -> Any:
     if not present:
         return True
     return present[0] if len(present) == 1 else {"allOf": present}
+
+
+def _union(parts: List[Optional[dict]]) -> Optional[dict]:
+    """The union of flattened schemas (``None``: empty), as one ``anyOf``."""
+    kept = [x for x in parts if x is not None]
+    if not kept:
+        return None
+    return kept[0] if len(kept) == 1 else {"anyOf": kept}
+
+
+# Keywords whose meaning depends on each other: negated together (see _Converter.exclude).
+_COUPLED = (frozenset(("properties", "patternProperties", "additionalProperties")), frozenset(("prefixItems", "items")),
+            frozenset(("contains", "minContains", "maxContains")), frozenset(("minimum", "exclusiveMinimum")),
+            frozenset(("maximum", "exclusiveMaximum")))
+# Keywords _literal_ok judges exactly for a constant (others raise there, or are not read).
+_LITERAL_CHECKED = frozenset(("type", "enum", "const", "minLength", "maxLength", "pattern", "format", "minimum",
+                              "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems",
+                              "maxItems", "uniqueItems", "required"))
+
+
+def _keyword_groups(flat: dict) -> List[dict]:
+    """``flat`` split into independent parts whose conjunction it is."""
+    groups: List[dict] = []
+    seen: set = set()
+    for k in flat:
+        if k not in seen:
+            together = next((c for c in _COUPLED if k in c), frozenset((k,)))
+            seen |= together
+            groups.append({x: v for x, v in flat.items() if x in together})
+    return groups
 
 
 def _halving(prefix: List[int], lo: int, hi: int) -> int:
@@ -657,22 +692,41 @@ class _Converter:
         options = [o for o in options if o is not None]
         return J.alternation(options) if options else None
 
-    def exclude(self, a: dict, b: Optional[dict], stack: tuple, ptr: str, exact: bool) -> Optional[dict]:
-        """``a`` without the instances of ``b`` (flattened), for ``not`` and ``oneOf``, where
-        a regex can say it: disjoint types or constants, removing types or constants, a single
-        numeric bound, a ``b`` about objects only (non-objects all satisfy it: a keeps its
-        objects, which may then be disjoint from b), and a ``b`` that only requires properties
-        (then one of them is absent). None when nothing is left. Otherwise raise (``exact``,
-        for ``not``) or return ``a`` unchanged and
-        raise too, except in lax mode (``oneOf`` approximated by ``anyOf``)."""
-        if b is None:  # false: excludes nothing
+    def exclude(self, a: Optional[dict], b: Optional[dict], stack: tuple, ptr: str, exact: bool) -> Optional[dict]:
+        """``a`` without the instances of ``b`` (both flattened), for ``not``, ``if`` (its
+        negation) and ``oneOf``: ``a`` and not ``b``, where a regex can say it, else raise.
+        None when nothing is left.
+
+        ``b`` is split into its independent keywords (``properties`` with ``patternProperties``
+        and ``additionalProperties``, ``prefixItems`` with ``items``, a bound with its exclusive
+        form, ``contains`` with its counts): not (b1 and b2) is (not b1) or (not b2), a union.
+        One keyword is excluded by the rules of :meth:`exclude_keyword`. The result may be a
+        subset of ``a`` and not ``b`` (only where the generator's own choices already drop
+        instances: undeclared properties), never more. When ``b`` cannot be excluded, raise
+        (``exact``: ``not`` and ``if``), or for ``oneOf`` raise too, except in lax mode
+        (``oneOf`` approximated by ``anyOf``: ``a`` unchanged)."""
+        try:
+            return self.exclude_exact(a, b, stack, ptr)
+        except UnsupportedSchemaError as e:
+            if exact:
+                raise
+            if self.mode != "lax":
+                raise UnsupportedSchemaError(
+                    "oneOf", ptr, "branches that an instance may satisfy together cannot be told apart "
+                    f"({e.reason}; strict=False reads such a oneOf as anyOf)") from None
             return a
+
+    def exclude_exact(self, a: Optional[dict], b: Optional[dict], stack: tuple, ptr: str) -> Optional[dict]:
+        if a is None or b is None:  # nothing to exclude from; false excludes nothing
+            return a
+        b = {k: v for k, v in b.items() if k != "$if"}
         if not b:  # true: excludes everything
             return None
+        if set(a) == {"anyOf"} and isinstance(a["anyOf"], list):  # a union: each branch on its own
+            return _union([self.exclude_exact(self.flatten(x, ptr, stack)[0], b, stack, ptr) for x in a["anyOf"]])
         if set(b) == {"anyOf"} and isinstance(b["anyOf"], list):
             for branch in b["anyOf"]:
-                if a is not None:
-                    a = self.exclude(a, self.flatten(branch, ptr, stack)[0], stack, ptr, exact)
+                a = self.exclude_exact(a, self.flatten(branch, ptr, stack)[0], stack, ptr)
             return a
         if self.disjoint(a, b, stack):
             return a
@@ -681,41 +735,104 @@ class _Converter:
             kept = [v for v in va if not (any(_same_json(v, w) for w in vb) if vb is not None
                                           else _json_type(v) in self.type_set(b, None))]
             return {**{k: v for k, v in a.items() if k != "const"}, "enum": kept} if kept else None
+        if va is not None and set(b) <= _LITERAL_CHECKED:
+            # constants: keep those that fail b (_literal_ok judges every keyword of b)
+            kept = [v for v in va if not _literal_ok(v, b, ptr, True)]
+            return {**{k: v for k, v in a.items() if k != "const"}, "enum": kept} if kept else None
         if set(b) == {"type"} and va is None:
             drop = self.type_set(b, None)
             mine = self.types(a, ptr) or list(TYPES)
             if not ("number" in mine and "integer" in drop and "number" not in drop):
                 kept = [t for t in mine if t not in drop]
                 return {**a, "type": kept} if kept else None
-        if va is None and set(b) <= set(_TYPE_KEYWORDS["object"]):
-            # b constrains objects only, so every non-object satisfies it: keep a's objects
-            if "object" not in (self.types(a, ptr) or TYPES):
+        groups = _keyword_groups(b)
+        if len(groups) > 1:
+            return _union([self.exclude_exact(a, g, stack, ptr) for g in groups])
+        return self.exclude_keyword(a, b, va, stack, ptr)
+
+    def exclude_keyword(self, a: dict, b: dict, va: Optional[list], stack: tuple, ptr: str) -> Optional[dict]:
+        """``a`` and not ``b``, ``b`` one keyword (or one coupled group of keywords)."""
+        refuse = UnsupportedSchemaError("not", ptr, f"cannot exclude {json.dumps(b)[:200]}")
+        if set(b) == {"not"}:  # not not c: c
+            c = self.flatten(b["not"], ptr, stack)[0]
+            return None if c is None else self.merge(a, c, ptr)
+        family = next((t for t, kws in _TYPE_KEYWORDS.items() if set(b) <= set(kws)), None)
+        if va is None and family is not None:
+            # b constrains one type only, so every other type satisfies it: keep a's of that type
+            members = ("integer", "number") if family == "number" else (family,)
+            mine = [t for t in (self.types(a, ptr) or TYPES) if t in members]
+            if not mine:
                 return None
-            a = {**a, "type": ["object"]}
+            a = {**a, "type": mine}
             if self.disjoint(a, b, stack):
                 return a
-        if set(b) == {"required"} and isinstance(b["required"], list) and va is None and a.get("properties"):
-            # not all of them present: one of the missing ones absent (never generated)
-            missing = [p for p in b["required"] if p not in a.get("required", [])]
+        if va is not None:
+            raise refuse
+        (key, value), *more = b.items()
+        if set(b) == {"required"} and isinstance(value, list) and (a.get("properties") or a.get("required")):
+            # not all of them present: one of the missing ones absent. The generator writes
+            # only the names of properties and required, so a name outside both is never there.
+            missing = [p for p in value if p not in a.get("required", [])]
             if not missing:
                 return None
-            if any(p not in a["properties"] for p in missing):
-                return a  # that one is never generated anyway: no undeclared properties are
+            if any(p not in a.get("properties", {}) for p in missing):
+                return a
             return self.merge(a, {"anyOf": [{"properties": {p: False}} for p in missing]}, ptr)
-        bounds = {"minimum": "exclusiveMaximum", "maximum": "exclusiveMinimum",
-                  "exclusiveMinimum": "maximum", "exclusiveMaximum": "minimum"}
-        if len(b) == 1 and next(iter(b)) in bounds and _numbers(next(iter(b.values()))) and va is None:
-            # not (x <= M) is x > M, for numbers only (other types satisfy any bound)
-            (key, bound), = b.items()
-            numeric = [t for t in (self.types(a, ptr) or TYPES) if t in ("integer", "number")]
-            return self.merge(a, {"type": numeric, bounds[key]: bound}, ptr) if numeric else None
-        if exact:
-            raise UnsupportedSchemaError("not", ptr, f"cannot exclude {json.dumps(b)[:200]}")
-        if self.mode != "lax":
-            raise UnsupportedSchemaError(
-                "oneOf", ptr, "branches that an instance may satisfy together cannot be told apart "
-                "(strict=False reads such a oneOf as anyOf)")
-        return a
+        if set(b) == {"properties"} and isinstance(value, dict):
+            # some property present whose value fails its schema
+            return _union([self.merge(a, {"required": [name], "properties": {name: {"not": sub}}}, ptr)
+                           for name, sub in value.items() if sub is not True and sub != {}])
+        if set(b) == {"additionalProperties"}:
+            # b declares no property: some property (any is additional to b) fails the schema;
+            # written as: every property fails it, and there is one (a subset)
+            return self.merge(a, {"additionalProperties": {"not": value}, "minProperties": 1}, ptr)
+        if set(b) == {"prefixItems"} and isinstance(value, list):
+            # some position present whose item fails its schema
+            return _union([self.merge(a, {"minItems": i + 1, "prefixItems": [True] * i + [{"not": sub}]}, ptr)
+                           for i, sub in enumerate(value) if sub is not True and sub != {}])
+        if set(b) == {"items"} and not isinstance(value, list):
+            return self.merge(a, {"minItems": 1} if value is False else {"contains": {"not": value}}, ptr)
+        counts = {"minLength": "maxLength", "minItems": "maxItems", "minProperties": "maxProperties"}
+        if key in counts and not more and _numbers(value):
+            return None if value <= 0 else self.merge(a, {counts[key]: math.ceil(value) - 1}, ptr)
+        if key in counts.values() and not more and _numbers(value):
+            low = next(k for k, v in counts.items() if v == key)
+            return self.merge(a, {low: math.floor(value) + 1}, ptr)
+        for low, x_low, flip, x_flip in (("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"),
+                                         ("maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum")):
+            if set(b) <= {low, x_low}:
+                bound, excl = _bound(b, low, x_low, ptr)
+                if bound is None:
+                    break
+                # not (x >= m) is x < m, not (x > m) is x <= m (and the same for upper bounds)
+                return self.merge(a, {flip: bound} if excl else {x_flip: bound}, ptr)
+        if set(b) <= {"const", "enum"}:
+            return self.exclude_values(a, _literal_values(b) or [], ptr, refuse)
+        raise refuse
+
+    def exclude_values(self, a: dict, values: list, ptr: str, refuse: Exception) -> Optional[dict]:
+        """``a`` (not a set of constants) without the given values: per type, null and booleans
+        by what is left, numbers by the open intervals between the values, and strings, arrays
+        and objects only when ``a`` already rules the values out."""
+        parts = []
+        for t in self.types(a, ptr) or [t for t in TYPES if t != "integer"]:
+            mine = [v for v in values if _json_type(v) == t or (t == "number" and _json_type(v) == "integer")]
+            at = {**a, "type": [t]}
+            if not mine:
+                parts.append(at)
+            elif t == "boolean":
+                rest = [x for x in (True, False) if not any(_same_json(x, v) for v in mine)]
+                parts.append({**at, "enum": rest} if rest else None)
+            elif t in ("integer", "number"):
+                cuts = sorted({_decimal(v): v for v in mine}.items())
+                pieces = [{"exclusiveMaximum": cuts[0][1]}, {"exclusiveMinimum": cuts[-1][1]}]
+                pieces += [{"exclusiveMinimum": lo[1], "exclusiveMaximum": hi[1]} for lo, hi in zip(cuts, cuts[1:])]
+                parts += [self.merge(at, piece, ptr) for piece in pieces]
+            elif t != "null":
+                if any(_literal_ok(v, at, ptr, True) for v in mine):
+                    raise refuse
+                parts.append(at)
+        return _union(parts)
 
     def disjoint(self, a: dict, b: dict, stack: tuple) -> bool:
         """True when no instance generated from ``a`` satisfies ``b`` (checked: types,

@@ -11,7 +11,10 @@ schema counts as the empty language, which matches nothing). For a supported gro
   object), non-ASCII characters raw or ``\\u``-escaped, every character ``\\u``-escaped and ``/``
   as ``\\/``, integral numbers as ``1``, ``1.0`` and ``1e0``;
 * a valid instance none of whose spellings matches is *valid rejected* (a documented generator
-  choice such as no extra properties, or a missing feature: never a soundness issue);
+  choice such as no extra properties, or a missing feature: never a soundness issue). Each is
+  classified by ``jsonschema_support.rejection_reason``: a documented choice (undeclared
+  properties, types an untyped schema does not imply, format and number spellings not
+  generated, nesting depth of free values) if the instance shows one, else "other";
 * strings sampled from the DFA must validate under ``jsonschema`` (the suite's instances are
   few; the samples look for unsound acceptances they do not cover).
 
@@ -179,11 +182,15 @@ def run_group(js, pt, draft: str, group: dict, options: dict, samples: int = SAM
         dfa = None if regex is None else pt.ByteDfa(regex)
     except Exception as e:  # noqa: BLE001 - any compile failure is "unsupported", visibly
         return {"unsupported": f"ByteDfa: {e}"}
-    out: Dict[str, list] = {"invalid_accepted": [], "valid_rejected": [], "bad_samples": []}
+    from jsonschema_support import rejection_reason
+
+    out: Dict[str, list] = {"invalid_accepted": [], "valid_rejected": [], "bad_samples": [], "reasons": []}
     for test in group["tests"]:
         matched = [s for s in spellings(test["data"]) if dfa is not None and dfa.matches(s.encode())]
         if test["valid"] and not matched:
             out["valid_rejected"].append(test["description"])
+            mode = "lax" if options.get("strict") is False else "default"
+            out["reasons"].append(rejection_reason(schema, test["data"], lambda s: draft_validator(s, draft), mode))
         elif not test["valid"] and matched:
             out["invalid_accepted"].append(f"{test['description']}: {matched[0]}")
     if samples and dfa is not None:
@@ -212,6 +219,7 @@ def summary(results: Dict[str, dict]) -> dict:
         "supported": len(supported),
         "invalid_accepted": sum(len(r["invalid_accepted"]) for r in supported),
         "valid_rejected": sum(len(r["valid_rejected"]) for r in supported),
+        "valid_rejected_other": sum(r["reasons"].count("other") for r in supported),
         "bad_samples": sum(len(r["bad_samples"]) for r in supported),
     }
 
@@ -241,6 +249,16 @@ def main(argv: List[str]) -> int:
             for gid, r in results.items():
                 if r.get("invalid_accepted") or r.get("bad_samples"):
                     print("  ", gid, r)
+        if "--reasons" in argv:  # the valid instances rejected, by reason
+            by_reason: Dict[str, List[str]] = {}
+            for gid, r in results.items():
+                for description, reason in zip(r.get("valid_rejected", []), r.get("reasons", [])):
+                    by_reason.setdefault(reason, []).append(f"{gid}: {description}")
+            for reason, items in sorted(by_reason.items()):
+                print(f"   {reason}: {len(items)}")
+                if reason == "other":
+                    for item in items:
+                        print("     ", item)
         if "--update" in argv:
             unsupported, incomplete = expected_files(results)
             EXPECTED_UNSUPPORTED.write_text(dump(unsupported), encoding="utf-8")

@@ -119,6 +119,167 @@ def restricted(schema):
     return schema
 
 
+# The converter's formats (propertok.json_schema._json_regex.FORMATS), restated: a schema with
+# another format generates no strings (default mode), as with any keyword it cannot enforce.
+FORMATS = ("date", "time", "date-time", "uuid", "email", "uri", "uri-reference", "ipv4", "ipv6", "hostname")
+# Type keywords (propertok.json_schema._schema_keywords._TYPE_KEYWORDS), restated.
+TYPE_KEYWORDS = {
+    "object": ("properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+               "minProperties", "maxProperties", "unevaluatedProperties", "dependencies", "dependentRequired",
+               "dependentSchemas"),
+    "array": ("items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems", "contains",
+              "minContains", "maxContains", "unevaluatedItems"),
+    "string": ("minLength", "maxLength", "pattern", "format"),
+    "number": ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"),
+}
+# Keywords that merge other schemas into a node: the converter reads the node's types only after
+# merging, so no type is implied here for such a node (its instances count as "other").
+_IN_PLACE = ("$ref", "$dynamicRef", "allOf", "anyOf", "oneOf", "not", "if", "then", "else", "enum", "const", "type")
+
+
+def _in_place(node: dict) -> bool:
+    """Whether the converter merges other schemas into ``node`` before reading its types (a
+    dependent schema merges in too, unless it constrains objects only)."""
+    if any(k in node for k in _IN_PLACE):
+        return True
+    for key in ("dependentSchemas", "dependencies"):
+        deps = node.get(key)
+        if isinstance(deps, dict) and any(isinstance(d, dict) and not set(d) <= set(TYPE_KEYWORDS["object"])
+                                          for d in deps.values()):
+            return True
+    return False
+
+
+def with_implied_types(schema, mode: str = "default"):
+    """``schema`` with the types an untyped node generates made explicit (the documented choice
+    "an untyped schema generates the types its keywords name"; a format the converter does not
+    know names no type, except in lax mode where it is ignored as a string format), on nodes
+    the converter does not merge others into."""
+    schema = copy.deepcopy(schema)
+
+    def walk(node):
+        if not isinstance(node, dict):
+            return
+        if not _in_place(node):
+            unknown_format = "format" in node and node["format"] not in FORMATS and mode != "lax"
+            implied = [t for t, kws in TYPE_KEYWORDS.items()
+                       if any(k in node for k in kws if not (unknown_format and k == "format"))]
+            if implied:
+                node["type"] = implied
+            elif unknown_format:
+                node["type"] = ["null", "boolean", "number", "array", "object"]
+        for child in schema_children(node):
+            walk(child)
+
+    walk(schema)
+    return schema
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield k
+            yield from _strings(v)
+
+
+def _numbers(value):
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        yield value
+    elif isinstance(value, list):
+        for v in value:
+            yield from _numbers(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _numbers(v)
+
+
+def _depth(value) -> int:
+    if isinstance(value, (list, dict)):
+        items = value.values() if isinstance(value, dict) else value
+        return 1 + max([_depth(v) for v in items] or [0])
+    return 0
+
+
+def _formats(schema) -> set:
+    found = set()
+
+    def walk(node):
+        if isinstance(node, dict):
+            if isinstance(node.get("format"), str):
+                found.add(node["format"])
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(schema)
+    return found
+
+
+# Format spellings the converter documents as not generated (docs/json-schema.md), per format.
+def _documented_format_gap(fmt: str, text: str) -> bool:
+    import re
+
+    if fmt in ("date-time", "time"):
+        return bool(re.search(r"[tz]", text)) or ":60" in text  # lower-case T/Z, leap second
+    if fmt == "hostname":  # A-labels (xn--), and the label-count/length shapes not generated
+        labels = text.rstrip(".").split(".")
+        return any(len(l) > 3 and l[2:4] == "--" for l in labels) or text.endswith(".") or (
+            len(labels) > 3 and max(map(len, labels)) > 30) or len(labels) > 8
+    if fmt == "email":  # dot-atom only: no quoted local part, no address literal
+        return '"' in text or "[" in text
+    if fmt == "ipv6":  # no zone, no embedded IPv4
+        return "%" in text or "." in text
+    if fmt in ("uri", "uri-reference"):  # no IPv6 literal
+        return "[" in text
+    return False
+
+
+def _breaks_format(fmt: str, text: str) -> bool:
+    """Whether ``text`` is not a ``fmt`` string: jsonschema's checker where it has one, and for
+    hostname and URIs (whose checkers need optional packages) characters they never contain."""
+    import re
+
+    if fmt == "hostname":  # LDH labels that neither start nor end with a hyphen (RFC 1123)
+        labels = text[:-1].split(".") if text.endswith(".") else text.split(".")
+        return re.fullmatch(r"[A-Za-z0-9.-]+", text) is None or any(
+            not label or label[0] == "-" or label[-1] == "-" for label in labels)
+    if fmt == "uri" and re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", text) is None:
+        return True  # a URI has a scheme
+    if fmt in ("uri", "uri-reference"):
+        return re.search(r'[\s<>"{}|\\^`]', text) is not None
+    return not jsonschema.FormatChecker().conforms(text, fmt)
+
+
+def rejection_reason(schema, instance, make_validator=None, mode: str = "default") -> str:
+    """Why a valid ``instance`` of ``schema`` may be left out by a documented generator choice
+    (docs/json-schema.md), or ``"other"``: "undeclared properties" (and the other restrictions
+    of :func:`restricted`), "types not implied" (:func:`with_implied_types`), "format
+    spelling", "format asserted" (a string that breaks a format: the converter asserts formats),
+    "number spelling" (an exponent), "nesting depth" (free values nest 3 deep).
+    ``make_validator``: schema -> validator (default :func:`validator`)."""
+    make_validator = make_validator or validator
+    if not make_validator(restricted(schema)).is_valid(instance):
+        return "undeclared properties, unanchored pattern, counts"
+    if not make_validator(with_implied_types(schema, mode)).is_valid(instance):
+        return "types not implied"
+    if any(_documented_format_gap(f, text) for f in _formats(schema) for text in _strings(instance)):
+        return "format spelling"
+    if mode != "lax" and any(_breaks_format(f, text) for f in _formats(schema) for text in _strings(instance)):
+        return "format asserted"  # the spec's default reads format as an annotation only
+    if any("e" in repr(float(n)) for n in _numbers(instance) if isinstance(n, float)):
+        return "number spelling"
+    if _depth(instance) > 3:
+        return "nesting depth"
+    return "other"
+
+
 def property_order(schema) -> dict:
     """Property name -> rank of its first appearance in the document."""
     order: dict = {}

@@ -179,6 +179,17 @@ def test_maps_and_free_form_objects():
           ['{"x-1":true}', "{}"], ['{"y":true}', '{"x-1":1}'])
 
 
+def test_several_pattern_properties_on_a_map():
+    # keys of any pattern; each value satisfies every pattern's schema (a key may match several)
+    schema = {"type": "object", "patternProperties": {"a*": {"type": "integer"}, "aaa*": {"maximum": 20}}}
+    check(schema, ['{"a":3}', '{"aaaa":18}', '{"a":1,"aa":2}'], ['{"aaaa":31}', '{"a":"x"}', '{"a":21}'])
+    # additionalProperties does not matter: only pattern keys are written
+    check({"type": "object", "patternProperties": {"^x": {"type": "null"}, "^y": {}},
+           "additionalProperties": {"type": "string"}}, ['{"x":null}', '{"y1":null}'], ['{"z":"s"}', '{"x":1}'])
+    # no value satisfies both: only the empty object
+    check({"type": "object", "patternProperties": {"f.*": True, "b.*": False}}, ["{}"], ['{"foo":1}'])
+
+
 def test_pattern_properties_next_to_properties_are_merged_into_matching_names():
     schema = {"type": "object", "properties": {"id": {"type": "integer"}, "name": {}},
               "patternProperties": {"^i": {"minimum": 10}}}

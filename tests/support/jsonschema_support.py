@@ -88,7 +88,8 @@ def restricted(schema):
     ``jsonschema`` can say which instances the regex must accept:
 
     * an object schema with ``properties`` admits no other properties (``patternProperties``
-      are not generated next to them), a map with ``patternProperties`` only pattern keys;
+      are not generated next to them), a map with ``patternProperties`` only pattern keys, each
+      value satisfying the schemas of all the patterns;
     * a ``pattern`` with no anchor must match the whole string;
     * ``maxLength``/``maxItems``/``maxProperties`` above MAX_COUNT are lowered to it.
     """
@@ -105,8 +106,10 @@ def restricted(schema):
             node["additionalProperties"] = False
             node.pop("patternProperties", None)
         elif isinstance(node.get("patternProperties"), dict) and node["patternProperties"]:
-            node.setdefault("additionalProperties", False)
-            node["patternProperties"] = {anchor(k): v for k, v in node["patternProperties"].items()}
+            node["additionalProperties"] = False
+            pats = node["patternProperties"]
+            every = {"allOf": list(pats.values())} if len(pats) > 1 else None  # each value: all schemas
+            node["patternProperties"] = {anchor(k): every or v for k, v in pats.items()}
         if isinstance(node.get("pattern"), str):
             node["pattern"] = anchor(node["pattern"])
         for key in ("maxLength", "maxItems", "maxProperties"):

@@ -18,9 +18,10 @@ What is generated
       ``additionalProperties`` says (as in outlines-core): extra properties are always optional,
       so this is a subset. Required names missing from ``properties`` come after the declared
       ones. ``minProperties`` 1 is supported; other counts must follow from ``required``. An
-      object schema *without* ``properties`` is a map: any keys (or those of ``propertyNames``,
-      or of a single ``patternProperties`` pattern), values from ``additionalProperties`` (any
-      value when it is true or absent), ``minProperties``/``maxProperties`` as counts (keys may
+      object schema *without* ``properties`` is a map: any keys (or those of ``propertyNames``),
+      values from ``additionalProperties`` (any value when it is true or absent); with
+      ``patternProperties``, keys matching one of its patterns only, each value satisfying the
+      schemas of all the patterns (a key may match several); ``minProperties``/``maxProperties`` as counts (keys may
       repeat: JSON parsers keep the last).
     * Arrays: ``items`` (a schema, or a list for draft 4-7 tuples with ``additionalItems``),
       ``prefixItems`` (2020-12), ``minItems``/``maxItems``; ``uniqueItems: true`` with
@@ -80,7 +81,7 @@ Always ignored (annotations): ``ANNOTATIONS`` below. Keywords no draft defines (
 :func:`ignored_keywords`) by default, refused with ``strict=True``. Unknown ``format`` values are
 refused where strings are generated (an untyped schema leaves strings out) unless
 ``strict=False``. Always raising: ``UNSUPPORTED`` below, and the cases named above
-(``uniqueItems`` over infinite domains, property counts, several ``patternProperties`` on a map,
+(``uniqueItems`` over infinite domains, property counts,
 ``pattern`` together with ``format``, length bounds that a pattern or format does not imply and
 whose pattern has more than one variable part, ``not`` and ``if`` of anything else
 (``pattern``, ``format``, a string constant on free strings, ``contains``, ``uniqueItems``),
@@ -1255,16 +1256,21 @@ class _Converter:
     def map_object(self, s, ptr, stack, extra, patterns, min_p, max_p) -> Optional[str]:
         key_regex, value_regex = J.string(), None
         if patterns:
-            if len(patterns) > 1 or extra not in (True, False):
-                raise UnsupportedSchemaError(
-                    "patternProperties", ptr,
-                    "only one pattern, with additionalProperties absent or false, is supported")
-            (pat, sub), = patterns.items()
-            try:
-                key_regex = '"' + pattern_to_regex(pat) + '"'
-            except PatternError as e:
-                raise UnsupportedSchemaError("patternProperties", ptr, str(e)) from None
-            value_regex = self.value(sub, f"{ptr}/patternProperties/{_escape_token(pat)}", stack)
+            # keys matching some pattern (only those: other keys are optional whatever
+            # additionalProperties says), each value satisfying every pattern's schema, since
+            # a key may match several (a subset where the patterns do not overlap)
+            keys = []
+            for pat in patterns:
+                try:
+                    keys.append(J.group(pattern_to_regex(pat)))
+                except PatternError as e:
+                    raise UnsupportedSchemaError("patternProperties", ptr, str(e)) from None
+            key_regex = '"' + (keys[0] if len(keys) == 1 else "(?:" + "|".join(keys) + ")") + '"'
+            if len(patterns) == 1:
+                (pat, sub), = patterns.items()
+                value_regex = self.value(sub, f"{ptr}/patternProperties/{_escape_token(pat)}", stack)
+            else:
+                value_regex = self.value({"allOf": list(patterns.values())}, f"{ptr}/patternProperties", stack)
         elif extra is not False:
             value_regex = self.value(extra, f"{ptr}/additionalProperties", stack) if extra is not True \
                 else self.any_value(self.max_depth - 1)

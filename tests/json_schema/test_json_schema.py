@@ -203,6 +203,13 @@ def test_min_and_max_properties_on_declared_properties():
         schema_to_regex({**PERSON, "minProperties": 2})
     with pytest.raises(Unsupported, match="maxProperties"):
         schema_to_regex({**PERSON, "maxProperties": 1})
+    # more than the declared names: nothing is written there; refused if nothing is left at all
+    with pytest.raises(Unsupported, match="above the 1 declared") as e:
+        schema_to_regex({"properties": {"a": {}}, "minProperties": 2})
+    assert (e.value.keyword, e.value.pointer) == ("minProperties", "#")
+    check({"type": "object", "anyOf": [{"required": ["a"], "minProperties": 3}, {"required": ["b"]}]},
+          ['{"b":1}'], ['{"a":1}'])
+    check({"dependentSchemas": {"a": {"minProperties": 4}}}, ["{}"], ['{"a":1}'])
 
 
 def test_dependencies_and_dependent_required():

@@ -258,6 +258,8 @@ def _convert(schema: Any, whitespace: str, max_recursion_depth: int, strict: Opt
                 f"recursion deeper than max_recursion_depth={max_recursion_depth} is required "
                 "(raise max_recursion_depth)",
             )
+        if conv.dropped is not None:
+            raise conv.dropped
         raise InvalidSchemaError(None, "#", "no JSON value satisfies this schema")
     return regex, list(dict.fromkeys(conv.ignored))
 
@@ -328,6 +330,7 @@ class _Converter:
         self.root, self.ws, self.max_depth, self.mode = root, ws, max_depth, mode
         self.strict = mode == "strict"  # unknown formats raise (default: refused where generated)
         self.cut_by_recursion: Optional[str] = None
+        self.dropped: Optional[UnsupportedSchemaError] = None  # the first place left out as unsupported
         self.ignored: List[Tuple[str, str]] = []
         self.pointers: Dict[int, str] = {}
         self.bases: Dict[int, str] = {}
@@ -1162,6 +1165,14 @@ class _Converter:
                 key = '"' + J.json_string_content(name) + '"'
                 entries.append((f"{key}{self.ws}:{self.ws}{regex}", name in required))
         n_required = sum(1 for _, r in entries if r)
+        if min_p > len(entries):
+            # only declared names are written, and all of them are too few: none of the objects
+            # written here qualifies. Nothing is generated here (an anyOf branch, an optional
+            # property drop out); the schema is refused if that leaves nothing at all.
+            self.dropped = self.dropped or UnsupportedSchemaError(
+                "minProperties", ptr, f"minProperties {min_p} above the {len(entries)} declared properties "
+                "(only declared properties are generated)")
+            return None
         if min_p > n_required and not (min_p == 1 and entries):
             raise UnsupportedSchemaError(
                 "minProperties", ptr, "minProperties above the number of required properties (other than 1)")

@@ -186,6 +186,19 @@ def test_several_pattern_properties_on_a_map():
     # additionalProperties does not matter: only pattern keys are written
     check({"type": "object", "patternProperties": {"^x": {"type": "null"}, "^y": {}},
            "additionalProperties": {"type": "string"}}, ['{"x":null}', '{"y1":null}'], ['{"z":"s"}', '{"x":1}'])
+    # allOf: each side's additionalProperties covers the other side's pattern keys
+    check({"allOf": [{"patternProperties": {"^x": {}}}, {"additionalProperties": False}]}, ["{}"], ['{"x1":1}'])
+    check({"allOf": [{"patternProperties": {"^x": {}}}, {"additionalProperties": {"type": "string"}}]},
+          ['{"x1":"s"}'], ['{"x1":1}'])
+    check({"allOf": [{"patternProperties": {"^x": {}}, "additionalProperties": False},
+                     {"patternProperties": {"^x": {"type": "integer"}}}]}, ['{"x1":1}'], ['{"x1":"s"}'])
+    # {"y":"s"} is valid, but only pattern keys are written: refused, not "no value satisfies"
+    for schema in ({"type": "object", "patternProperties": {"^x": {"type": "integer"}},
+                    "not": {"additionalProperties": {"type": "integer"}}},
+                   {"type": "object", "patternProperties": {"^x": False}, "minProperties": 1}):
+        with pytest.raises(Unsupported, match="only keys matching a pattern") as e:
+            schema_to_regex(schema)
+        assert e.value.keyword == "patternProperties" and not isinstance(e.value, Invalid)
     # no value satisfies both: only the empty object
     check({"type": "object", "patternProperties": {"f.*": True, "b.*": False}}, ["{}"], ['{"foo":1}'])
 

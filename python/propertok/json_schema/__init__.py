@@ -623,6 +623,15 @@ class _Converter:
         pats = dict(sides[0][1])
         for pat, sub in sides[1][1].items():
             pats[pat] = _all_of(pats[pat], sub) if pat in pats else sub
+        if pats and not names:
+            # a map: its keys match one side's pattern, which the other side's
+            # additionalProperties may cover (it does unless a pattern of that side matches the
+            # key too): each side's additionalProperties joins the other side's pattern schemas
+            for mine, other in ((sides[0], sides[1]), (sides[1], sides[0])):
+                if other[2] is not None:
+                    for pat in mine[1]:
+                        if pat not in other[1]:
+                            pats[pat] = _all_of(pats[pat], other[2])
         if pats:
             out["patternProperties"] = pats
         if sides[0][2] is not None or sides[1][2] is not None:
@@ -1295,6 +1304,10 @@ class _Converter:
                     "propertyNames must be a satisfiable string schema, without patternProperties")
             key_regex = names
         if value_regex is None:
+            if min_p > 0 and patterns:  # other keys may exist, but only pattern keys are written
+                self.dropped = self.dropped or UnsupportedSchemaError(
+                    "patternProperties", ptr, "no value satisfies the patterns' schemas, and only keys "
+                    "matching a pattern are generated")
             return None if min_p > 0 else rf"\{{{self.ws}\}}"
         if max_p is not None and max_p < min_p:
             return None

@@ -512,6 +512,16 @@ def test_not_of_each_keyword(schema, accept, reject):
     check(schema, accept, reject, samples=60)
 
 
+def test_constants_are_judged_against_patterns_only_where_python_and_ecma_agree():
+    # Python's $ matches before a final newline, ECMA-262's does not: "a\n" must not be kept
+    check({"enum": ["a", "b"], "pattern": "^a$"}, ['"a"'], ['"b"'])
+    for schema in ({"enum": ["a\n", "a"], "pattern": "^a$"}, {"enum": ["\u0661"], "pattern": "^\\d$"},
+                   {"type": "string", "enum": ["a\n", "b"], "not": {"pattern": "^a$"}}):
+        with pytest.raises(Unsupported, match="exactly") as e:
+            schema_to_regex(schema)
+        assert e.value.keyword == "pattern"
+
+
 def test_not_of_what_a_regex_cannot_say_is_refused():
     for schema in ({"type": "string", "not": {"const": "a"}}, {"type": "string", "not": {"pattern": "^a"}},
                    {"type": "array", "not": {"contains": {"const": 1}}}):

@@ -24,7 +24,8 @@ class Compiler(_core.Compiler):
     ) -> _core.Guide:
         """Compile a JSON schema (a dict or JSON text): ``propertok.json_schema.schema_to_regex(schema,
         **options)``, then ``compile_regex(regex, method, lazy=lazy)``. Options such as
-        ``whitespace`` go to the converter."""
+        ``whitespace``, ``strict`` and ``resources`` (other documents ``$ref`` may point to) go
+        to the converter."""
         from .json_schema import schema_to_regex
 
         return self.compile_regex(schema_to_regex(schema, **options), method, lazy=lazy)

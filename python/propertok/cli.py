@@ -73,6 +73,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="with --schema: regex allowed between JSON tokens (default '[ ]?')")
     comp.add_argument("--max-recursion-depth", metavar="N", type=int, default=3,
                       help="with --schema: expansions of one $ref per path, nesting of free values (default 3)")
+    comp.add_argument("--resource", metavar="URI=FILE", action="append", default=[],
+                      help="with --schema: a schema document that $ref may point to, by its absolute URI "
+                      "(repeatable; nothing is fetched)")
     comp.add_argument("--lax", action="store_true",
                       help="with --schema: also ignore unknown formats and read an ambiguous oneOf as anyOf "
                       "(may accept invalid instances)")
@@ -206,11 +209,19 @@ def _schema_regex(args: argparse.Namespace) -> dict:
     if args.lax and args.strict:
         raise ValueError("--lax and --strict exclude each other")
     strict = False if args.lax else True if args.strict else None
+    resources = {}
+    for item in args.resource:
+        uri, eq, path = item.partition("=")
+        if not eq or not uri or not path:
+            raise ValueError(f"--resource takes URI=FILE, got {item!r}")
+        with open(path, encoding="utf-8") as f:
+            resources[uri] = f.read()
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             args.regex = schema_to_regex(text, whitespace=args.whitespace,
-                                         max_recursion_depth=args.max_recursion_depth, strict=strict)
+                                         max_recursion_depth=args.max_recursion_depth, strict=strict,
+                                         resources=resources)
     except ValueError as e:
         raise ValueError(str(e).replace("pass strict=False", "use --lax")
                          .replace("leave strict unset", "leave out --strict")) from None

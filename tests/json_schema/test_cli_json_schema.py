@@ -71,6 +71,22 @@ def test_compile_unsupported_schema_and_lax(tmp_path, capsys, mistral):
     assert status == 0 and json.loads(out)["count_sequences"] is None
 
 
+def test_compile_schema_with_resources(tmp_path, capsys):
+    from propertok.json_schema import schema_to_regex
+
+    (tmp_path / "s.json").write_text(json.dumps({"$ref": "https://x.example/n.json"}))
+    (tmp_path / "n.json").write_text(json.dumps({"type": "integer", "minimum": 7}))
+    schema = str(tmp_path / "s.json")
+    status, _, err = run(["compile", "--schema", schema], capsys)
+    assert status == 2 and "https://x.example/n.json" in err and "resources" in err
+    status, _, err = run(["compile", "--schema", schema, "--resource", "https://x.example/n.json"], capsys)
+    assert status == 2 and "URI=FILE" in err
+    status, out, _ = run(["compile", "--schema", schema, "--json", "--method", "agnostic", "--whitespace", "",
+                          "--resource", f"https://x.example/n.json={tmp_path / 'n.json'}"], capsys)
+    assert status == 0
+    assert json.loads(out)["regex"] == schema_to_regex({"type": "integer", "minimum": 7}, whitespace="")
+
+
 @pytest.mark.parametrize("method, expected", [("direct", "direct"), ("auto", "direct"), ("agnostic", "agnostic")])
 def test_compile_methods(capsys, mistral, method, expected):
     """--method accepts every method; the report names the method the guide actually used

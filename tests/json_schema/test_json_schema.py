@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import re
 from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from jsonschema_support import validator
+from jsonschema_support import load_instance, validator
 
 js = pytest.importorskip("propertok.json_schema")  # always present: a failure here is an error
 schema_to_regex = js.schema_to_regex
@@ -45,7 +46,7 @@ def check(schema, accept=(), reject=(), samples=40, **options):
     out = []
     for seed in range(2):
         for s in d.sample(samples // 2, seed, max_len=96):
-            value = json.loads(s)
+            value = load_instance(s)
             errors = [e.message for e in v.iter_errors(value)]
             assert not errors, f"sample {s!r} is invalid: {errors}"
             out.append(value)
@@ -178,6 +179,30 @@ def test_maps_and_free_form_objects():
           ['{"x-1":true}', "{}"], ['{"y":true}', '{"x-1":1}'])
 
 
+def test_several_pattern_properties_on_a_map():
+    # keys of any pattern; each value satisfies every pattern's schema (a key may match several)
+    schema = {"type": "object", "patternProperties": {"a*": {"type": "integer"}, "aaa*": {"maximum": 20}}}
+    check(schema, ['{"a":3}', '{"aaaa":18}', '{"a":1,"aa":2}'], ['{"aaaa":31}', '{"a":"x"}', '{"a":21}'])
+    # additionalProperties does not matter: only pattern keys are written
+    check({"type": "object", "patternProperties": {"^x": {"type": "null"}, "^y": {}},
+           "additionalProperties": {"type": "string"}}, ['{"x":null}', '{"y1":null}'], ['{"z":"s"}', '{"x":1}'])
+    # allOf: each side's additionalProperties covers the other side's pattern keys
+    check({"allOf": [{"patternProperties": {"^x": {}}}, {"additionalProperties": False}]}, ["{}"], ['{"x1":1}'])
+    check({"allOf": [{"patternProperties": {"^x": {}}}, {"additionalProperties": {"type": "string"}}]},
+          ['{"x1":"s"}'], ['{"x1":1}'])
+    check({"allOf": [{"patternProperties": {"^x": {}}, "additionalProperties": False},
+                     {"patternProperties": {"^x": {"type": "integer"}}}]}, ['{"x1":1}'], ['{"x1":"s"}'])
+    # {"y":"s"} is valid, but only pattern keys are written: refused, not "no value satisfies"
+    for schema in ({"type": "object", "patternProperties": {"^x": {"type": "integer"}},
+                    "not": {"additionalProperties": {"type": "integer"}}},
+                   {"type": "object", "patternProperties": {"^x": False}, "minProperties": 1}):
+        with pytest.raises(Unsupported, match="only keys matching a pattern") as e:
+            schema_to_regex(schema)
+        assert e.value.keyword == "patternProperties" and not isinstance(e.value, Invalid)
+    # no value satisfies both: only the empty object
+    check({"type": "object", "patternProperties": {"f.*": True, "b.*": False}}, ["{}"], ['{"foo":1}'])
+
+
 def test_pattern_properties_next_to_properties_are_merged_into_matching_names():
     schema = {"type": "object", "properties": {"id": {"type": "integer"}, "name": {}},
               "patternProperties": {"^i": {"minimum": 10}}}
@@ -191,6 +216,13 @@ def test_min_and_max_properties_on_declared_properties():
         schema_to_regex({**PERSON, "minProperties": 2})
     with pytest.raises(Unsupported, match="maxProperties"):
         schema_to_regex({**PERSON, "maxProperties": 1})
+    # more than the declared names: nothing is written there; refused if nothing is left at all
+    with pytest.raises(Unsupported, match="above the 1 declared") as e:
+        schema_to_regex({"properties": {"a": {}}, "minProperties": 2})
+    assert (e.value.keyword, e.value.pointer) == ("minProperties", "#")
+    check({"type": "object", "anyOf": [{"required": ["a"], "minProperties": 3}, {"required": ["b"]}]},
+          ['{"b":1}'], ['{"a":1}'])
+    check({"dependentSchemas": {"a": {"minProperties": 4}}}, ["{}"], ['{"a":1}'])
 
 
 def test_dependencies_and_dependent_required():
@@ -264,11 +296,54 @@ def test_numeric_bounds_against_a_brute_force_judge(kind, kw):
     check(schema, samples=60)
 
 
-def test_multiple_of_unsupported_values():
-    with pytest.raises(Unsupported, match="multipleOf") as e:
-        schema_to_regex({"type": "integer", "multipleOf": 5})
-    assert e.value.keyword == "multipleOf"
-    check({"type": "integer", "multipleOf": 0.5}, ["3"])  # every integer is a multiple of 1/2
+def _number_texts(kind: str):
+    """Integers from -160 to 160, and (numbers) those with fractions of 1 to 3 digits."""
+    fractions = [""] if kind == "integer" else ["", ".5", ".25", ".0", ".05", ".125", ".1", ".3", ".75", ".45", ".6", ".00"]
+    for n in range(-160, 161):
+        for f in fractions:
+            yield f"{n}{f}"
+    if kind == "number":
+        yield from ["-0.5", "-0.25", "-0.3", "-0.75", "-0.6", "0.5", "0.3"]
+
+
+@pytest.mark.parametrize("m", [2, 3, 7, 30, 1.5, 0.3, 2.5, 0.75, 12])
+@pytest.mark.parametrize("bounds", [{}, {"minimum": 0}, {"exclusiveMinimum": -21, "maximum": 45},
+                                    {"minimum": -7.5, "exclusiveMaximum": 100.25}, {"maximum": -3}])
+@pytest.mark.parametrize("kind", ["integer", "number"])
+def test_multiple_of_against_exact_arithmetic(kind, m, bounds):
+    """A text the generator can write (no exponent, no -0, no fraction for integers, at most as
+    many fraction digits as m has) matches exactly when it is valid (exact multipleOf); others
+    never match."""
+    schema = {"type": kind, "multipleOf": m, **bounds}
+    d, v = dfa(schema), validator(schema)
+    allowed = 0 if kind == "integer" else max(-Decimal(repr(m)).normalize().as_tuple().exponent, 0)
+    for t in _number_texts(kind):
+        if t.startswith("-0") and Decimal(t) == 0:
+            continue  # -0 is never written
+        if len(t.partition(".")[2]) > allowed:
+            assert not d.matches(t.encode()), t
+        else:
+            assert d.matches(t.encode()) == v.is_valid(json.loads(t)), (t, schema)
+    for t in ("1e0", "-0", "00", "01", "2.", ".5", "-"):
+        assert not d.matches(t.encode()), t
+    check(schema, samples=40)
+
+
+def test_multiple_of_combined_and_refused():
+    # allOf / $ref siblings: the multiples of both (least common multiple)
+    check({"allOf": [{"multipleOf": 4}, {"multipleOf": 6}]}, ["12", "-24", "0"], ["4", "6", "18", "12.0"])
+    check({"allOf": [{"multipleOf": 0.3}, {"multipleOf": 0.2}]}, ["0.6", "1.2", "6"], ["0.3", "0.2", "0.4"])
+    # every integer is a multiple of 1/2; an integer is a multiple of 2.5 when it is one of 5
+    check({"type": "integer", "multipleOf": 0.5}, ["3"])
+    check({"type": "integer", "multipleOf": 2.5}, ["5", "-10"], ["2", "7"])
+    check({"enum": [1, 3, 4.5, 6, "a"], "multipleOf": 1.5}, ["3", "4.5", "6", '"a"'], ["1"])
+    # the automaton or its regex past the size limits: refused by name
+    for m in (0.123456789, 13):
+        with pytest.raises(Unsupported, match="too large") as e:
+            schema_to_regex({"type": "integer", "multipleOf": m})
+        assert (e.value.keyword, e.value.pointer) == ("multipleOf", "#")
+    with pytest.raises(Invalid, match="> 0"):
+        schema_to_regex({"type": "integer", "multipleOf": 0})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -412,6 +487,61 @@ def test_not():
     assert e.value.keyword == "not"
 
 
+@pytest.mark.parametrize("schema, accept, reject", [
+    # not (b1 and b2) is (not b1) or (not b2): a type, or a property whose value fails
+    ({"not": {"type": "object", "properties": {"foo": {"type": "string"}}}},
+     ["1", '"a"', "null", '{"foo":1}'], ["{}", '{"foo":"a"}']),
+    ({"not": {"not": {"type": "integer"}}}, ["1", "-3"], ['"a"', "1.5", "null"]),
+    ({"type": "object", "not": {"additionalProperties": False}}, ['{"a":1}'], ["{}"]),
+    ({"type": "array", "items": {"type": "integer"}, "not": {"prefixItems": [True, {"const": 2}]}},
+     ["[1,3]", "[5,3,7]"], ["[1,2]", "[5,2,7]", "[1]", "[]"]),  # [1] has no 2nd item: it satisfies b
+    ({"type": "array", "not": {"items": {"type": "integer"}}}, ['["a"]', '[1,"a"]'], ["[]", "[1]"]),
+    ({"type": "string", "not": {"maxLength": 2}}, ['"abc"'], ['"ab"', '""']),
+    ({"type": "array", "not": {"minItems": 2}}, ["[]", "[1]"], ["[1,2]"]),
+    ({"$schema": "http://json-schema.org/draft-04/schema#", "type": "number",
+      "not": {"minimum": 3, "exclusiveMinimum": True}}, ["3", "2.5"], ["3.5"]),
+    ({"type": "integer", "not": {"exclusiveMaximum": 3}}, ["3", "4"], ["2"]),
+    ({"not": {"const": 1}}, ["2", "0.5", "1.5", '"a"', "true", "null", "[]", "{}"], ["1", "1.0"]),
+    ({"type": "number", "not": {"enum": [1, 2.5, "x"]}}, ["2", "0", "3"], ["1", "2.5"]),
+    ({"type": ["boolean", "null"], "not": {"enum": [True, None]}}, ["false"], ["true", "null"]),
+    ({"enum": ["a", "abcdef", 3], "not": {"maxLength": 3}}, ['"abcdef"'], ['"a"', "3"]),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+      "not": {"not": {"properties": {"a": {"minimum": 5}}}}}, ['{"a":5}'], ['{"a":4}']),
+])
+def test_not_of_each_keyword(schema, accept, reject):
+    check(schema, accept, reject, samples=60)
+
+
+def test_constants_are_judged_against_patterns_only_where_python_and_ecma_agree():
+    # Python's $ matches before a final newline, ECMA-262's does not: "a\n" must not be kept
+    check({"enum": ["a", "b"], "pattern": "^a$"}, ['"a"'], ['"b"'])
+    for schema in ({"enum": ["a\n", "a"], "pattern": "^a$"}, {"enum": ["\u0661"], "pattern": "^\\d$"},
+                   {"type": "string", "enum": ["a\n", "b"], "not": {"pattern": "^a$"}}):
+        with pytest.raises(Unsupported, match="exactly") as e:
+            schema_to_regex(schema)
+        assert e.value.keyword == "pattern"
+
+
+def test_not_of_what_a_regex_cannot_say_is_refused():
+    for schema in ({"type": "string", "not": {"const": "a"}}, {"type": "string", "not": {"pattern": "^a"}},
+                   {"type": "array", "not": {"contains": {"const": 1}}}):
+        with pytest.raises(Unsupported, match="cannot exclude") as e:
+            schema_to_regex(schema)
+        assert e.value.keyword == "not"
+
+
+@pytest.mark.parametrize("schema, accept, reject", [
+    ({"type": "string", "oneOf": [{"minLength": 2}, {"maxLength": 4}]}, ['"a"', '"abcde"'], ['"ab"', '"abcd"']),
+    ({"type": "object", "oneOf": [{"required": ["foo", "bar"]}, {"required": ["foo", "baz"]}]},
+     ['{"foo":1,"bar":2}', '{"foo":1,"baz":2}'], ['{"foo":1,"bar":2,"baz":3}']),
+    ({"if": {"maxLength": 4}, "then": {"const": "yes"}, "else": {"const": "other"}},
+     ['"yes"', '"other"'], ['"no"', '"otherwise"']),
+    ({"if": {"const": 1}, "then": False}, ["2", '"a"'], ["1"]),
+])
+def test_one_of_and_if_by_negating_one_keyword_at_a_time(schema, accept, reject):
+    check(schema, accept, reject, samples=60)
+
+
 def test_refs_defs_definitions_anchors_and_ids():
     check({"$defs": {"n": {"type": "integer"}}, "type": "array", "items": {"$ref": "#/$defs/n"}}, ["[1]"], ['["a"]'])
     check({"definitions": {"a~b/c": {"type": "null"}}, "$ref": "#/definitions/a~0b~1c"}, ["null"])
@@ -419,6 +549,81 @@ def test_refs_defs_definitions_anchors_and_ids():
     check({"$defs": {"x": {"$id": "thing.json", "type": "boolean"}}, "$ref": "thing.json"}, ["false"])
     check({"$id": "https://e.x/s.json", "$defs": {"n": {"type": "null"}}, "$ref": "https://e.x/s.json#/$defs/n"}, ["null"])
     check({"properties": {"a": {"type": "integer"}, "b": {"$ref": "#/properties/a"}}, "required": ["b"]}, ['{"b":2}'])
+
+
+def test_refs_against_a_urn_base():
+    # urljoin drops "#..." against a urn: base; the converter must not
+    urn = "urn:uuid:deadbeef-1234-00ff-ff00-4321feebdaed"
+    check({"$id": urn, "$defs": {"s": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/s"}},
+           "required": ["a"]}, ['{"a":"x"}'], ['{"a":1}'])
+    check({"$id": urn, "$defs": {"s": {"$anchor": "S", "type": "null"}}, "$ref": f"{urn}#S"}, ["null"], ["1"])
+
+
+REMOTE = "https://schemas.example/"
+RESOURCES = {
+    f"{REMOTE}int.json": {"type": "integer", "minimum": 0},
+    f"{REMOTE}pair.json": json.dumps({  # JSON text is accepted too
+        "$defs": {"name": {"$anchor": "name", "type": "string", "maxLength": 3}},
+        "type": "array", "prefixItems": [{"$ref": "#name"}, {"$ref": "int.json"}], "items": False}),
+    f"{REMOTE}tree.json": {"$id": "https://elsewhere.example/tree", "type": "object",
+                           "properties": {"kids": {"type": "array", "items": {"$ref": "tree"}}}},
+}
+
+
+def check_with_resources(schema, accept, reject):
+    """``check`` for a schema that refers to ``RESOURCES``: jsonschema is given them too."""
+    import referencing
+    import referencing.jsonschema
+
+    d = dfa(schema, resources=RESOURCES)
+    for text in accept:
+        assert d.matches(text.encode()), f"should accept {text!r}"
+    for text in reject:
+        assert not d.matches(text.encode()), f"should reject {text!r}"
+    registry = referencing.Registry().with_resources(
+        (uri, referencing.Resource.from_contents(json.loads(doc) if isinstance(doc, str) else doc,
+                                                 default_specification=referencing.jsonschema.DRAFT202012))
+        for uri, doc in RESOURCES.items())
+    plain = validator(schema)
+    v = type(plain)(schema, format_checker=plain.format_checker, registry=registry)
+    for s in d.sample(30, 0, max_len=96):
+        assert v.is_valid(load_instance(s)), s
+
+
+def test_refs_to_other_documents_given_as_resources():
+    check_with_resources({"$ref": f"{REMOTE}int.json"}, ["0", "12"], ["-1", '"a"', "1.5"])
+    # inside a resource, references resolve against its own URI: "#name", "int.json"
+    check_with_resources({"$ref": f"{REMOTE}pair.json"}, ['["ab",3]'], ['["abcd",3]', '["a",-1]', '["a",1,2]'])
+    check_with_resources({"$ref": f"{REMOTE}pair.json#/$defs/name"}, ['"abc"'], ['"abcd"'])
+    # relative to the schema's own $id
+    check_with_resources({"$id": f"{REMOTE}main.json", "type": "array", "items": {"$ref": "int.json"}},
+                         ["[1,2]"], ["[-1]"])
+    # a resource's $id is a URI of it too, and its relative references resolve against that $id
+    check_with_resources({"$ref": "https://elsewhere.example/tree"},
+                         ['{"kids":[{"kids":[]}]}'], ['{"kids":[1]}'])
+
+
+def test_resources_are_never_fetched_and_are_checked():
+    with pytest.raises(Unsupported, match="https://schemas.example/missing.json") as e:
+        schema_to_regex({"properties": {"a": {"$ref": "missing.json"}}, "$id": f"{REMOTE}main.json"},
+                        resources=RESOURCES)
+    assert (e.value.keyword, e.value.pointer) == ("$ref", "#/properties/a")
+    assert "resources=" in str(e.value)
+    with pytest.raises(Invalid, match="points to nothing") as e:
+        schema_to_regex({"$ref": f"{REMOTE}int.json#/nope"}, resources=RESOURCES)
+    with pytest.raises(ValueError, match="not an absolute URI"):
+        schema_to_regex({}, resources={"int.json": {}})
+    with pytest.raises(ValueError, match="fragment"):
+        schema_to_regex({}, resources={f"{REMOTE}a.json#/x": {}})
+    with pytest.raises(TypeError, match="mapping"):
+        schema_to_regex({}, resources=[RESOURCES])
+    with pytest.raises(Invalid, match="not valid JSON") as e:
+        schema_to_regex({}, resources={f"{REMOTE}a.json": "{"})
+    assert e.value.pointer == f"{REMOTE}a.json#"
+    # the schema's own URIs win over a resource of the same URI
+    # (the resource int.json has no $defs: resolving there would point to nothing)
+    own = {"$id": f"{REMOTE}int.json", "$defs": {"n": {"type": "null"}}, "$ref": f"{REMOTE}int.json#/$defs/n"}
+    assert dfa(own, resources=RESOURCES).matches(b"null")
 
 
 def test_recursion_is_cut_at_max_recursion_depth():

@@ -11,9 +11,17 @@ schema counts as the empty language, which matches nothing). For a supported gro
   object), non-ASCII characters raw or ``\\u``-escaped, every character ``\\u``-escaped and ``/``
   as ``\\/``, integral numbers as ``1``, ``1.0`` and ``1e0``;
 * a valid instance none of whose spellings matches is *valid rejected* (a documented generator
-  choice such as no extra properties, or a missing feature: never a soundness issue);
+  choice such as no extra properties, or a missing feature: never a soundness issue). Each is
+  classified by ``jsonschema_support.rejection_reason``: a documented choice (undeclared
+  properties, types an untyped schema does not imply, format and number spellings not
+  generated, nesting depth of free values) if the instance shows one, else "other";
 * strings sampled from the DFA must validate under ``jsonschema`` (the suite's instances are
   few; the samples look for unsound acceptances they do not cover).
+
+The suite's ``remotes/`` documents (vendored in ``tests/json_schema/remotes``, MIT, from the
+same commit as the suite) are passed to the converter as ``resources``, each under
+``http://localhost:1234/`` + its path, as the suite's README says; the same documents are given
+to ``jsonschema`` for the samples.
 
 ``python tests/support/json_schema_suite.py`` prints the table for the three modes;
 ``--update`` rewrites the expected files of ``tests/json_schema/`` (default mode).
@@ -22,6 +30,7 @@ Nothing here imports propertok at module level: ``run`` takes the module objects
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import sys
@@ -36,12 +45,21 @@ MODES = {"strict": {"strict": True}, "default": {}, "lax": {"strict": False}}
 EXPECTED_DIR = Path(__file__).resolve().parents[1] / "json_schema"
 EXPECTED_UNSUPPORTED = EXPECTED_DIR / "expected_unsupported.json"
 EXPECTED_INCOMPLETE = EXPECTED_DIR / "expected_incomplete.json"
+REMOTES_DIR = EXPECTED_DIR / "remotes"
+REMOTES_URI = "http://localhost:1234/"
 SAMPLES = 8
 MAX_ORDERS = 24
 
 
 def suite_dir() -> Path:
     return data_dir() / "json-schema-test-suite"
+
+
+@functools.lru_cache(maxsize=None)
+def remotes() -> Dict[str, Any]:
+    """The suite's remote documents, ``{"http://localhost:1234/<path>": schema}``."""
+    return {REMOTES_URI + path.relative_to(REMOTES_DIR).as_posix(): json.loads(path.read_text(encoding="utf-8"))
+            for path in sorted(REMOTES_DIR.rglob("*.json"))}
 
 
 def groups() -> Iterator[tuple]:
@@ -134,11 +152,16 @@ def spellings(value: Any) -> List[str]:
 def draft_validator(schema: Any, draft: str):
     """A ``jsonschema`` validator of the group's draft, formats asserted, exact ``multipleOf``."""
     import jsonschema
+    import referencing
+    import referencing.jsonschema
     from jsonschema_support import _multiple_of
 
     base = jsonschema.Draft202012Validator if draft == "draft2020-12" else jsonschema.Draft7Validator
+    spec = referencing.jsonschema.DRAFT202012 if draft == "draft2020-12" else referencing.jsonschema.DRAFT7
+    registry = referencing.Registry().with_resources(
+        (uri, referencing.Resource.from_contents(doc, default_specification=spec)) for uri, doc in remotes().items())
     cls = jsonschema.validators.extend(base, {"multipleOf": _multiple_of})
-    return cls(schema, format_checker=cls.FORMAT_CHECKER)
+    return cls(schema, format_checker=cls.FORMAT_CHECKER, registry=registry)
 
 
 def run_group(js, pt, draft: str, group: dict, options: dict, samples: int = SAMPLES) -> dict:
@@ -148,7 +171,7 @@ def run_group(js, pt, draft: str, group: dict, options: dict, samples: int = SAM
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            regex = js.schema_to_regex(schema, whitespace="", **options)
+            regex = js.schema_to_regex(schema, whitespace="", resources=remotes(), **options)
         except js.InvalidSchemaError as e:
             if "no JSON value satisfies" not in e.reason:
                 return {"unsupported": f"{e.keyword}: {e.reason}"}
@@ -159,18 +182,24 @@ def run_group(js, pt, draft: str, group: dict, options: dict, samples: int = SAM
         dfa = None if regex is None else pt.ByteDfa(regex)
     except Exception as e:  # noqa: BLE001 - any compile failure is "unsupported", visibly
         return {"unsupported": f"ByteDfa: {e}"}
-    out: Dict[str, list] = {"invalid_accepted": [], "valid_rejected": [], "bad_samples": []}
+    from jsonschema_support import rejection_reason
+
+    out: Dict[str, list] = {"invalid_accepted": [], "valid_rejected": [], "bad_samples": [], "reasons": []}
     for test in group["tests"]:
         matched = [s for s in spellings(test["data"]) if dfa is not None and dfa.matches(s.encode())]
         if test["valid"] and not matched:
             out["valid_rejected"].append(test["description"])
+            mode = "lax" if options.get("strict") is False else "default"
+            out["reasons"].append(rejection_reason(schema, test["data"], lambda s: draft_validator(s, draft), mode))
         elif not test["valid"] and matched:
             out["invalid_accepted"].append(f"{test['description']}: {matched[0]}")
     if samples and dfa is not None:
+        from jsonschema_support import load_instance
+
         v = draft_validator(schema, draft)
         for s in dfa.sample(samples, 1, max_len=200):
             try:
-                ok = v.is_valid(json.loads(s))
+                ok = v.is_valid(load_instance(s))
             except ValueError:  # not JSON at all
                 ok = False
             if not ok:
@@ -190,6 +219,7 @@ def summary(results: Dict[str, dict]) -> dict:
         "supported": len(supported),
         "invalid_accepted": sum(len(r["invalid_accepted"]) for r in supported),
         "valid_rejected": sum(len(r["valid_rejected"]) for r in supported),
+        "valid_rejected_other": sum(r["reasons"].count("other") for r in supported),
         "bad_samples": sum(len(r["bad_samples"]) for r in supported),
     }
 
@@ -219,6 +249,16 @@ def main(argv: List[str]) -> int:
             for gid, r in results.items():
                 if r.get("invalid_accepted") or r.get("bad_samples"):
                     print("  ", gid, r)
+        if "--reasons" in argv:  # the valid instances rejected, by reason
+            by_reason: Dict[str, List[str]] = {}
+            for gid, r in results.items():
+                for description, reason in zip(r.get("valid_rejected", []), r.get("reasons", [])):
+                    by_reason.setdefault(reason, []).append(f"{gid}: {description}")
+            for reason, items in sorted(by_reason.items()):
+                print(f"   {reason}: {len(items)}")
+                if reason == "other":
+                    for item in items:
+                        print("     ", item)
         if "--update" in argv:
             unsupported, incomplete = expected_files(results)
             EXPECTED_UNSUPPORTED.write_text(dump(unsupported), encoding="utf-8")

@@ -18,9 +18,10 @@ What is generated
       ``additionalProperties`` says (as in outlines-core): extra properties are always optional,
       so this is a subset. Required names missing from ``properties`` come after the declared
       ones. ``minProperties`` 1 is supported; other counts must follow from ``required``. An
-      object schema *without* ``properties`` is a map: any keys (or those of ``propertyNames``,
-      or of a single ``patternProperties`` pattern), values from ``additionalProperties`` (any
-      value when it is true or absent), ``minProperties``/``maxProperties`` as counts (keys may
+      object schema *without* ``properties`` is a map: any keys (or those of ``propertyNames``),
+      values from ``additionalProperties`` (any value when it is true or absent); with
+      ``patternProperties``, keys matching one of its patterns only, each value satisfying the
+      schemas of all the patterns (a key may match several); ``minProperties``/``maxProperties`` as counts (keys may
       repeat: JSON parsers keep the last).
     * Arrays: ``items`` (a schema, or a list for draft 4-7 tuples with ``additionalItems``),
       ``prefixItems`` (2020-12), ``minItems``/``maxItems``; ``uniqueItems: true`` with
@@ -39,21 +40,30 @@ What is generated
     * Numbers and integers: ``minimum``/``maximum``/``exclusiveMinimum``/``exclusiveMaximum``
       (draft-4 boolean form too), exact for decimal bounds; a bounded number is written without
       an exponent (``100``, not ``1e2``); ``-0`` is not an integer spelling. ``multipleOf`` 1 and
-      (numbers) 10^-k, i.e. at most k fraction digits.
+      (numbers) 10^-k, i.e. at most k fraction digits; any other decimal through a divisibility
+      automaton (``_multiple_of``: multiples within the bounds, exact for the spellings it writes;
+      refused past its size limits, e.g. 13 or 0.123456789). ``allOf`` of two ``multipleOf`` is
+      their least common multiple.
     * ``enum``/``const`` (values filtered by the sibling keywords), ``type`` lists, ``null``,
       booleans, ``anyOf``. ``oneOf`` excludes from each branch the instances of the others
-      where that is expressible (different types or constants, a property whose constants
-      differ, branches that differ by ``required``, a single numeric bound), and otherwise
-      raises (lax mode reads it as ``anyOf``: an instance matching two branches may then be
-      generated). ``allOf`` and ``$ref`` siblings are merged (conflicting values of a keyword
-      raise; each side's ``additionalProperties`` and ``items`` apply to the names and positions
-      the other side declares); ``not`` of a type, constants, ``required`` or one numeric bound;
+      where that is expressible (as ``not`` below), and otherwise raises (lax mode reads it as
+      ``anyOf``: an instance matching two branches may then be generated). ``allOf`` and
+      ``$ref`` siblings are merged (conflicting values of a keyword raise; each side's
+      ``additionalProperties`` and ``items`` apply to the names and positions the other side
+      declares). ``not`` splits its schema into independent keywords (not (b1 and b2) is (not
+      b1) or (not b2)) and negates each: a type, constants (numbers by the intervals between
+      them; strings, arrays and objects only where the schema already rules them out), ``not``,
+      ``required``, ``properties`` (some property present and failing), ``prefixItems`` (some
+      position present and failing), ``items`` (via ``contains``), ``additionalProperties``
+      alone, a bound (``minimum`` ... ``maxProperties``);
       ``if``/``then``/``else`` as (if and then) | (not if, and else); ``dependencies``,
       ``dependentRequired`` and ``dependentSchemas`` as "absent, or present with the rest";
       ``unevaluatedProperties`` as ``additionalProperties`` once the schema's in-place
       applicators are merged (each ``anyOf`` branch on its own).
     * ``$ref`` to JSON pointers or anchors in the document (``$defs``, ``definitions``, or any
-      path), and to subschemas by ``$id``, resolved against base URIs; not to other documents. A reference already expanded
+      path), and to subschemas by ``$id``, resolved against base URIs (``urn:`` ones too); to
+      other documents only when they are given (``resources={uri: schema}``: nothing is
+      fetched, an absent one raises naming its URI). A reference already expanded
       ``max_recursion_depth`` times on the current path is cut: optional places holding it (an
       optional property, an ``anyOf`` branch, array items beyond ``minItems``) are dropped,
       which only removes instances; if a required place needs it, the schema raises.
@@ -71,10 +81,11 @@ Always ignored (annotations): ``ANNOTATIONS`` below. Keywords no draft defines (
 :func:`ignored_keywords`) by default, refused with ``strict=True``. Unknown ``format`` values are
 refused where strings are generated (an untyped schema leaves strings out) unless
 ``strict=False``. Always raising: ``UNSUPPORTED`` below, and the cases named above
-(``uniqueItems`` over infinite domains, property counts, several ``patternProperties`` on a map,
+(``uniqueItems`` over infinite domains, property counts,
 ``pattern`` together with ``format``, length bounds that a pattern or format does not imply and
-whose pattern has more than one variable part, ``not`` and ``if`` of anything else,
-``multipleOf`` other than 1 and 10^-k).
+whose pattern has more than one variable part, ``not`` and ``if`` of anything else
+(``pattern``, ``format``, a string constant on free strings, ``contains``, ``uniqueItems``),
+``multipleOf`` whose automaton passes its size limits).
 """
 
 from __future__ import annotations
@@ -84,10 +95,11 @@ import json
 import math
 import re
 import warnings
-from urllib.parse import urldefrag, urljoin
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Tuple
+from urllib.parse import urldefrag, urljoin, urlsplit
 
 from . import _json_regex as J
+from . import _multiple_of
 from ._ecma_regex import PatternError, pattern_to_regex
 from ._schema_keywords import (
     _TYPE_KEYWORDS,
@@ -102,7 +114,7 @@ from ._schema_keywords import (
     _literal_values,
     _numbers,
     _same_json,
-    _fraction_digits,
+    _multiple,
     _json_key,
 )
 
@@ -167,7 +179,8 @@ def _mode(strict: Optional[bool]) -> str:
 
 
 def schema_to_regex(
-    schema: Any, *, whitespace: str = r"[ ]?", max_recursion_depth: int = 3, strict: Optional[bool] = None
+    schema: Any, *, whitespace: str = r"[ ]?", max_recursion_depth: int = 3, strict: Optional[bool] = None,
+    resources: Optional[Mapping[str, Any]] = None,
 ) -> str:
     """The regex of JSON text of instances of ``schema`` (a dict, a bool, or JSON text).
 
@@ -177,36 +190,66 @@ def schema_to_regex(
     in an :class:`IgnoredKeywordsWarning`; ``True`` raises on them; ``False`` (lax) also ignores
     unknown ``format`` values and reads an ambiguous ``oneOf`` as ``anyOf`` (both can accept
     invalid instances). Spec keywords that cannot be enforced always raise.
+    ``resources``: other schema documents that ``$ref`` may point to, ``{absolute URI: schema}``
+    (a schema as above: dict, bool or JSON text). A reference resolves against the base URIs
+    and ``$id`` s of ``schema`` and of these documents; nothing is ever fetched, and a reference
+    to a document that is not here raises :class:`UnsupportedSchemaError` naming its URI.
     """
-    regex, ignored = _convert(schema, whitespace, max_recursion_depth, strict)
+    regex, ignored = _convert(schema, whitespace, max_recursion_depth, strict, resources)
     if ignored:
         warnings.warn(IgnoredKeywordsWarning(ignored), stacklevel=2)
     return regex
 
 
 def ignored_keywords(
-    schema: Any, *, max_recursion_depth: int = 3, strict: Optional[bool] = None
+    schema: Any, *, max_recursion_depth: int = 3, strict: Optional[bool] = None,
+    resources: Optional[Mapping[str, Any]] = None,
 ) -> List[Tuple[str, str]]:
     """The ``(keyword, pointer)`` pairs :func:`schema_to_regex` ignores for ``schema`` (the
     unknown keywords it met; unknown formats too with ``strict=False``); raises as it does."""
-    return _convert(schema, "", max_recursion_depth, strict)[1]
+    return _convert(schema, "", max_recursion_depth, strict, resources)[1]
 
 
-def _convert(schema: Any, whitespace: str, max_recursion_depth: int, strict: Optional[bool]):
+def _load(schema: Any, where: str) -> Any:
+    """A schema given as a dict, a bool, or JSON text (str or bytes), as a Python value."""
     if isinstance(schema, (bytes, bytearray)):
         schema = schema.decode("utf-8")
     if isinstance(schema, str):
         try:
             schema = json.loads(schema)
         except ValueError as e:
-            raise InvalidSchemaError(None, "#", f"the schema is not valid JSON: {e}") from None
+            raise InvalidSchemaError(None, where, f"the schema is not valid JSON: {e}") from None
+    return schema
+
+
+def _documents(resources: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
+    """``resources`` checked: absolute URIs without a fragment, to loaded schemas."""
+    if resources is None:
+        return {}
+    if not isinstance(resources, Mapping):
+        raise TypeError(f"resources must be a mapping of URI to schema, got {type(resources).__name__}")
+    out = {}
+    for uri, doc in resources.items():
+        if not isinstance(uri, str) or not urlsplit(uri).scheme:
+            raise ValueError(f"resources: {uri!r} is not an absolute URI (such as https://example.com/a.json)")
+        uri, fragment = urldefrag(uri)
+        if fragment:
+            raise ValueError(f"resources: {uri}#{fragment} has a fragment; name the document, not a part of it")
+        out[uri] = _load(doc, f"{uri}#")
+    return out
+
+
+def _convert(schema: Any, whitespace: str, max_recursion_depth: int, strict: Optional[bool],
+             resources: Optional[Mapping[str, Any]] = None):
+    schema = _load(schema, "#")
+    documents = _documents(resources)
     if not isinstance(whitespace, str):
         raise TypeError(f"whitespace must be a str (a regex), got {type(whitespace).__name__}")
     if not isinstance(max_recursion_depth, int) or isinstance(max_recursion_depth, bool) or max_recursion_depth < 0:
         raise ValueError(f"max_recursion_depth must be an int >= 0, got {max_recursion_depth!r}")
     atomic = re.fullmatch(r"(?:\[[^\]\\]*\]|[ \t\n\r])[?*+]?", whitespace)  # e.g. "[ ]?": no group needed
     ws = whitespace if not whitespace or atomic else f"(?:{whitespace})"
-    conv = _Converter(schema, ws, max_recursion_depth, _mode(strict))
+    conv = _Converter(schema, ws, max_recursion_depth, _mode(strict), documents)
     regex = conv.value(schema, "#", ())
     if regex is None:
         if conv.cut_by_recursion:
@@ -215,6 +258,8 @@ def _convert(schema: Any, whitespace: str, max_recursion_depth: int, strict: Opt
                 f"recursion deeper than max_recursion_depth={max_recursion_depth} is required "
                 "(raise max_recursion_depth)",
             )
+        if conv.dropped is not None:
+            raise conv.dropped
         raise InvalidSchemaError(None, "#", "no JSON value satisfies this schema")
     return regex, list(dict.fromkeys(conv.ignored))
 
@@ -229,10 +274,51 @@ def _all_of(*schemas: Any) -> Any:
     return present[0] if len(present) == 1 else {"allOf": present}
 
 
+def _union(parts: List[Optional[dict]]) -> Optional[dict]:
+    """The union of flattened schemas (``None``: empty), as one ``anyOf``."""
+    kept = [x for x in parts if x is not None]
+    if not kept:
+        return None
+    return kept[0] if len(kept) == 1 else {"anyOf": kept}
+
+
+# Keywords whose meaning depends on each other: negated together (see _Converter.exclude).
+_COUPLED = (frozenset(("properties", "patternProperties", "additionalProperties")), frozenset(("prefixItems", "items")),
+            frozenset(("contains", "minContains", "maxContains")), frozenset(("minimum", "exclusiveMinimum")),
+            frozenset(("maximum", "exclusiveMaximum")))
+# Keywords _literal_ok judges exactly for a constant (others raise there, or are not read).
+_LITERAL_CHECKED = frozenset(("type", "enum", "const", "minLength", "maxLength", "pattern", "format", "minimum",
+                              "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "minItems",
+                              "maxItems", "uniqueItems", "required"))
+
+
+def _keyword_groups(flat: dict) -> List[dict]:
+    """``flat`` split into independent parts whose conjunction it is."""
+    groups: List[dict] = []
+    seen: set = set()
+    for k in flat:
+        if k not in seen:
+            together = next((c for c in _COUPLED if k in c), frozenset((k,)))
+            seen |= together
+            groups.append({x: v for x, v in flat.items() if x in together})
+    return groups
+
+
 def _halving(prefix: List[int], lo: int, hi: int) -> int:
     """The split point in (lo, hi) that best halves the summed lengths."""
     half = (prefix[lo] + prefix[hi]) / 2
     return min(range(lo + 1, hi), key=lambda m: abs(prefix[m] - half))
+
+
+def _join(base: str, ref: str) -> str:
+    """``ref`` resolved against ``base`` (RFC 3986). ``urljoin`` knows only hierarchical
+    schemes: against ``urn:...`` it drops a fragment-only or relative reference, so those two
+    cases are written out here."""
+    if urlsplit(ref).scheme:
+        return ref
+    if ref.startswith("#") or not ref:
+        return urldefrag(base)[0] + ref
+    return urljoin(base, ref)
 
 
 def _escape_token(token: str) -> str:
@@ -240,38 +326,48 @@ def _escape_token(token: str) -> str:
 
 
 class _Converter:
-    def __init__(self, root: Any, ws: str, max_depth: int, mode: str):
+    def __init__(self, root: Any, ws: str, max_depth: int, mode: str, documents: Optional[Dict[str, Any]] = None):
         self.root, self.ws, self.max_depth, self.mode = root, ws, max_depth, mode
         self.strict = mode == "strict"  # unknown formats raise (default: refused where generated)
         self.cut_by_recursion: Optional[str] = None
+        self.dropped: Optional[UnsupportedSchemaError] = None  # the first place left out as unsupported
         self.ignored: List[Tuple[str, str]] = []
         self.pointers: Dict[int, str] = {}
         self.bases: Dict[int, str] = {}
         self.outer_bases: Dict[int, str] = {}  # the base before a node's own $id
-        dialect = root.get("$schema", "") if isinstance(root, dict) else ""
-        dialect = dialect if isinstance(dialect, str) else ""
-        # drafts up to 7 ignore every sibling of $ref, $id included
-        self.ref_ignores_id = True if "draft-0" in dialect else False if re.search(r"20\d\d-\d\d", dialect) else None
+        # per schema holding $ref: whether its $id is ignored (drafts up to 7 ignore every
+        # sibling of $ref), from the nearest $schema; None when no $schema names the draft
+        self.ref_ignores_id: Dict[int, Optional[bool]] = {}
         self.by_id: Dict[str, Tuple[Any, str]] = {}
         self.memo: Dict[Any, Tuple[Any, Optional[str]]] = {}
-        self._index(root, "#", _DEFAULT_BASE)
+        self._index(root, "#", _DEFAULT_BASE, None)
+        # other documents (``resources``): reached by their URI, or by an $id inside them; the
+        # root's own URIs win over theirs
+        for uri, doc in (documents or {}).items():
+            self.by_id.setdefault(uri, (doc, f"{uri}#"))
+            self._index(doc, f"{uri}#", uri, None)
 
     # -- document index and $ref ------------------------------------------------------------
 
-    def _index(self, node: Any, ptr: str, base: str) -> None:
+    def _index(self, node: Any, ptr: str, base: str, legacy: Optional[bool]) -> None:
         """Pointers, base URIs (``$id``, draft-4 ``id``) and anchors of every subschema. An
         anchor is registered under its base URI, so equal anchors under different ``$id`` s are
         told apart; the first of two equal full URIs wins."""
         if isinstance(node, dict):
             self.pointers[id(node)] = ptr
             self.outer_bases[id(node)] = base
+            dialect = node.get("$schema")
+            if isinstance(dialect, str):
+                legacy = True if "draft-0" in dialect else False if re.search(r"20\d\d-\d\d", dialect) else None
+            if "$ref" in node:
+                self.ref_ignores_id[id(node)] = legacy
             for key in ("$id", "id"):
                 value = node.get(key)
                 if isinstance(value, str) and not (key == "id" and "$id" in node):
                     if value.startswith("#"):  # draft 6/7 plain-name fragment: an anchor
-                        self.by_id.setdefault(urljoin(base, value), (node, ptr))
+                        self.by_id.setdefault(_join(base, value), (node, ptr))
                     else:
-                        base = urldefrag(urljoin(base, value))[0]
+                        base = urldefrag(_join(base, value))[0]
                         self.by_id.setdefault(base, (node, ptr))
                         self.by_id.setdefault(value, (node, ptr))  # as written, too
                     break
@@ -280,15 +376,15 @@ class _Converter:
                 self.by_id.setdefault(f"{base}#{anchor}", (node, ptr))
             self.bases[id(node)] = base
             for k, v in node.items():
-                self._index(v, f"{ptr}/{_escape_token(k)}", base)
+                self._index(v, f"{ptr}/{_escape_token(k)}", base, legacy)
         elif isinstance(node, list):
             for i, v in enumerate(node):
-                self._index(v, f"{ptr}/{i}", base)
+                self._index(v, f"{ptr}/{i}", base, legacy)
 
     def resolve(self, ref: Any, ptr: str, base: str) -> Tuple[Any, str]:
         if not isinstance(ref, str):
             raise InvalidSchemaError("$ref", ptr, f"must be a string, got {ref!r}")
-        full = urljoin(base, ref)
+        full = _join(base, ref)
         doc, fragment = urldefrag(full)
         if doc == _DEFAULT_BASE or (doc == urldefrag(base)[0] and doc not in self.by_id):
             node, node_ptr = self.root, "#"
@@ -297,7 +393,10 @@ class _Converter:
         elif ref.partition("#")[0] in self.by_id:
             node, node_ptr = self.by_id[ref.partition("#")[0]]
         else:
-            raise UnsupportedSchemaError("$ref", ptr, f"reference to another document: {ref!r}")
+            raise UnsupportedSchemaError(
+                "$ref", ptr, f"reference to another document, {doc!r}"
+                + ("" if doc == ref.partition("#")[0] else f" (from {ref!r})")
+                + ", which is not given: pass it in resources={uri: schema} (nothing is fetched)")
         if fragment and not fragment.startswith("/"):
             key = f"{self.bases.get(id(node), doc)}#{fragment}" if isinstance(node, dict) else None
             for candidate in (key, f"{doc}#{fragment}"):
@@ -363,10 +462,11 @@ class _Converter:
         if "$ref" in node:
             base = self.bases.get(id(node), _DEFAULT_BASE)
             outer = self.outer_bases.get(id(node), _DEFAULT_BASE)
-            if self.ref_ignores_id:
+            legacy = self.ref_ignores_id.get(id(node))
+            if legacy:
                 base = outer
             target, target_ptr = self.resolve(node["$ref"], ptr, base)
-            if base != outer and self.ref_ignores_id is None and self.other_target(node["$ref"], ptr, outer) != target_ptr:
+            if base != outer and legacy is None and self.other_target(node["$ref"], ptr, outer) != target_ptr:
                 raise UnsupportedSchemaError(
                     "$ref", ptr, "an $id beside $ref changes the target in draft 2019-09 and later but not "
                     "in draft 7 and earlier: name the draft in $schema")
@@ -473,6 +573,11 @@ class _Converter:
                 out[k] = max(u, v)
             elif k == "exclusiveMaximum" and _numbers(u, v):
                 out[k] = min(u, v)
+            elif k == "multipleOf" and _numbers(u, v) and u > 0 and v > 0:
+                both = _multiple_of.lcm(_decimal(u), _decimal(v))  # the multiples of both
+                out[k] = int(both) if both == both.to_integral_value() else float(both)
+                if _decimal(out[k]) != both:
+                    raise UnsupportedSchemaError(k, ptr, f"the common multiple of {u!r} and {v!r} is not a float")
             elif k == "uniqueItems":
                 out[k] = bool(u) or bool(v)
             elif k == "enum":
@@ -518,6 +623,15 @@ class _Converter:
         pats = dict(sides[0][1])
         for pat, sub in sides[1][1].items():
             pats[pat] = _all_of(pats[pat], sub) if pat in pats else sub
+        if pats and not names:
+            # a map: its keys match one side's pattern, which the other side's
+            # additionalProperties may cover (it does unless a pattern of that side matches the
+            # key too): each side's additionalProperties joins the other side's pattern schemas
+            for mine, other in ((sides[0], sides[1]), (sides[1], sides[0])):
+                if other[2] is not None:
+                    for pat in mine[1]:
+                        if pat not in other[1]:
+                            pats[pat] = _all_of(pats[pat], other[2])
         if pats:
             out["patternProperties"] = pats
         if sides[0][2] is not None or sides[1][2] is not None:
@@ -591,22 +705,41 @@ class _Converter:
         options = [o for o in options if o is not None]
         return J.alternation(options) if options else None
 
-    def exclude(self, a: dict, b: Optional[dict], stack: tuple, ptr: str, exact: bool) -> Optional[dict]:
-        """``a`` without the instances of ``b`` (flattened), for ``not`` and ``oneOf``, where
-        a regex can say it: disjoint types or constants, removing types or constants, a single
-        numeric bound, a ``b`` about objects only (non-objects all satisfy it: a keeps its
-        objects, which may then be disjoint from b), and a ``b`` that only requires properties
-        (then one of them is absent). None when nothing is left. Otherwise raise (``exact``,
-        for ``not``) or return ``a`` unchanged and
-        raise too, except in lax mode (``oneOf`` approximated by ``anyOf``)."""
-        if b is None:  # false: excludes nothing
+    def exclude(self, a: Optional[dict], b: Optional[dict], stack: tuple, ptr: str, exact: bool) -> Optional[dict]:
+        """``a`` without the instances of ``b`` (both flattened), for ``not``, ``if`` (its
+        negation) and ``oneOf``: ``a`` and not ``b``, where a regex can say it, else raise.
+        None when nothing is left.
+
+        ``b`` is split into its independent keywords (``properties`` with ``patternProperties``
+        and ``additionalProperties``, ``prefixItems`` with ``items``, a bound with its exclusive
+        form, ``contains`` with its counts): not (b1 and b2) is (not b1) or (not b2), a union.
+        One keyword is excluded by the rules of :meth:`exclude_keyword`. The result may be a
+        subset of ``a`` and not ``b`` (only where the generator's own choices already drop
+        instances: undeclared properties), never more. When ``b`` cannot be excluded, raise
+        (``exact``: ``not`` and ``if``), or for ``oneOf`` raise too, except in lax mode
+        (``oneOf`` approximated by ``anyOf``: ``a`` unchanged)."""
+        try:
+            return self.exclude_exact(a, b, stack, ptr)
+        except UnsupportedSchemaError as e:
+            if exact:
+                raise
+            if self.mode != "lax":
+                raise UnsupportedSchemaError(
+                    "oneOf", ptr, "branches that an instance may satisfy together cannot be told apart "
+                    f"({e.reason}; strict=False reads such a oneOf as anyOf)") from None
             return a
+
+    def exclude_exact(self, a: Optional[dict], b: Optional[dict], stack: tuple, ptr: str) -> Optional[dict]:
+        if a is None or b is None:  # nothing to exclude from; false excludes nothing
+            return a
+        b = {k: v for k, v in b.items() if k != "$if"}
         if not b:  # true: excludes everything
             return None
+        if set(a) == {"anyOf"} and isinstance(a["anyOf"], list):  # a union: each branch on its own
+            return _union([self.exclude_exact(self.flatten(x, ptr, stack)[0], b, stack, ptr) for x in a["anyOf"]])
         if set(b) == {"anyOf"} and isinstance(b["anyOf"], list):
             for branch in b["anyOf"]:
-                if a is not None:
-                    a = self.exclude(a, self.flatten(branch, ptr, stack)[0], stack, ptr, exact)
+                a = self.exclude_exact(a, self.flatten(branch, ptr, stack)[0], stack, ptr)
             return a
         if self.disjoint(a, b, stack):
             return a
@@ -615,41 +748,104 @@ class _Converter:
             kept = [v for v in va if not (any(_same_json(v, w) for w in vb) if vb is not None
                                           else _json_type(v) in self.type_set(b, None))]
             return {**{k: v for k, v in a.items() if k != "const"}, "enum": kept} if kept else None
+        if va is not None and set(b) <= _LITERAL_CHECKED:
+            # constants: keep those that fail b (_literal_ok judges every keyword of b)
+            kept = [v for v in va if not _literal_ok(v, b, ptr, True)]
+            return {**{k: v for k, v in a.items() if k != "const"}, "enum": kept} if kept else None
         if set(b) == {"type"} and va is None:
             drop = self.type_set(b, None)
             mine = self.types(a, ptr) or list(TYPES)
             if not ("number" in mine and "integer" in drop and "number" not in drop):
                 kept = [t for t in mine if t not in drop]
                 return {**a, "type": kept} if kept else None
-        if va is None and set(b) <= set(_TYPE_KEYWORDS["object"]):
-            # b constrains objects only, so every non-object satisfies it: keep a's objects
-            if "object" not in (self.types(a, ptr) or TYPES):
+        groups = _keyword_groups(b)
+        if len(groups) > 1:
+            return _union([self.exclude_exact(a, g, stack, ptr) for g in groups])
+        return self.exclude_keyword(a, b, va, stack, ptr)
+
+    def exclude_keyword(self, a: dict, b: dict, va: Optional[list], stack: tuple, ptr: str) -> Optional[dict]:
+        """``a`` and not ``b``, ``b`` one keyword (or one coupled group of keywords)."""
+        refuse = UnsupportedSchemaError("not", ptr, f"cannot exclude {json.dumps(b)[:200]}")
+        if set(b) == {"not"}:  # not not c: c
+            c = self.flatten(b["not"], ptr, stack)[0]
+            return None if c is None else self.merge(a, c, ptr)
+        family = next((t for t, kws in _TYPE_KEYWORDS.items() if set(b) <= set(kws)), None)
+        if va is None and family is not None:
+            # b constrains one type only, so every other type satisfies it: keep a's of that type
+            members = ("integer", "number") if family == "number" else (family,)
+            mine = [t for t in (self.types(a, ptr) or TYPES) if t in members]
+            if not mine:
                 return None
-            a = {**a, "type": ["object"]}
+            a = {**a, "type": mine}
             if self.disjoint(a, b, stack):
                 return a
-        if set(b) == {"required"} and isinstance(b["required"], list) and va is None and a.get("properties"):
-            # not all of them present: one of the missing ones absent (never generated)
-            missing = [p for p in b["required"] if p not in a.get("required", [])]
+        if va is not None:
+            raise refuse
+        (key, value), *more = b.items()
+        if set(b) == {"required"} and isinstance(value, list) and (a.get("properties") or a.get("required")):
+            # not all of them present: one of the missing ones absent. The generator writes
+            # only the names of properties and required, so a name outside both is never there.
+            missing = [p for p in value if p not in a.get("required", [])]
             if not missing:
                 return None
-            if any(p not in a["properties"] for p in missing):
-                return a  # that one is never generated anyway: no undeclared properties are
+            if any(p not in a.get("properties", {}) for p in missing):
+                return a
             return self.merge(a, {"anyOf": [{"properties": {p: False}} for p in missing]}, ptr)
-        bounds = {"minimum": "exclusiveMaximum", "maximum": "exclusiveMinimum",
-                  "exclusiveMinimum": "maximum", "exclusiveMaximum": "minimum"}
-        if len(b) == 1 and next(iter(b)) in bounds and _numbers(next(iter(b.values()))) and va is None:
-            # not (x <= M) is x > M, for numbers only (other types satisfy any bound)
-            (key, bound), = b.items()
-            numeric = [t for t in (self.types(a, ptr) or TYPES) if t in ("integer", "number")]
-            return self.merge(a, {"type": numeric, bounds[key]: bound}, ptr) if numeric else None
-        if exact:
-            raise UnsupportedSchemaError("not", ptr, f"cannot exclude {json.dumps(b)[:200]}")
-        if self.mode != "lax":
-            raise UnsupportedSchemaError(
-                "oneOf", ptr, "branches that an instance may satisfy together cannot be told apart "
-                "(strict=False reads such a oneOf as anyOf)")
-        return a
+        if set(b) == {"properties"} and isinstance(value, dict):
+            # some property present whose value fails its schema
+            return _union([self.merge(a, {"required": [name], "properties": {name: {"not": sub}}}, ptr)
+                           for name, sub in value.items() if sub is not True and sub != {}])
+        if set(b) == {"additionalProperties"}:
+            # b declares no property: some property (any is additional to b) fails the schema;
+            # written as: every property fails it, and there is one (a subset)
+            return self.merge(a, {"additionalProperties": {"not": value}, "minProperties": 1}, ptr)
+        if set(b) == {"prefixItems"} and isinstance(value, list):
+            # some position present whose item fails its schema
+            return _union([self.merge(a, {"minItems": i + 1, "prefixItems": [True] * i + [{"not": sub}]}, ptr)
+                           for i, sub in enumerate(value) if sub is not True and sub != {}])
+        if set(b) == {"items"} and not isinstance(value, list):
+            return self.merge(a, {"minItems": 1} if value is False else {"contains": {"not": value}}, ptr)
+        counts = {"minLength": "maxLength", "minItems": "maxItems", "minProperties": "maxProperties"}
+        if key in counts and not more and _numbers(value):
+            return None if value <= 0 else self.merge(a, {counts[key]: math.ceil(value) - 1}, ptr)
+        if key in counts.values() and not more and _numbers(value):
+            low = next(k for k, v in counts.items() if v == key)
+            return self.merge(a, {low: math.floor(value) + 1}, ptr)
+        for low, x_low, flip, x_flip in (("minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"),
+                                         ("maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum")):
+            if set(b) <= {low, x_low}:
+                bound, excl = _bound(b, low, x_low, ptr)
+                if bound is None:
+                    break
+                # not (x >= m) is x < m, not (x > m) is x <= m (and the same for upper bounds)
+                return self.merge(a, {flip: bound} if excl else {x_flip: bound}, ptr)
+        if set(b) <= {"const", "enum"}:
+            return self.exclude_values(a, _literal_values(b) or [], ptr, refuse)
+        raise refuse
+
+    def exclude_values(self, a: dict, values: list, ptr: str, refuse: Exception) -> Optional[dict]:
+        """``a`` (not a set of constants) without the given values: per type, null and booleans
+        by what is left, numbers by the open intervals between the values, and strings, arrays
+        and objects only when ``a`` already rules the values out."""
+        parts = []
+        for t in self.types(a, ptr) or [t for t in TYPES if t != "integer"]:
+            mine = [v for v in values if _json_type(v) == t or (t == "number" and _json_type(v) == "integer")]
+            at = {**a, "type": [t]}
+            if not mine:
+                parts.append(at)
+            elif t == "boolean":
+                rest = [x for x in (True, False) if not any(_same_json(x, v) for v in mine)]
+                parts.append({**at, "enum": rest} if rest else None)
+            elif t in ("integer", "number"):
+                cuts = sorted({_decimal(v): v for v in mine}.items())
+                pieces = [{"exclusiveMaximum": cuts[0][1]}, {"exclusiveMinimum": cuts[-1][1]}]
+                pieces += [{"exclusiveMinimum": lo[1], "exclusiveMaximum": hi[1]} for lo, hi in zip(cuts, cuts[1:])]
+                parts += [self.merge(at, piece, ptr) for piece in pieces]
+            elif t != "null":
+                if any(_literal_ok(v, at, ptr, True) for v in mine):
+                    raise refuse
+                parts.append(at)
+        return _union(parts)
 
     def disjoint(self, a: dict, b: dict, stack: tuple) -> bool:
         """True when no instance generated from ``a`` satisfies ``b`` (checked: types,
@@ -733,7 +929,18 @@ class _Converter:
         hi, hi_x = _bound(s, "maximum", "exclusiveMaximum", ptr)
         frac: Optional[int] = 0 if kind == "integer" else None
         if "multipleOf" in s:
-            frac = _fraction_digits(s["multipleOf"], kind, ptr, frac)
+            m = _multiple(s["multipleOf"], ptr)
+            p, q = _multiple_of.as_ratio(m)
+            if kind == "integer":
+                p //= math.gcd(p, 10**q)  # an integer N is a multiple of p/10^q when p/gcd divides N
+            if p != 1:
+                try:
+                    return _multiple_of.multiples_regex(m, kind == "integer", _decimal(lo), lo_x, _decimal(hi), hi_x)
+                except _multiple_of.TooLarge as e:
+                    raise UnsupportedSchemaError(
+                        "multipleOf", ptr, f"the regex of the multiples of {s['multipleOf']!r} is too large: {e}") from None
+            if kind == "number":
+                frac = q  # m = 10^-q: at most q digits after the point
         if frac == 0:  # integers: exact integer bounds
             ilo = None if lo is None else (math.floor(lo) + 1 if lo_x else math.ceil(lo))
             ihi = None if hi is None else (math.ceil(hi) - 1 if hi_x else math.floor(hi))
@@ -967,6 +1174,14 @@ class _Converter:
                 key = '"' + J.json_string_content(name) + '"'
                 entries.append((f"{key}{self.ws}:{self.ws}{regex}", name in required))
         n_required = sum(1 for _, r in entries if r)
+        if min_p > len(entries):
+            # only declared names are written, and all of them are too few: none of the objects
+            # written here qualifies. Nothing is generated here (an anyOf branch, an optional
+            # property drop out); the schema is refused if that leaves nothing at all.
+            self.dropped = self.dropped or UnsupportedSchemaError(
+                "minProperties", ptr, f"minProperties {min_p} above the {len(entries)} declared properties "
+                "(only declared properties are generated)")
+            return None
         if min_p > n_required and not (min_p == 1 and entries):
             raise UnsupportedSchemaError(
                 "minProperties", ptr, "minProperties above the number of required properties (other than 1)")
@@ -1061,16 +1276,21 @@ class _Converter:
     def map_object(self, s, ptr, stack, extra, patterns, min_p, max_p) -> Optional[str]:
         key_regex, value_regex = J.string(), None
         if patterns:
-            if len(patterns) > 1 or extra not in (True, False):
-                raise UnsupportedSchemaError(
-                    "patternProperties", ptr,
-                    "only one pattern, with additionalProperties absent or false, is supported")
-            (pat, sub), = patterns.items()
-            try:
-                key_regex = '"' + pattern_to_regex(pat) + '"'
-            except PatternError as e:
-                raise UnsupportedSchemaError("patternProperties", ptr, str(e)) from None
-            value_regex = self.value(sub, f"{ptr}/patternProperties/{_escape_token(pat)}", stack)
+            # keys matching some pattern (only those: other keys are optional whatever
+            # additionalProperties says), each value satisfying every pattern's schema, since
+            # a key may match several (a subset where the patterns do not overlap)
+            keys = []
+            for pat in patterns:
+                try:
+                    keys.append(J.group(pattern_to_regex(pat)))
+                except PatternError as e:
+                    raise UnsupportedSchemaError("patternProperties", ptr, str(e)) from None
+            key_regex = '"' + (keys[0] if len(keys) == 1 else "(?:" + "|".join(keys) + ")") + '"'
+            if len(patterns) == 1:
+                (pat, sub), = patterns.items()
+                value_regex = self.value(sub, f"{ptr}/patternProperties/{_escape_token(pat)}", stack)
+            else:
+                value_regex = self.value({"allOf": list(patterns.values())}, f"{ptr}/patternProperties", stack)
         elif extra is not False:
             value_regex = self.value(extra, f"{ptr}/additionalProperties", stack) if extra is not True \
                 else self.any_value(self.max_depth - 1)
@@ -1084,6 +1304,10 @@ class _Converter:
                     "propertyNames must be a satisfiable string schema, without patternProperties")
             key_regex = names
         if value_regex is None:
+            if min_p > 0 and patterns:  # other keys may exist, but only pattern keys are written
+                self.dropped = self.dropped or UnsupportedSchemaError(
+                    "patternProperties", ptr, "no value satisfies the patterns' schemas, and only keys "
+                    "matching a pattern are generated")
             return None if min_p > 0 else rf"\{{{self.ws}\}}"
         if max_p is not None and max_p < min_p:
             return None

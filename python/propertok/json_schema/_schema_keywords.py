@@ -10,6 +10,7 @@ import json
 import math
 import re
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any, Optional, Tuple
 
 from . import _json_regex as J
@@ -116,25 +117,30 @@ def _count(s: dict, key: str, ptr: str, default: Optional[int]) -> Optional[int]
 
 
 def _python_search(pattern: Any, text: str, ptr: str):
+    """``pattern`` (ECMA-262) searched in ``text`` with Python's ``re``, where the two agree.
+
+    They differ on ``$`` before a final newline (Python matches there), on ``.`` against
+    ``\\r``, U+2028 and U+2029 (ECMA excludes them), and on ``\\d``/``\\w``/``\\b`` against
+    non-ASCII text (Unicode in Python, ASCII in ECMA): such a pair raises rather than be judged
+    wrongly in either direction."""
+    if isinstance(pattern, str) and (
+            (text.endswith("\n") and "$" in pattern)
+            or ("." in pattern and any(c in text for c in "\r\u2028\u2029"))
+            or (not text.isascii() and re.search(r"\\[dDwWsSbB]", pattern))):
+        raise UnsupportedSchemaError(
+            "pattern", ptr, f"cannot check the constant {text!r} against {pattern!r} exactly (ECMA-262 and "
+            "Python regexes differ there)")
     try:
         return re.search(pattern, text)
     except (re.error, TypeError) as e:
         raise UnsupportedSchemaError("pattern", ptr, f"cannot check enum values against {pattern!r}: {e}") from None
 
 
-def _fraction_digits(m: Any, kind: str, ptr: str, frac: Optional[int]) -> Optional[int]:
-    """Digits allowed after the point under ``multipleOf: m``: 0 for m == 1; k for a number
-    and m == 10^-k; unchanged for an integer and m == 1/n (every integer is a multiple)."""
+def _multiple(m: Any, ptr: str) -> Decimal:
+    """``multipleOf`` as the decimal its JSON text shows."""
     if not _numbers(m) or m <= 0:
         raise InvalidSchemaError("multipleOf", ptr, f"must be a number > 0, got {m!r}")
-    if m == 1:
-        return 0
-    if kind == "integer" and float(1 / m).is_integer():
-        return frac
-    k = round(-math.log10(m))
-    if kind == "number" and k > 0 and math.isclose(m, 10.0**-k, rel_tol=1e-12):
-        return k
-    raise UnsupportedSchemaError("multipleOf", ptr, f"only 1 and 10^-k are supported for {kind}, got {m!r}")
+    return _decimal(m)
 
 
 def _bound(s: dict, key: str, exclusive_key: str, ptr: str) -> Tuple[Optional[float], bool]:
@@ -188,7 +194,9 @@ def _literal_ok(value: Any, s: dict, ptr: str, strict: bool) -> bool:
             if re.fullmatch(J.FORMATS[fmt], value) is None:
                 return False
     if t in ("integer", "number"):
-        checked |= set(_TYPE_KEYWORDS["number"]) - {"multipleOf"}
+        checked |= set(_TYPE_KEYWORDS["number"])
+        if "multipleOf" in s and Fraction(_decimal(value)) % Fraction(_multiple(s["multipleOf"], ptr)) != 0:
+            return False
         lo, lo_x = _bound(s, "minimum", "exclusiveMinimum", ptr)
         hi, hi_x = _bound(s, "maximum", "exclusiveMaximum", ptr)
         if lo is not None and (value <= lo if lo_x else value < lo):

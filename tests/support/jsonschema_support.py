@@ -208,21 +208,19 @@ def _depth(value) -> int:
     return 0
 
 
+def _keyword_items(node):
+    """Every (key, value) of every object inside ``node``, in document order, depth first."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield k, v
+            yield from _keyword_items(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _keyword_items(v)
+
+
 def _formats(schema) -> set:
-    found = set()
-
-    def walk(node):
-        if isinstance(node, dict):
-            if isinstance(node.get("format"), str):
-                found.add(node["format"])
-            for v in node.values():
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(schema)
-    return found
+    return {v for k, v in _keyword_items(schema) if k == "format" and isinstance(v, str)}
 
 
 # Format spellings the converter documents as not generated (docs/json-schema.md), per format.
@@ -286,19 +284,10 @@ def rejection_reason(schema, instance, make_validator=None, mode: str = "default
 def property_order(schema) -> dict:
     """Property name -> rank of its first appearance in the document."""
     order: dict = {}
-
-    def walk(node):
-        if isinstance(node, dict):
-            for k, v in node.items():
-                if k == "properties" and isinstance(v, dict):
-                    for name in v:
-                        order.setdefault(name, len(order))
-                walk(v)
-        elif isinstance(node, list):
-            for v in node:
-                walk(v)
-
-    walk(schema)
+    for k, v in _keyword_items(schema):
+        if k == "properties" and isinstance(v, dict):
+            for name in v:
+                order.setdefault(name, len(order))
     return order
 
 

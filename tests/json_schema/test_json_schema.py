@@ -523,6 +523,22 @@ def test_constants_are_judged_against_patterns_only_where_python_and_ecma_agree(
         assert e.value.keyword == "pattern"
 
 
+def test_property_names_are_judged_against_patterns_only_where_python_and_ecma_agree():
+    # `é` is `\w` for Python, not for ECMA-262: whether the pattern's schema applies is refused,
+    # in a plain object and where allOf merges one side's patternProperties with the other's names.
+    check({"type": "object", "properties": {"a": {}}, "patternProperties": {"^\\w$": {"type": "integer"}},
+           "required": ["a"], "additionalProperties": False}, ['{"a":1}'], ['{"a":"x"}'])
+    for schema in (
+        {"type": "object", "properties": {"é": {}}, "patternProperties": {"^\\w$": {"type": "integer"}},
+         "required": ["é"]},
+        {"allOf": [{"type": "object", "properties": {"é": {}}, "required": ["é"]},
+                   {"patternProperties": {"^\\w$": {"type": "integer"}}}]},
+    ):
+        with pytest.raises(Unsupported, match="the property name 'é'.*exactly") as e:
+            schema_to_regex(schema)
+        assert e.value.keyword == "patternProperties"
+
+
 def test_not_of_what_a_regex_cannot_say_is_refused():
     for schema in ({"type": "string", "not": {"const": "a"}}, {"type": "string", "not": {"pattern": "^a"}},
                    {"type": "array", "not": {"contains": {"const": 1}}}):

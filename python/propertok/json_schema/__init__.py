@@ -102,6 +102,7 @@ from . import _json_regex as J
 from . import _multiple_of
 from ._ecma_regex import PatternError, pattern_to_regex
 from ._schema_keywords import (
+    _python_search,
     _TYPE_KEYWORDS,
     InvalidSchemaError,
     UnsupportedSchemaError,
@@ -610,11 +611,8 @@ class _Converter:
             if name in props:
                 return props[name]
             for pat in pats:  # a pattern's schema is applied through the merged patternProperties
-                try:
-                    if re.search(pat, name):
-                        return True
-                except re.error as e:
-                    raise UnsupportedSchemaError("patternProperties", ptr, f"pattern {pat!r}: {e}") from None
+                if _python_search(pat, name, ptr, "patternProperties", "the property name"):
+                    return True
             return extra
 
         names = list(dict.fromkeys(list(sides[0][0]) + list(sides[1][0])))
@@ -1161,11 +1159,7 @@ class _Converter:
             else:
                 sub, sub_ptr = extra, f"{ptr}/additionalProperties"
             for pat, pat_schema in patterns.items():
-                try:
-                    hit = re.search(pat, name) is not None
-                except re.error as e:
-                    raise UnsupportedSchemaError("patternProperties", ptr, f"pattern {pat!r}: {e}") from None
-                if hit:
+                if _python_search(pat, name, ptr, "patternProperties", "the property name"):
                     sub = {"allOf": [sub, pat_schema]}
             regex = self.value(sub, sub_ptr, stack)
             if regex is None and name in required:

@@ -116,24 +116,24 @@ def _count(s: dict, key: str, ptr: str, default: Optional[int]) -> Optional[int]
     return int(v)
 
 
-def _python_search(pattern: Any, text: str, ptr: str):
+def _python_search(pattern: Any, text: str, ptr: str, keyword: str = "pattern", what: str = "the constant"):
     """``pattern`` (ECMA-262) searched in ``text`` with Python's ``re``, where the two agree.
 
     They differ on ``$`` before a final newline (Python matches there), on ``.`` against
     ``\\r``, U+2028 and U+2029 (ECMA excludes them), and on ``\\d``/``\\w``/``\\b`` against
-    non-ASCII text (Unicode in Python, ASCII in ECMA): such a pair raises rather than be judged
-    wrongly in either direction."""
+    non-ASCII text (Unicode in Python, ASCII in ECMA): such a pair raises (naming ``keyword``)
+    rather than be judged wrongly in either direction. ``what`` says what ``text`` is."""
     if isinstance(pattern, str) and (
             (text.endswith("\n") and "$" in pattern)
             or ("." in pattern and any(c in text for c in "\r\u2028\u2029"))
             or (not text.isascii() and re.search(r"\\[dDwWsSbB]", pattern))):
         raise UnsupportedSchemaError(
-            "pattern", ptr, f"cannot check the constant {text!r} against {pattern!r} exactly (ECMA-262 and "
+            keyword, ptr, f"cannot check {what} {text!r} against {pattern!r} exactly (ECMA-262 and "
             "Python regexes differ there)")
     try:
         return re.search(pattern, text)
     except (re.error, TypeError) as e:
-        raise UnsupportedSchemaError("pattern", ptr, f"cannot check enum values against {pattern!r}: {e}") from None
+        raise UnsupportedSchemaError(keyword, ptr, f"cannot check {what} {text!r} against {pattern!r}: {e}") from None
 
 
 def _multiple(m: Any, ptr: str) -> Decimal:

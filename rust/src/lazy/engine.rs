@@ -397,6 +397,19 @@ impl Engine {
         }
     }
 
+    /// Whether `side` lets token `t` (not a byte-fallback token) come next in the piece, as one
+    /// token: anything at a piece start, a token with a class its pair condition allows after a
+    /// class, nothing after a lone token or inside a character.
+    #[inline]
+    fn allows_token(&self, side: Side, t: u32) -> bool {
+        let tok = &*self.parts.tok;
+        match side {
+            Side::PieceStart => true,
+            Side::InPiece(c) => tok.class_of(t) != NO_CLASS && !tok.forbids(c, t),
+            Side::AfterLone | Side::InChar(_) => false,
+        }
+    }
+
     /// The next successor of `n` at `cursor`, advancing it; `None` when there are no more.
     ///
     /// Order: boundaries, token groups (nearest to acceptance first), byte-fallback tokens, then
@@ -469,11 +482,7 @@ impl Engine {
                         return Ok(None);
                     }
                     let (t, child) = conts[at as usize];
-                    let allowed = match side {
-                        Side::PieceStart => true,
-                        Side::InPiece(c) => tok.class_of(t) != NO_CLASS && !tok.forbids(c, t),
-                        Side::AfterLone | Side::InChar(_) => false,
-                    };
+                    let allowed = self.allows_token(side, t);
                     if let Some(to) = self.space.walk(z, parts.vocab.token_bytes(t)).filter(|_| allowed) {
                         return Ok(Some(Node { text: self.text_id(to)?, side: class_or_lone(tok, t), split: child }));
                     }
@@ -495,35 +504,7 @@ impl Engine {
     fn way<'b>(&self, z: TextKey, buf: &'b mut [u8]) -> Result<&'b [u8]> {
         let (mut k, mut len) = (z, 0);
         while len < buf.len() {
-            let step = match self.ways.get(&k) {
-                Some(step) => step,
-                None => {
-                    // After `WAY_SEARCH_FAILURES` searches that ran out of budget (acceptance
-                    // thousands of bytes away), the regex's own distance guides the ways, one
-                    // byte at a time, so that each new text state does not pay a failed search.
-                    let search = match self.way_search_failures.load(Ordering::Relaxed) >= WAY_SEARCH_FAILURES {
-                        true => WaySearch::GaveUp,
-                        false => self.space.shortest_way(k, WAY_SEARCH_STATES, |at| self.ways.get(&at).is_some()),
-                    };
-                    let mut way = match search {
-                        WaySearch::Found(way) => way,
-                        WaySearch::NoWay => vec![(k, Step::Stuck)],
-                        WaySearch::GaveUp => {
-                            self.way_search_failures.fetch_add(1, Ordering::Relaxed);
-                            vec![(k, self.space.greedy_step(k))]
-                        }
-                    };
-                    if way.len() > 1 {
-                        way.pop(); // where it joins a known way, or Done at acceptance
-                    }
-                    self.charge(way.len() * BYTES_PER_ENTRY)?;
-                    for &(at, step) in &way {
-                        self.ways.insert_if_absent(at, step);
-                    }
-                    way[0].1
-                }
-            };
-            match step {
+            match self.step_from(k)? {
                 Step::Byte(b) => {
                     buf[len] = b;
                     len += 1;
@@ -535,14 +516,40 @@ impl Engine {
         Ok(&buf[..len])
     }
 
+    /// The memoized step of a way from `k`, searching for a way when there is none yet.
+    fn step_from(&self, k: TextKey) -> Result<Step> {
+        if let Some(step) = self.ways.get(&k) {
+            return Ok(step);
+        }
+        // After `WAY_SEARCH_FAILURES` searches that ran out of budget (acceptance thousands of
+        // bytes away), the regex's own distance guides the ways, one byte at a time, so that
+        // each new text state does not pay a failed search.
+        let search = match self.way_search_failures.load(Ordering::Relaxed) >= WAY_SEARCH_FAILURES {
+            true => WaySearch::GaveUp,
+            false => self.space.shortest_way(k, WAY_SEARCH_STATES, |at| self.ways.get(&at).is_some()),
+        };
+        let mut way = match search {
+            WaySearch::Found(way) => way,
+            WaySearch::NoWay => vec![(k, Step::Stuck)],
+            WaySearch::GaveUp => {
+                self.way_search_failures.fetch_add(1, Ordering::Relaxed);
+                vec![(k, self.space.greedy_step(k))]
+            }
+        };
+        if way.len() > 1 {
+            way.pop(); // where it joins a known way, or Done at acceptance
+        }
+        self.charge(way.len() * BYTES_PER_ENTRY)?;
+        for &(at, step) in &way {
+            self.ways.insert_if_absent(at, step);
+        }
+        Ok(self.ways.get(&k).expect("stored above"))
+    }
+
     /// Whether no text at all reaches acceptance from text state `z` (a way search proved it), so
     /// that every node there is dead without a search.
     fn stuck(&self, z: TextId) -> Result<bool> {
-        let k = self.key(z);
-        if self.ways.get(&k).is_none() {
-            self.way(k, &mut [0u8; 1])?;
-        }
-        Ok(self.ways.get(&k) == Some(Step::Stuck))
+        Ok(self.step_from(self.key(z))? == Step::Stuck)
     }
 
     /// The successors of `n` that follow a shortest way to acceptance from its text (see
@@ -565,12 +572,7 @@ impl Engine {
         }
         let conts = parts.splits.next_tokens(n.split);
         for &(t, to) in tokens.iter().rev() {
-            let allowed = match side {
-                Side::PieceStart => true,
-                Side::InPiece(c) => tok.class_of(t) != NO_CLASS && !tok.forbids(c, t),
-                Side::AfterLone | Side::InChar(_) => false,
-            };
-            if allowed {
+            if self.allows_token(side, t) {
                 let split = conts.binary_search_by_key(&t, |e| e.0).map_or(NONE, |i| conts[i].1);
                 out.push(Node { text: self.text_id(to)?, side: class_or_lone(tok, t), split });
             }

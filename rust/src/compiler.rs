@@ -243,7 +243,7 @@ impl Compiler {
                         (trie, LoneSplits::default(), None, ContentTrie::default(), Vec::new())
                     }
                 };
-                Ok(Arc::new(TokenizerParts::new(v.clone(), tok, trie, splits, pieces, contents, &lone_tokens)))
+                Ok(Arc::new(TokenizerParts::new(v.clone(), tok, trie, splits, pieces, contents, &lone_tokens)?))
             })
             .as_ref()
             .map_err(Clone::clone)

@@ -75,6 +75,12 @@ pub const MAX_PRE_TOKENIZER_STATES: usize = 200_000;
 /// [`Limits::max_guide_bytes`], which bounds what a guide keeps.
 pub const LAZY_GROUP_CACHE_BYTES: usize = 8 << 20;
 
+/// Bytes of slice groups (`crate::lazy::slice`) one tokenizer keeps for all its lazy guides:
+/// the tokens inside a JSON string's (or `.*`'s) loop grouped by pre-tokenizer successor, ~1 MB
+/// per pre-tokenizer state met inside a string. Emptied when full; a dropped entry costs a trie
+/// walk on its next use, never a different mask.
+pub const SLICE_CACHE_BYTES: usize = 64 << 20;
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {

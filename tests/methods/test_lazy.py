@@ -7,6 +7,9 @@
   states in the order a decoder reaches them, with a liveness search that stops early; this is the
   test that keeps that fixpoint honest. Every lazy mask along the way must be non-empty (no dead
   end), and the lazy guide's own random walks must end in a final state.
+* Sliced text states (a JSON string's contents, ``.*``: tokens shared per tokenizer, see
+  ``rust/src/lazy/slice.rs``) give the eager masks on byte-level tokenizers, for two guides of
+  one compiler (the second reuses the first one's slices).
 * Threads sharing one fresh lazy guide see the masks a sequential run sees.
 * The memo's limit is reported by name, and the guide stays usable.
 """
@@ -94,6 +97,56 @@ def _differential_regexes(n):
     for pair in zip(jsb, suite):
         out.extend(pair)
     return out[: 4 * n]
+
+
+# A JSON string in both spellings (propertok's and outlines-core's character class), then free text.
+LOOPS = (
+    r'\{"a": "([^"\\\x00-\x1F]|\\["\\/bfnrt])*", '
+    r'"b": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"\}\n(.)*'
+)
+LOOP_TEXTS = [
+    '{"a": "Grüße aus Köln, \\"Zitat\\" und 東京タワー 🚀", "b": "x\\ny  z"}\nfree text: ça va? 😀 end',
+    '{"a": "", "b": "नमस्ते دنیا ไทย   tab\\t"}\n',
+    '{"a": "  leading and trailing  ", "b": "123 456.78e-9"}\n{"json": "again"}',
+]
+
+
+@pytest.mark.parametrize("name", ["gpt2", "llama3", "qwen2"])
+def test_sliced_states_equal_eager(pt, tokenizer_under_test, name):
+    require_shared(f"the {name} tokenizer")
+    tut = tokenizer_under_test(name)
+    eager = tut.compiler.compile_regex(LOOPS)
+    for round in range(2):
+        lazy = tut.compiler.compile_regex(LOOPS, lazy=True)
+        for k, text in enumerate(LOOP_TEXTS):
+            ids = tut.oracle.canonical(text)
+            assert tut.oracle.decode(ids) == text.encode(), text
+            _compare(lazy, eager, ids, f"[{name}] text {k}, guide {round}")
+        for seed in range(4):
+            _compare(lazy, eager, eager.random_walk(seed, 64), f"[{name}] eager walk {seed}, guide {round}")
+        stats = lazy.stats()
+        assert 0 < stats["lazy_sliced_text_states"] < stats["lazy_text_states"], stats
+
+
+# A counted JSON string: its states count characters, so they take a slice's tokens by their
+# number of characters (eager guides for it cost seconds on Llama 3 and Qwen2, so GPT-2 only).
+COUNTED = r'"([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt]){0,6}"'
+COUNTED_TEXTS = ['""', '"abc"', '"ab cd "', '"Köln!"', '"東京タワー"', '"\\"a\\n"', '"      "', '"😀 x"', '"abcdefg"']
+
+
+def test_counted_sliced_states_equal_eager(pt, tokenizer_under_test):
+    require_shared("the gpt2 tokenizer")
+    tut = tokenizer_under_test("gpt2")
+    eager = tut.compiler.compile_regex(COUNTED)
+    lazy = tut.compiler.compile_regex(COUNTED, lazy=True)
+    for k, text in enumerate(COUNTED_TEXTS):
+        ids = tut.oracle.canonical(text)
+        assert tut.oracle.decode(ids) == text.encode(), text
+        _compare(lazy, eager, ids, f"counted text {k}")
+    for seed in range(16):
+        _compare(lazy, eager, eager.random_walk(seed, 16), f"counted eager walk {seed}")
+    stats = lazy.stats()
+    assert 0 < stats["lazy_sliced_text_states"] < stats["lazy_text_states"], stats
 
 
 @pytest.mark.parametrize("name, n", DIFFERENTIAL)

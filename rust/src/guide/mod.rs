@@ -154,6 +154,14 @@ impl Guide {
             _ => None,
         }
     }
+    /// For a lazy guide: the text states it has built, and how many of those whose tokens it
+    /// walked took their groups from a slice (`crate::lazy::slice`).
+    pub fn lazy_text_states(&self) -> Option<(usize, usize)> {
+        match &self.automaton {
+            Automaton::Lazy(l) => Some(l.automaton.engine().text_states()),
+            _ => None,
+        }
+    }
     /// Bytes of masks cached so far, and the cache's budget (see `mask_cache`).
     pub fn mask_cache_bytes(&self) -> (usize, usize) {
         (self.masks.cached_bytes(), self.masks.max_bytes())

@@ -15,7 +15,8 @@
 
 use rustc_hash::FxHashSet;
 
-use super::engine::{Engine, Node, Side, TextId};
+use super::engine::{Engine, Node, Side};
+use super::text::TextId;
 use crate::error::{Error, Result};
 use crate::tokenizer_dfa::lone_tokens::ROOT;
 use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START};

@@ -31,29 +31,34 @@
 //!   acceptance proves the node dead ([`Engine::stuck`]): no token sequence can be completed
 //!   when no text can. Inside key literals on o200k, a boundary between two letters leads to such
 //!   text states (the piece may end only before a non-letter, the literal needs a letter).
-//! * [`Engine::first_tokens`] asks once per target text state whether a boundary there leads to
-//!   a live piece start ([`Engine::exits_live`]); if so every class node there is live, with no
-//!   fact per group.
+//! * [`Engine::first_tokens`] finds once per target text state a way out shared by its class
+//!   nodes ([`Engine::exit`]): a boundary there that leads to a live piece start (then every
+//!   class node there is live), or the tokens along a shortest way whose successors are live
+//!   (then every class node whose pair condition allows one is live). Only the rest are searched,
+//!   and no fact is stored per group.
 //!
 //! Along real documents on Llama 3 these took the worst mask from 7-37 s (searches that went deep
-//! into lone-token splits and wide regions before trying the way out) to ~10-25 ms, which is now
-//! the first trie walk of each new wide text state (`docs/design.md` §8).
+//! into lone-token splits and wide regions before trying the way out) to ~10-25 ms, the first
+//! trie walk of each new wide text state; slices ([`crate::lazy::slice`]) and shared exits took
+//! that to ~1 ms (`docs/design.md` §8).
 //!
 //! # Costs
 //! One trie walk per text state whose groups a search or a mask needs (a few µs for a narrow
-//! state, 2-6 ms for a JSON string's contents on a 128k vocabulary); a search visits the
+//! state, 2-6 ms for a JSON string's contents on a 128k vocabulary, or ~0.15 ms when its regex
+//! state loops on a slice and only the exit tokens are walked); a search visits the
 //! nodes between its start and the nearest live node, groups in order of the regex's distance to
 //! acceptance. Limits: `max_product_states` bounds the text states and the nodes of one search,
 //! `max_guide_bytes` the memo's bytes (text states, facts, first-token sets, ways).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::text::{Step, TextKey, TextSpace, WaySearch};
+use super::groups::{GroupCache, Groups, Mapped, Walked};
+use super::slice::{SliceInputs, SliceUse, Slices};
+use super::text::{Step, TextId, TextKey, TextSpace, WaySearch};
 use crate::error::{Error, Result};
-use crate::limits::LAZY_GROUP_CACHE_BYTES;
 use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::ContentTrie;
 use crate::tokenizer::token_trie::TokenTrie;
@@ -63,9 +68,6 @@ use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START}
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::util::concurrent::{Interner, ShardedMap};
 use crate::util::token_set::TokenSet;
-
-/// A dense id of a text state kept by the engine.
-pub(crate) type TextId = u32;
 
 /// A search node (see the module docs).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
@@ -106,6 +108,7 @@ pub struct TokenizerParts {
     /// The tokens of `trie`, as a bitset: no other token (byte-fallback ones aside) is ever
     /// allowed.
     pub(crate) usable: Box<[u32]>,
+    pub(crate) slices: Slices,
 }
 
 impl TokenizerParts {
@@ -119,7 +122,7 @@ impl TokenizerParts {
         pieces: Option<Arc<PieceTable>>,
         contents: ContentTrie,
         lone_tokens: &[u32],
-    ) -> TokenizerParts {
+    ) -> Result<TokenizerParts> {
         let words = crate::util::bitset::words_for(vocab.vocab_size());
         let mut usable = vec![0u32; words].into_boxed_slice();
         trie.for_each_token(|t| crate::util::bitset::set(&mut usable, t as usize));
@@ -127,59 +130,34 @@ impl TokenizerParts {
         for &t in lone_tokens {
             crate::util::bitset::set(&mut lone, t as usize);
         }
-        TokenizerParts { vocab, tok, trie, splits, pieces, contents: Arc::new(contents), lone, usable }
+        let contents = Arc::new(contents);
+        let slices = Slices::new(&trie, &vocab, pieces.clone(), contents.clone())?;
+        Ok(TokenizerParts { vocab, tok, trie, splits, pieces, contents, lone, usable, slices })
+    }
+
+    /// The same parts without slices: every text state is walked in full.
+    #[cfg(test)]
+    pub(crate) fn without_slices(mut self) -> TokenizerParts {
+        self.slices = Slices::none();
+        self
+    }
+
+    fn slice_inputs(&self) -> SliceInputs<'_> {
+        SliceInputs { trie: &self.trie, tok: &self.tok }
     }
 }
 
-/// Tokens from one text state with the same successor `(target text state, class)`.
-struct Group {
-    to: TextId,
-    class: u32,
-    tokens: std::ops::Range<u32>,
-}
-
-/// A text state's groups, in order of the target's distance to acceptance (searches try the
-/// ways out first).
-pub(crate) struct Groups {
-    groups: Box<[Group]>,
-    tokens: Box<[u32]>,
-}
-
-impl Groups {
-    fn tokens(&self, g: &Group) -> &[u32] {
-        &self.tokens[g.tokens.start as usize..g.tokens.end as usize]
-    }
-    fn heap_bytes(&self) -> usize {
-        self.groups.len() * std::mem::size_of::<Group>() + self.tokens.len() * 4
-    }
-}
-
-/// The groups of recently walked text states, within [`LAZY_GROUP_CACHE_BYTES`]: emptied when
-/// full (groups are recomputed on demand, identically), so the lock is held only to look up or
-/// insert, never across a walk.
-#[derive(Default)]
-struct GroupCache {
-    entries: Mutex<(FxHashMap<TextId, Arc<Groups>>, usize)>,
-}
-
-impl GroupCache {
-    fn get(&self, z: TextId) -> Option<Arc<Groups>> {
-        self.entries.lock().unwrap_or_else(|e| e.into_inner()).0.get(&z).cloned()
-    }
-
-    fn insert(&self, z: TextId, groups: Arc<Groups>) -> Arc<Groups> {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(known) = entries.0.get(&z) {
-            return known.clone();
-        }
-        let bytes = groups.heap_bytes();
-        if entries.1 + bytes > LAZY_GROUP_CACHE_BYTES {
-            *entries = (FxHashMap::default(), 0);
-        }
-        entries.1 += bytes;
-        entries.0.insert(z, groups.clone());
-        groups
-    }
+/// A way out of a target text state `to` shared by the class nodes `(to, c, NONE)` there, so
+/// that a first-token set does not search each of them (a JSON string's contents have ~30,000
+/// groups over ~150 targets, most of which may not end a piece: inside a character, before
+/// more letters).
+enum Exit {
+    /// A boundary may come next and leads to a live piece start: every class node is live.
+    Boundary,
+    /// These tokens spell a prefix of a shortest way to acceptance and have live successors:
+    /// a class node is live when its pair condition allows one of them (when none does, the
+    /// node may still be live; a search decides).
+    Tokens(Vec<u32>),
 }
 
 /// Where a search is in a node's successors.
@@ -197,9 +175,13 @@ pub(crate) struct Engine {
     groups: GroupCache,
     facts: ShardedMap<Node, bool>,
     first: ShardedMap<(TextId, u32), Arc<TokenSet>>,
-    /// The step a shortest way to acceptance takes from a text state (see [`Engine::way`]).
+    /// The step a shortest way to acceptance takes from a text state (see [`Engine::step_from`]).
     ways: ShardedMap<TextKey, Step>,
+    /// Per regex state, the slice it loops on, if any (see [`crate::lazy::slice`]).
+    slice_uses: ShardedMap<u32, Option<SliceUse>>,
     way_search_failures: AtomicUsize,
+    /// Text states whose groups came from a slice.
+    sliced: AtomicUsize,
     max_states: usize,
     max_bytes: usize,
     bytes: AtomicUsize,
@@ -214,6 +196,10 @@ const WAY_SEARCH_STATES: usize = 4096;
 /// Failed way searches after which an engine guides its ways by the regex's distance alone.
 const WAY_SEARCH_FAILURES: usize = 256;
 
+/// The class nodes a target must have before its way out is looked for as witness tokens
+/// ([`Engine::exit`]).
+const WITNESS_MIN_CLASSES: usize = 8;
+
 /// Bytes a fact or an interned key costs (entry plus hash-table slack).
 const BYTES_PER_ENTRY: usize = 32;
 
@@ -227,7 +213,9 @@ impl Engine {
             facts: ShardedMap::default(),
             first: ShardedMap::default(),
             ways: ShardedMap::default(),
+            slice_uses: ShardedMap::default(),
             way_search_failures: AtomicUsize::new(0),
+            sliced: AtomicUsize::new(0),
             max_states,
             max_bytes,
             bytes: AtomicUsize::new(0),
@@ -251,6 +239,10 @@ impl Engine {
     }
     pub(crate) fn key(&self, z: TextId) -> TextKey {
         *self.texts.key(z)
+    }
+    /// The text states kept so far, and how many of those walked had their groups from a slice.
+    pub(crate) fn text_states(&self) -> (usize, usize) {
+        (self.texts.len(), self.sliced.load(Ordering::Relaxed))
     }
     /// Heap bytes the memo holds (an estimate), and its limit.
     pub(crate) fn memo_bytes(&self) -> (usize, usize) {
@@ -306,79 +298,54 @@ impl Engine {
             && mark_allowed(0, self.space.spells_content(z), n.side)
     }
 
-    /// The groups of text state `z`, made by one trie walk (again, when the cache dropped them).
+    /// The groups of text state `z`: its slice's shared groups and a walk of the slice's exit
+    /// tokens when its regex state loops on a slice, one trie walk otherwise (again, when the
+    /// cache dropped them).
     fn groups(&self, z: TextId) -> Result<Arc<Groups>> {
         if let Some(groups) = self.groups.get(z) {
             return Ok(groups);
         }
-        let groups = {
-            // One trie walk; targets numbered locally in the order met (a wide state has
-            // ~100,000 tokens but a few hundred targets, and neighbours in the trie share one).
-            let mut targets: Vec<TextKey> = Vec::new();
-            let mut local: FxHashMap<TextKey, u32> = FxHashMap::default();
-            let mut last: Option<(TextKey, u32)> = None;
-            // (local target, class << 32 | token)
-            let mut found: Vec<(u32, u64)> = Vec::new();
-            let tok = &*self.parts.tok;
-            self.parts
-                .trie
-                .for_each_walk(
-                    self.key(z),
-                    |k, b| Ok::<_, std::convert::Infallible>(self.space.byte(k, b)),
-                    |t, to| {
-                        let i = match last {
-                            Some((k, i)) if k == to => i,
-                            _ => {
-                                let i = *local.entry(to).or_insert_with(|| {
-                                    targets.push(to);
-                                    targets.len() as u32 - 1
-                                });
-                                last = Some((to, i));
-                                i
-                            }
-                        };
-                        found.push((i, (class_or_lone(tok, t) as u64) << 32 | t as u64));
-                    },
-                )
-                .unwrap_or_else(|never| match never {});
-            let ids: Vec<TextId> = targets.iter().map(|&k| self.text_id(k)).collect::<Result<_>>()?;
-            // Targets in order of (distance to acceptance, id), then tokens by (class, id) within
-            // each: a counting sort by target, then small sorts of plain integers.
-            let mut order: Vec<u32> = (0..ids.len() as u32).collect();
-            order.sort_unstable_by_key(|&i| (self.space.distance(targets[i as usize]), ids[i as usize]));
-            let mut offset = vec![0u32; ids.len() + 1];
-            for &(i, _) in &found {
-                offset[i as usize + 1] += 1;
-            }
-            let mut at = vec![0u32; ids.len()];
-            let mut next = 0;
-            for &i in &order {
-                at[i as usize] = next;
-                next += offset[i as usize + 1];
-            }
-            let mut keys = vec![0u64; found.len()];
-            for &(i, key) in &found {
-                keys[at[i as usize] as usize] = key;
-                at[i as usize] += 1;
-            }
-            let mut groups = Vec::new();
-            let mut start = 0usize;
-            for &i in &order {
-                let end = start + offset[i as usize + 1] as usize;
-                let bucket = &mut keys[start..end];
-                bucket.sort_unstable();
-                let mut from = start as u32;
-                for run in bucket.chunk_by(|a, b| a >> 32 == b >> 32) {
-                    let to = from + run.len() as u32;
-                    groups.push(Group { to: ids[i as usize], class: (run[0] >> 32) as u32, tokens: from..to });
-                    from = to;
-                }
-                start = end;
-            }
-            let tokens: Box<[u32]> = keys.iter().map(|&k| k as u32).collect();
-            Groups { groups: groups.into_boxed_slice(), tokens }
+        let key = self.key(z);
+        let tok = &*self.parts.tok;
+        let mut walked = Walked::default();
+        let walk = |trie: &TokenTrie, walked: &mut Walked| {
+            trie.for_each_walk(
+                key,
+                |k, b| Ok::<_, std::convert::Infallible>(self.space.byte(k, b)),
+                |t, to| walked.push(t, to, class_or_lone(tok, t)),
+            )
+            .unwrap_or_else(|never| match never {})
         };
+        let shared = match self.slice_use(key.regex_state())? {
+            Some(slice) => {
+                let inside = self.parts.slices.groups(self.parts.slice_inputs(), &slice, key);
+                // The slice's targets first, in the guide's text space.
+                let targets: Vec<(u32, u32)> = (inside.targets().iter().enumerate())
+                    .filter_map(|(j, &k)| Some((walked.target(slice.target(k)?), j as u32)))
+                    .collect();
+                walk(self.parts.slices.exits(slice.slice), &mut walked);
+                self.sliced.fetch_add(1, Ordering::Relaxed);
+                Some(Mapped { slice: inside, targets })
+            }
+            None => {
+                walk(&self.parts.trie, &mut walked);
+                None
+            }
+        };
+        let ids: Vec<TextId> = walked.targets.iter().map(|&k| self.text_id(k)).collect::<Result<_>>()?;
+        let distances: Vec<u32> = walked.targets.iter().map(|&k| self.space.distance(k)).collect();
+        let groups = Groups::assemble(walked, &ids, |i| distances[i as usize], shared);
         Ok(self.groups.insert(z, Arc::new(groups)))
+    }
+
+    /// The slice regex state `q` loops on, if any, found once per regex state.
+    fn slice_use(&self, q: u32) -> Result<Option<SliceUse>> {
+        if let Some(known) = self.slice_uses.get(&q) {
+            return Ok(known);
+        }
+        let found = self.parts.slices.find(self.space.dfa(), q);
+        self.charge(BYTES_PER_ENTRY + found.as_ref().map_or(0, |u| u.heap_bytes()))?;
+        Ok(self.slice_uses.insert_if_absent(q, found))
     }
 
     /// The piece start after a boundary of `kind` at `n`, if one may be placed there: never at a
@@ -497,25 +464,6 @@ impl Engine {
         self.charge(BYTES_PER_ENTRY)
     }
 
-    /// The bytes of a shortest way from `z` to acceptance (see [`TextSpace::shortest_way`]), up
-    /// to its first boundary and at most `buf.len()`; empty when no way was found cheaply. The
-    /// step to take from each text state is memoized, so a way is searched for once and then
-    /// followed by every probe that meets its text states.
-    fn way<'b>(&self, z: TextKey, buf: &'b mut [u8]) -> Result<&'b [u8]> {
-        let (mut k, mut len) = (z, 0);
-        while len < buf.len() {
-            match self.step_from(k)? {
-                Step::Byte(b) => {
-                    buf[len] = b;
-                    len += 1;
-                    k = self.space.byte(k, b).expect("a way's bytes are text transitions");
-                }
-                Step::Mark(_) | Step::Done | Step::Stuck => break,
-            }
-        }
-        Ok(&buf[..len])
-    }
-
     /// The memoized step of a way from `k`, searching for a way when there is none yet.
     fn step_from(&self, k: TextKey) -> Result<Step> {
         if let Some(step) = self.ways.get(&k) {
@@ -561,12 +509,10 @@ impl Engine {
         let tok = &*parts.tok;
         let z = self.key(n.text);
         let side = self.side(n.side);
-        let mut buf = [0u8; PROBE_BYTES];
-        let way = self.way(z, &mut buf)?;
-        let mut tokens: Vec<(u32, TextKey)> = Vec::new();
-        if !matches!(side, Side::AfterLone | Side::InChar(_)) {
-            parts.trie.for_each_prefix_of(way, z, |k, b| self.space.byte(k, b), |t, to| tokens.push((t, to)));
-        }
+        let tokens = match side {
+            Side::AfterLone | Side::InChar(_) => Vec::new(),
+            Side::PieceStart | Side::InPiece(_) => self.way_tokens(z)?,
+        };
         for kind in 0..self.space.num_stages() {
             out.extend(self.boundary(n, kind)?);
         }
@@ -578,12 +524,42 @@ impl Engine {
             }
         }
         let in_scope = matches!(side, Side::InPiece(_) | Side::InChar(_)) && tok.fallback_tokens().is_some();
-        if let (true, Some(&b)) = (in_scope, way.first()) {
+        if let (true, Step::Byte(b)) = (in_scope, self.step_from(z)?) {
             if let (Some(to), Some(next)) = (self.space.byte(z, b), tok.step_byte(n.side, b)) {
                 out.push(Node { text: self.text_id(to)?, side: next, split: NONE });
             }
         }
         Ok(())
+    }
+
+    /// The tokens that spell a prefix of a shortest way to acceptance from `z` (at most
+    /// [`PROBE_BYTES`] long), shortest first, with their successors.
+    fn way_tokens(&self, z: TextKey) -> Result<Vec<(u32, TextKey)>> {
+        let mut tokens = Vec::new();
+        let mut failed = None;
+        // The way's bytes are read only as far as some token spells them.
+        let mut at = z;
+        let way = std::iter::from_fn(|| match self.step_from(at) {
+            Ok(Step::Byte(b)) => {
+                at = self.space.byte(at, b).expect("a way's bytes are text transitions");
+                Some(b)
+            }
+            Ok(Step::Mark(_) | Step::Done | Step::Stuck) => None,
+            Err(e) => {
+                failed = Some(e);
+                None
+            }
+        });
+        self.parts.trie.for_each_prefix_of(
+            way.take(PROBE_BYTES),
+            z,
+            |k, b| self.space.byte(k, b),
+            |t, to| tokens.push((t, to)),
+        );
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(tokens),
+        }
     }
 
     /// A cheap witness that `start` is live: a depth-first search over [`Engine::probe_successors`]
@@ -733,6 +709,31 @@ impl Engine {
         Ok(false)
     }
 
+    /// How a class node `(to, c, NONE)` can be shown live for many classes `c` at once (see
+    /// [`Exit`]).
+    /// Witness tokens are looked for only when `witnesses` (many class nodes share `to`: for a
+    /// few, searching each is cheaper than proving several witnesses live).
+    fn exit(&self, to: TextId, witnesses: bool) -> Result<Exit> {
+        if self.exits_live(to)? {
+            return Ok(Exit::Boundary);
+        }
+        if !witnesses {
+            return Ok(Exit::Tokens(Vec::new()));
+        }
+        let mut witnesses = Vec::new();
+        for (t, next) in self.way_tokens(self.key(to))? {
+            let class = self.parts.tok.class_of(t);
+            if class == NO_CLASS {
+                continue;
+            }
+            let next = self.text_id(next)?;
+            if self.exits_live(next)? || self.live(Node { text: next, side: class, split: NONE })? {
+                witnesses.push(t);
+            }
+        }
+        Ok(Exit::Tokens(witnesses))
+    }
+
     /// Whether a boundary may follow a token of any class that ends in text state `to` (outside
     /// a lone token's split) and lead to a live piece start: then every such node is live.
     fn exits_live(&self, to: TextId) -> Result<bool> {
@@ -761,36 +762,50 @@ impl Engine {
         // Whether each target's piece may end there with a live piece start after it: then every
         // class node `(to, c, NONE)` is live, which spares a fact per group (a JSON string's
         // contents have ~50,000 groups and a few dozen targets).
-        let mut exits: FxHashMap<TextId, bool> = FxHashMap::default();
-        for g in groups.groups.iter() {
-            let exits_live = match (g.class, exits.get(&g.to)) {
-                (LONE, _) => false,
-                (_, Some(&known)) => known,
-                (_, None) => {
-                    let known = self.exits_live(g.to)?;
-                    exits.insert(g.to, known);
-                    known
-                }
-            };
+        // Groups come target by target: the target's exit is found at its first group.
+        let mut exit: Option<(TextId, Exit)> = None;
+        for (i, g) in groups.groups.iter().enumerate() {
+            if g.class != LONE && exit.as_ref().is_none_or(|(to, _)| *to != g.to) {
+                let classes = groups.groups[i..].iter().take_while(|h| h.to == g.to).count();
+                exit = Some((g.to, self.exit(g.to, classes >= WITNESS_MIN_CLASSES)?));
+            }
+            let exits_live = g.class != LONE
+                && match &exit {
+                    Some((_, Exit::Boundary)) => true,
+                    Some((_, Exit::Tokens(witnesses))) => {
+                        witnesses.iter().any(|&t| self.allows_token(Side::InPiece(g.class), t))
+                    }
+                    None => false,
+                };
             if exits_live || self.live(Node { text: g.to, side: g.class, split: NONE })? {
-                let group = groups.tokens(g);
-                if conts.is_empty() {
-                    tokens.extend_from_slice(group);
-                } else {
-                    tokens.extend(group.iter().filter(|t| conts.binary_search_by_key(*t, |e| e.0).is_err()));
-                }
+                tokens.extend_from_slice(groups.tokens(g));
             }
         }
+        // A token continuing a lone token's split is judged by its continuation instead of its
+        // group: out of the groups' tokens (after collecting them, at one lookup per split token
+        // rather than one per group token), back in when its continuation is live.
+        let mut live_conts = Vec::new();
         let key = self.key(z);
         for &(t, child) in conts {
             if let Some(to) = self.space.walk(key, parts.vocab.token_bytes(t)) {
                 let n = Node { text: self.text_id(to)?, side: class_or_lone(&parts.tok, t), split: child };
                 if self.live(n)? {
-                    tokens.push(t);
+                    live_conts.push(t);
                 }
             }
         }
-        let set = TokenSet::from_distinct(tokens, crate::util::bitset::words_for(parts.vocab.vocab_size()));
+        let words = crate::util::bitset::words_for(parts.vocab.vocab_size());
+        let set = if tokens.len() > words {
+            let mut bits = vec![0u32; words];
+            tokens.iter().for_each(|&t| crate::util::bitset::set(&mut bits, t as usize));
+            conts.iter().for_each(|&(t, _)| crate::util::bitset::clear(&mut bits, t as usize));
+            live_conts.iter().for_each(|&t| crate::util::bitset::set(&mut bits, t as usize));
+            TokenSet::from_bitset(bits.into_boxed_slice())
+        } else {
+            tokens.retain(|t| conts.binary_search_by_key(t, |e| e.0).is_err());
+            tokens.extend(live_conts);
+            TokenSet::from_distinct(tokens, words)
+        };
         self.charge(set.heap_bytes() + BYTES_PER_ENTRY)?;
         Ok(self.first.insert_if_absent((z, u), Arc::new(set)))
     }

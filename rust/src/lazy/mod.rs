@@ -28,6 +28,8 @@
 
 pub(crate) mod automaton;
 pub(crate) mod engine;
+pub(crate) mod groups;
+pub(crate) mod slice;
 pub mod text;
 
 pub use engine::TokenizerParts;

@@ -103,3 +103,48 @@ fn the_state_limit_is_reported_by_name() {
         other => panic!("expected LimitExceeded(max_product_states), got {:?}", other.err()),
     }
 }
+
+/// A token sequence the guide allows that spells `text` from `state` (longest tokens first).
+fn spelling(guide: &Guide, text: &[u8], state: u32) -> Option<Vec<u32>> {
+    if text.is_empty() {
+        return guide.is_final(state).then(Vec::new);
+    }
+    let vocab = guide.vocabulary();
+    let mut tokens: Vec<u32> = guide.allowed_tokens(state).unwrap();
+    tokens.retain(|&t| !vocab.token_bytes(t).is_empty() && text.starts_with(vocab.token_bytes(t)));
+    tokens.sort_by_key(|&t| std::cmp::Reverse(vocab.token_bytes(t).len()));
+    tokens.into_iter().find_map(|t| {
+        let next = guide.next_state(state, t).unwrap();
+        let mut rest = spelling(guide, &text[vocab.token_bytes(t).len()..], next)?;
+        rest.insert(0, t);
+        Some(rest)
+    })
+}
+
+/// Regex states that loop on a slice (a JSON string's contents, `.*`) or count its characters
+/// (`{2,12}`) take their groups from the tokenizer's shared slice: the masks stay the eager ones,
+/// and a second guide reuses the first one's slice groups.
+#[test]
+fn sliced_text_states_give_the_eager_masks() {
+    const LOOPS: &str = r#"\{"a": "([^"\\\x00-\x1F]|\\["\\/bfnrt])*", "b": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])+", "c": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt]){2,12}"\}\n(.)*"#;
+    let compiler = Compiler::new(mistral(), Limits::default());
+    let eager = compiler.compile_regex(LOOPS, Method::Cartesian).unwrap();
+    // Random walks, and the eager guide's way of spelling texts that reach the counted string.
+    let mut walks: Vec<Vec<u32>> = (0..12).map(|seed| eager.random_walk(seed, 80).unwrap()).collect();
+    for c in ["ab", r#"Grüß \"x\""#, "東京タワー 12"] {
+        let text = format!("{{\"a\": \"x\", \"b\": \"y z\", \"c\": \"{c}\"}}\n");
+        walks.push(spelling(&eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it"));
+    }
+    for _guide in 0..2 {
+        let lazy = compiler.compile_regex_lazy(LOOPS).unwrap();
+        for (w, walk) in walks.iter().enumerate() {
+            let (got, want) = (masks_along(&lazy, walk), masks_along(&eager, walk));
+            if let Some(step) = (0..want.len()).find(|&i| got[i] != want[i]) {
+                let bits = |m: &[u32]| m.iter().map(|w| w.count_ones()).sum::<u32>();
+                panic!("walk {w}, step {step}: lazy allows {} tokens, eager {}", bits(&got[step]), bits(&want[step]));
+            }
+        }
+        let (built, sliced) = lazy.lazy_text_states().unwrap();
+        assert!(sliced >= 3 && sliced < built, "{sliced} of {built} text states sliced");
+    }
+}

@@ -24,6 +24,9 @@ const N_BITS: u32 = 21;
 /// The packed value of [`NOT_A_PREFIX`].
 const N_NONE: u64 = (1 << N_BITS) - 1;
 
+/// A dense id of a text state kept by a guide's engine.
+pub(crate) type TextId = u32;
+
 /// A text state `(regex state, pre-tokenizer state, added-token prefix)`, packed in 64 bits.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub struct TextKey(u64);
@@ -37,6 +40,17 @@ impl TextKey {
     #[inline]
     fn q(self) -> u32 {
         (self.0 & ((1 << Q_BITS) - 1)) as u32
+    }
+    /// The regex state.
+    #[inline]
+    pub(crate) fn regex_state(self) -> u32 {
+        self.q()
+    }
+    /// The same pre-tokenizer state and added-token prefix with regex state `q` (of this or
+    /// another text space).
+    #[inline]
+    pub(crate) fn with_regex_state(self, q: u32) -> TextKey {
+        TextKey(self.0 & !((1 << Q_BITS) - 1) | q as u64)
     }
     #[inline]
     fn m(self) -> u32 {

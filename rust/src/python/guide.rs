@@ -68,6 +68,10 @@ impl PyGuide {
             d.set_item("lazy_memo_bytes", bytes)?;
             d.set_item("max_lazy_memo_bytes", max_bytes)?;
         }
+        if let Some((built, sliced)) = self.inner.lazy_text_states() {
+            d.set_item("lazy_text_states", built)?;
+            d.set_item("lazy_sliced_text_states", sliced)?;
+        }
         Ok(d)
     }
     fn allowed_tokens<'py>(&self, py: Python<'py>, state: i64) -> PyResult<Bound<'py, PyArray1<i32>>> {

@@ -331,6 +331,12 @@ impl ByteDfa {
         self.distance_to_accept[state as usize]
     }
 
+    /// The equivalence class of `byte`: bytes of one class have the same transitions everywhere.
+    #[inline]
+    pub fn byte_class(&self, byte: u8) -> u8 {
+        self.classes[byte as usize]
+    }
+
     /// The next state on `byte`, or [`DEAD`].
     #[inline]
     pub fn next(&self, state: u32, byte: u8) -> u32 {

@@ -143,16 +143,18 @@ impl TokenTrie {
 
     /// Calls `emit(token, state)` for every token that spells a prefix of `bytes`, shortest
     /// first, with `step` run alongside as in [`TokenTrie::for_each_walk`] (`None` ends the
-    /// walk). One trie edge per byte: the cost is `bytes.len()` binary searches at most.
+    /// walk). One trie edge per byte: the cost is `bytes.len()` binary searches at most, and
+    /// `bytes` is not read past the longest token that spells a prefix of it (a caller may make
+    /// its bytes on demand).
     pub fn for_each_prefix_of<S: Copy>(
         &self,
-        bytes: &[u8],
+        bytes: impl IntoIterator<Item = u8>,
         start: S,
         mut step: impl FnMut(S, u8) -> Option<S>,
         mut emit: impl FnMut(u32, S),
     ) {
         let (mut node, mut state) = (0u32, start);
-        for &b in bytes {
+        for b in bytes {
             let range = self.edge_range(node);
             let Ok(i) = self.edge_bytes[range.clone()].binary_search(&b) else { return };
             let Some(next) = step(state, b) else { return };
@@ -235,7 +237,12 @@ mod tests {
             let text: Vec<u8> = (0..rng.below(7)).map(|_| b"abc"[rng.below(3)]).collect();
             let stop_at = rng.below(8);
             let mut got: Vec<(u32, usize)> = Vec::new();
-            trie.for_each_prefix_of(&text, 0usize, |n, _| (n < stop_at).then_some(n + 1), |t, n| got.push((t, n)));
+            trie.for_each_prefix_of(
+                text.iter().copied(),
+                0usize,
+                |n, _| (n < stop_at).then_some(n + 1),
+                |t, n| got.push((t, n)),
+            );
             assert!(got.windows(2).all(|w| w[0].1 <= w[1].1), "shortest first");
             let mut want: Vec<(u32, usize)> = words
                 .iter()

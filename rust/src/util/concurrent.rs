@@ -173,6 +173,38 @@ impl<K: Eq + Hash, V: Clone> ShardedMap<K, V> {
     }
 }
 
+/// A cache of values that are a pure function of their key, within a byte budget: emptied when
+/// an insert would pass it (a dropped value is recomputed, identically, when next needed). The
+/// lock is held only to look up or insert, never while a value is computed.
+pub struct BoundedCache<K, V> {
+    entries: Mutex<(FxHashMap<K, V>, usize)>,
+    max_bytes: usize,
+}
+
+impl<K: Eq + Hash, V: Clone> BoundedCache<K, V> {
+    pub fn new(max_bytes: usize) -> Self {
+        BoundedCache { entries: Mutex::new((FxHashMap::default(), 0)), max_bytes }
+    }
+
+    pub fn get(&self, key: &K) -> Option<V> {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).0.get(key).cloned()
+    }
+
+    /// Keeps `value` (of `bytes`) unless `key` has one already; returns the value kept.
+    pub fn insert(&self, key: K, value: V, bytes: usize) -> V {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = entries.0.get(&key) {
+            return known.clone();
+        }
+        if entries.1 + bytes > self.max_bytes {
+            *entries = (FxHashMap::default(), 0);
+        }
+        entries.1 += bytes;
+        entries.0.insert(key, value.clone());
+        value
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

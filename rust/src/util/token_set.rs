@@ -53,6 +53,15 @@ impl TokenSet {
         TokenSet::Dense(bits)
     }
 
+    /// The set of a `words`-word bitset, in the smaller layout.
+    pub fn from_bitset(bits: Box<[u32]>) -> TokenSet {
+        let words = bits.len();
+        if bitset::count(&bits) > words {
+            return TokenSet::Dense(bits);
+        }
+        TokenSet::Sparse(bitset::iter_ones(&bits).map(|t| t as u32).collect())
+    }
+
     pub fn is_empty(&self) -> bool {
         match self {
             TokenSet::Sparse(ids) => ids.is_empty(),

@@ -150,16 +150,23 @@ fn check(pattern: &str, ignore_merges: bool, alphabet: &[char], max_len: usize) 
     let limits = SearchLimits { max_states: 100_000, max_guide_bytes: 1 << 30, deadline: Deadline::none() };
     // The lazy engine over the same tables, compared with the eager build below.
     let pieces = crate::pre_tokenizer::piece_table::PieceTable::explore(&mut SpaceJoinsWord, 1000).unwrap();
-    let parts = crate::lazy::TokenizerParts::new(
-        vocab.clone(),
-        tok.clone(),
-        trie.clone(),
-        splits.clone(),
-        Some(Arc::new(pieces)),
-        ContentTrie::default(),
-        &lone,
-    );
-    let lazy = crate::guide::lazy::LazyGuide::compile(Arc::new(parts), dfa.clone(), crate::Limits::default()).unwrap();
+    let parts = || {
+        crate::lazy::TokenizerParts::new(
+            vocab.clone(),
+            tok.clone(),
+            trie.clone(),
+            splits.clone(),
+            Some(Arc::new(pieces.clone())),
+            ContentTrie::default(),
+            &lone,
+        )
+        .unwrap()
+    };
+    let lazy =
+        crate::guide::lazy::LazyGuide::compile(Arc::new(parts()), dfa.clone(), crate::Limits::default()).unwrap();
+    let unsliced = Arc::new(parts().without_slices());
+    let unsliced = crate::guide::lazy::LazyGuide::compile(unsliced, dfa.clone(), crate::Limits::default()).unwrap();
+    assert_eq!(unsliced.first_difference(&lazy), Ok(None), "{pattern}: with and without slices");
     let tables = PreTokenizedTables { machine: SpaceJoinsWord, contents: ContentTrie::default(), splits, trie };
     let guide = build(&vocab, &tok, &tables, dfa.clone(), &limits).unwrap();
     assert_eq!(guide.first_difference(&lazy), Ok(None), "{pattern}: eager and lazy");
@@ -214,5 +221,10 @@ fn brute_force_equals_reference_encoding() {
         check("( ?[ab]+)+", ignore_merges, &['a', 'b', ' '], 6);
         check("a* b*|bb|  +b", ignore_merges, &['a', 'b', ' '], 6);
         check("(ab| |bb)*", ignore_merges, &['a', 'b', ' '], 7);
+        // Loops on every character, and counts of them: the `.*` slice's groups stand in for a
+        // full walk.
+        check(".*", ignore_merges, &['a', 'b', ' '], 6);
+        check("(a|b ).*", ignore_merges, &['a', 'b', ' '], 6);
+        check("a.{0,4}|b.{2,3}", ignore_merges, &['a', 'b', ' '], 6);
     }
 }

@@ -1,0 +1,193 @@
+//! Token groups: the tokens from one text state bucketed by successor `(target text state,
+//! class)`, the unit a liveness search expands and a first-token set is made from.
+//!
+//! A text state's groups come from one trie walk ([`Walked`]), or, when its regex state loops
+//! on a slice's characters, from the slice's shared groups plus a walk of the few tokens that
+//! leave the slice ([`crate::lazy::slice`]). Either way the groups hold the same tokens with the
+//! same successors; only their order inside one target may differ, which changes how a search
+//! explores, never an answer.
+//!
+//! # Invariants
+//! * Every token of the trie whose walk from the text state survives is in exactly one group.
+//! * Groups come in order of their target's distance to acceptance (then the target's id): a
+//!   search tries the ways out first.
+//!
+//! # Costs
+//! Grouping is a counting sort by target (a wide state has ~100,000 tokens but a few hundred
+//! targets) and small sorts of plain integers within each target; a wide state's groups take
+//! ~1 MB, which is why they live in a bounded cache ([`GroupCache`]) and not in the memo.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use super::slice::SliceGroups;
+use super::text::{TextId, TextKey};
+use crate::limits::LAZY_GROUP_CACHE_BYTES;
+use crate::util::concurrent::BoundedCache;
+
+/// Tokens from one text state with the same successor `(target text state, class)`.
+pub(crate) struct Group {
+    pub(crate) to: TextId,
+    pub(crate) class: u32,
+    tokens: Range<u32>,
+    /// Whether `tokens` index the slice's shared tokens rather than the state's own.
+    shared: bool,
+}
+
+/// A text state's groups, in order of the target's distance to acceptance.
+pub(crate) struct Groups {
+    pub(crate) groups: Box<[Group]>,
+    tokens: Box<[u32]>,
+    shared: Option<Arc<SliceGroups>>,
+}
+
+impl Groups {
+    pub(crate) fn tokens(&self, g: &Group) -> &[u32] {
+        let all = match (g.shared, &self.shared) {
+            (true, Some(shared)) => shared.tokens(),
+            _ => &self.tokens,
+        };
+        &all[g.tokens.start as usize..g.tokens.end as usize]
+    }
+
+    /// The heap bytes this state's groups own (a slice's shared tokens are counted once, by
+    /// the tokenizer's slice cache).
+    fn heap_bytes(&self) -> usize {
+        self.groups.len() * std::mem::size_of::<Group>() + self.tokens.len() * 4
+    }
+
+    /// Lays out the groups of a text state: its targets (`ids[i]` for the walk's target `i`) in
+    /// order of `rank`, each with first the slice groups mapped to it, then the walk's groups.
+    pub(crate) fn assemble(
+        walked: Walked,
+        ids: &[TextId],
+        rank: impl Fn(u32) -> u32,
+        shared: Option<Mapped>,
+    ) -> Groups {
+        let mut order: Vec<u32> = (0..ids.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| (rank(i), ids[i as usize]));
+        let (tokens, own) = walked.sorted(&order);
+        let mut groups = Vec::with_capacity(own.len());
+        let mut own = own.into_iter().peekable();
+        let mut from_slice = vec![Vec::new(); if shared.is_some() { ids.len() } else { 0 }];
+        for &(i, j) in shared.as_ref().map_or(&[][..], |s| &s.targets[..]) {
+            from_slice[i as usize].push(j);
+        }
+        for &i in &order {
+            if let Some(Mapped { slice, .. }) = &shared {
+                for &j in &from_slice[i as usize] {
+                    for (class, range) in slice.groups_of(j) {
+                        groups.push(Group { to: ids[i as usize], class, tokens: range, shared: true });
+                    }
+                }
+            }
+            while let Some((_, class, range)) = own.next_if(|g| g.0 == i) {
+                groups.push(Group { to: ids[i as usize], class, tokens: range, shared: false });
+            }
+        }
+        Groups { groups: groups.into_boxed_slice(), tokens, shared: shared.map(|s| s.slice) }
+    }
+}
+
+/// A slice's groups for a text state, and where its targets go: `(target of the walk, slice
+/// target)` pairs.
+pub(crate) struct Mapped {
+    pub(crate) slice: Arc<SliceGroups>,
+    pub(crate) targets: Vec<(u32, u32)>,
+}
+
+/// A group of a walk: `(target, class, range of the sorted tokens)`.
+pub(crate) type WalkGroup = (u32, u32, Range<u32>);
+
+/// The tokens a trie walk met, by successor: targets numbered in the order met (neighbours in
+/// the trie usually share one), and per token its target's number and class.
+#[derive(Default)]
+pub(crate) struct Walked {
+    pub(crate) targets: Vec<TextKey>,
+    local: FxHashMap<TextKey, u32>,
+    last: Option<(TextKey, u32)>,
+    /// `(target, class << 32 | token)`.
+    found: Vec<(u32, u64)>,
+}
+
+impl Walked {
+    /// The number of target `to`, numbered now if new.
+    pub(crate) fn target(&mut self, to: TextKey) -> u32 {
+        match self.last {
+            Some((k, i)) if k == to => i,
+            _ => {
+                let targets = &mut self.targets;
+                let i = *self.local.entry(to).or_insert_with(|| {
+                    targets.push(to);
+                    targets.len() as u32 - 1
+                });
+                self.last = Some((to, i));
+                i
+            }
+        }
+    }
+
+    pub(crate) fn push(&mut self, token: u32, to: TextKey, class: u32) {
+        let i = self.target(to);
+        self.found.push((i, (class as u64) << 32 | token as u64));
+    }
+
+    /// The tokens bucketed by target in `order` (every target once), by (class, id) within each;
+    /// and the groups as `(target, class, range of those tokens)`, in that order.
+    pub(crate) fn sorted(self, order: &[u32]) -> (Box<[u32]>, Vec<WalkGroup>) {
+        let n = self.targets.len();
+        let mut count = vec![0u32; n];
+        for &(i, _) in &self.found {
+            count[i as usize] += 1;
+        }
+        let mut at = vec![0u32; n];
+        let mut next = 0;
+        for &i in order {
+            at[i as usize] = next;
+            next += count[i as usize];
+        }
+        let mut keys = vec![0u64; self.found.len()];
+        for &(i, key) in &self.found {
+            keys[at[i as usize] as usize] = key;
+            at[i as usize] += 1;
+        }
+        let mut groups = Vec::new();
+        let mut start = 0usize;
+        for &i in order {
+            let end = start + count[i as usize] as usize;
+            let bucket = &mut keys[start..end];
+            bucket.sort_unstable();
+            let mut from = start as u32;
+            for run in bucket.chunk_by(|a, b| a >> 32 == b >> 32) {
+                let to = from + run.len() as u32;
+                groups.push((i, (run[0] >> 32) as u32, from..to));
+                from = to;
+            }
+            start = end;
+        }
+        (keys.iter().map(|&k| k as u32).collect(), groups)
+    }
+}
+
+/// The groups of recently walked text states, within [`LAZY_GROUP_CACHE_BYTES`] (see
+/// [`BoundedCache`]): groups are recomputed on demand, identically.
+pub(crate) struct GroupCache(BoundedCache<TextId, Arc<Groups>>);
+
+impl Default for GroupCache {
+    fn default() -> Self {
+        GroupCache(BoundedCache::new(LAZY_GROUP_CACHE_BYTES))
+    }
+}
+
+impl GroupCache {
+    pub(crate) fn get(&self, z: TextId) -> Option<Arc<Groups>> {
+        self.0.get(&z)
+    }
+
+    pub(crate) fn insert(&self, z: TextId, groups: Arc<Groups>) -> Arc<Groups> {
+        let bytes = groups.heap_bytes();
+        self.0.insert(z, groups, bytes)
+    }
+}

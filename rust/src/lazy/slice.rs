@@ -1,0 +1,351 @@
+//! Slices: per tokenizer, the tokens that stay inside a loop on a common character class, grouped
+//! by where they take the pre-tokenizer, shared by every lazy guide of a `Compiler`.
+//!
+//! A JSON string's contents are a *wide* text state: ~120,000 of Llama 3's tokens may come next,
+//! and its first visit cost a trie walk of 2-6 ms plus grouping. Yet almost all of those tokens
+//! stay inside the string's loop, and where they lead depends only on the pre-tokenizer state,
+//! not on the schema: every string field of every schema walks the same tokens to the same
+//! pre-tokenizer states. A *slice* is that shared part.
+//!
+//! # The construction
+//! A slice is a small byte DFA `S` for a character class's star (the JSON string character
+//! `[^"\\\x00-\x1F\x7F-\x9F]*`, or `.*`). A regex state `q` *loops on* `S` when there is a map
+//! `φ` from `S`'s states to regex states with `φ(s₀) = q` and, for every transition
+//! `s --b--> s'` of `S`, `q' = φ(s)` has the transition `q' --b--> φ(s')`. [`simulate`] checks
+//! this by a search over the pairs `(s, φ(s))` reachable from `(s₀, q)`, failing on a pair whose
+//! regex state is dead or on an `S` state met with two regex states. Then, by induction on a
+//! token's bytes, a token whose walk through `S` from `s₀` ends in `s'` walks the regex from `q`
+//! to `φ(s')`: its successor from a text state `(q, m, n)` is `(φ(s'), m', n')`, where
+//! `(s', m', n')` is its successor from `(s₀, m, n)` in the text space over `S` instead of the
+//! regex. Those successors, grouped by class, are the slice's groups for `(s₀, m, n)`
+//! ([`SliceGroups`]): one trie walk per pre-tokenizer state and added-token prefix, per
+//! tokenizer, whatever the guide.
+//!
+//! A counted string (`[^"]{0,100}`) has no state that loops: each character position is its own
+//! regex state. There the map is over pairs `(s, k)`, `k` the characters completed since `s₀`
+//! ([`simulate_counted`]): a token's end `s'` in `S` and its number of characters `k` (tabled
+//! per token) decide where it leads, so the slice's groups of a *counted use* split each target
+//! `(s', m', n')` by `k` as `(s' + |S|·k, m', n')`.
+//!
+//! The other tokens, those whose walk through `S` dies (a `"`, a `\`, a byte that cannot start a
+//! character), are the slice's *exit tokens*: a few thousand, kept as a trie of their own and
+//! walked through the guide's text space as usual. Slice groups and exit walk
+//! together hold every token of the text state with its successor, exactly as a full walk would
+//! ([`crate::lazy::groups`]); tests compare the two.
+//!
+//! # Costs and limits
+//! [`Slices::find`] runs once per regex state a guide walks, narrow ones included, so both
+//! searches first check, without allocating, that the state takes every byte the slice takes
+//! from its start (most states fail there, in well under a microsecond); a full [`simulate`]
+//! visits `S`'s ~10 states × 256 bytes, [`simulate_counted`] `S`'s states × 256 counts × the
+//! joint byte classes. A slice
+//! group set holds the ~120,000 tokens of one `(s₀, m, n)` and ~50,000 groups (~1 MB); the cache
+//! keeps them within [`SLICE_CACHE_BYTES`] per tokenizer and is emptied when full (they are a
+//! pure function of the tokenizer, so dropping them costs a walk, never a different mask).
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use super::groups::Walked;
+use super::text::{TextKey, TextSpace};
+use crate::error::Result;
+use crate::limits::SLICE_CACHE_BYTES;
+use crate::pre_tokenizer::piece_table::PieceTable;
+use crate::pre_tokenizer::text_automaton::ContentTrie;
+use crate::regex::byte_dfa::{ByteDfa, DEAD};
+use crate::tokenizer::token_trie::TokenTrie;
+use crate::tokenizer::vocab::Vocabulary;
+use crate::tokenizer_dfa::side::class_or_lone;
+use crate::tokenizer_dfa::TokenizerDfa;
+use crate::util::concurrent::BoundedCache;
+
+/// The character classes sliced, widest first (a regex state takes the first it loops on). The
+/// JSON class is outlines-core's; propertok's own `[^"\\\x00-\x1F]` loops on it too, with the
+/// few tokens holding U+007F-U+009F as exit tokens.
+const SLICE_PATTERNS: [&str; 2] = [r".*", r#"[^"\\\x00-\x1F\x7F-\x9F]*"#];
+
+/// The tokens from `(s₀, m, n)` that stay inside a slice, grouped by successor `(s', m', n')`
+/// (in the slice's text space) and class.
+pub(crate) struct SliceGroups {
+    targets: Box<[TextKey]>,
+    /// `groups[target_groups[j]..target_groups[j + 1]]` are target `j`'s.
+    target_groups: Box<[u32]>,
+    /// `(class, range of tokens)`.
+    groups: Box<[(u32, Range<u32>)]>,
+    tokens: Box<[u32]>,
+}
+
+impl SliceGroups {
+    pub(crate) fn targets(&self) -> &[TextKey] {
+        &self.targets
+    }
+    pub(crate) fn tokens(&self) -> &[u32] {
+        &self.tokens
+    }
+    /// Target `j`'s groups as `(class, range of tokens)`.
+    pub(crate) fn groups_of(&self, j: u32) -> impl Iterator<Item = (u32, Range<u32>)> + '_ {
+        let range = self.target_groups[j as usize] as usize..self.target_groups[j as usize + 1] as usize;
+        self.groups[range].iter().cloned()
+    }
+    fn heap_bytes(&self) -> usize {
+        self.targets.len() * 8 + self.target_groups.len() * 4 + self.groups.len() * 12 + self.tokens.len() * 4
+    }
+}
+
+/// One slice: its DFA as a text space (same pre-tokenizer and added-token prefixes as the
+/// guides), its exit tokens, and per token the characters its walk through the slice completes.
+struct Slice {
+    space: TextSpace,
+    exits: TokenTrie,
+    /// Per token id: how many characters its walk from the slice's start completes (0 for exit
+    /// tokens and tokens outside the trie), at most 255.
+    chars: Box<[u8]>,
+    max_chars: usize,
+}
+
+/// How a regex state takes a slice's tokens (see the module docs): `map[s]` is the regex state
+/// paired with slice state `s` (a loop), or `map[s + n·k]` with slice state `s` after `k`
+/// characters, `n` the slice's number of states (a counted repetition); [`DEAD`] where the regex
+/// dies.
+#[derive(Clone, Debug)]
+pub(crate) struct SliceUse {
+    pub(crate) slice: usize,
+    counted: bool,
+    map: Arc<[u32]>,
+}
+
+impl SliceUse {
+    /// The guide's text state for a target `(s', m', n')` of the slice's groups (in their
+    /// space: `s' + n·k` for a counted use); `None` where the regex dies.
+    #[inline]
+    pub(crate) fn target(&self, k: TextKey) -> Option<TextKey> {
+        match self.map[k.regex_state() as usize] {
+            DEAD => None,
+            q => Some(k.with_regex_state(q)),
+        }
+    }
+
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.map.len() * 4
+    }
+}
+
+/// The slices of one tokenizer and their cache (see the module docs).
+pub(crate) struct Slices {
+    slices: Vec<Slice>,
+    /// Keyed by (slice, counted, start in the slice's space).
+    cache: BoundedCache<(usize, bool, TextKey), Arc<SliceGroups>>,
+}
+
+impl Slices {
+    /// The slices of the tokens of `trie` (~2 ms each on a 128k vocabulary: one pass over the
+    /// tokens to find the exit tokens).
+    pub(crate) fn new(
+        trie: &TokenTrie,
+        vocab: &Vocabulary,
+        pieces: Option<Arc<PieceTable>>,
+        contents: Arc<ContentTrie>,
+    ) -> Result<Slices> {
+        let slices = SLICE_PATTERNS
+            .iter()
+            .map(|pattern| {
+                let dfa = ByteDfa::from_regex(pattern, 64)?;
+                let mut leaving = Vec::new();
+                let mut chars = vec![0u8; vocab.num_tokens()].into_boxed_slice();
+                trie.for_each_token(|t| {
+                    let bytes = vocab.token_bytes(t);
+                    let mut s = dfa.start();
+                    let mut k = 0usize;
+                    for &b in bytes {
+                        s = dfa.next(s, b);
+                        if s == DEAD {
+                            leaving.push((t, bytes));
+                            return;
+                        }
+                        k += dfa.is_accepting(s) as usize;
+                    }
+                    chars[t as usize] = k.min(255) as u8;
+                });
+                let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
+                let space = TextSpace::new(dfa, pieces.clone(), contents.clone())?;
+                Ok(Slice { space, exits: TokenTrie::new(leaving), chars, max_chars })
+            })
+            .collect::<Result<_>>()?;
+        Ok(Slices { slices, cache: BoundedCache::new(SLICE_CACHE_BYTES) })
+    }
+
+    /// No slices: every text state is walked in full (for tests that compare the two).
+    #[cfg(test)]
+    pub(crate) fn none() -> Slices {
+        Slices { slices: Vec::new(), cache: BoundedCache::new(0) }
+    }
+
+    /// How regex state `q` of `dfa` takes a slice's tokens: the first slice it loops on, else
+    /// the first whose characters it counts.
+    pub(crate) fn find(&self, dfa: &ByteDfa, q: u32) -> Option<SliceUse> {
+        let found = |slice, counted, map: Vec<u32>| SliceUse { slice, counted, map: map.into() };
+        let slices = self.slices.iter().enumerate();
+        slices.clone().find_map(|(i, s)| Some(found(i, false, simulate(s.space.dfa(), dfa, q)?))).or_else(|| {
+            slices
+                .clone()
+                .find_map(|(i, s)| Some(found(i, true, simulate_counted(s.space.dfa(), s.max_chars, dfa, q)?)))
+        })
+    }
+
+    /// The slice's groups from its start with the pre-tokenizer and added-token sides of `at`;
+    /// for a counted use, with each target's slice state `s'` as `s' + n·k` for its tokens'
+    /// number of characters `k`.
+    pub(crate) fn groups(&self, parts: SliceInputs, slice: &SliceUse, at: TextKey) -> Arc<SliceGroups> {
+        let s = &self.slices[slice.slice];
+        let from = at.with_regex_state(s.space.dfa().start());
+        let key = (slice.slice, slice.counted, from);
+        if let Some(known) = self.cache.get(&key) {
+            return known;
+        }
+        let mut walked = Walked::default();
+        let n = s.space.dfa().num_states() as u32;
+        parts
+            .trie
+            .for_each_walk(
+                from,
+                |k, b| Ok::<_, std::convert::Infallible>(s.space.byte(k, b)),
+                |t, to| {
+                    let to = match slice.counted {
+                        true => to.with_regex_state(to.regex_state() + n * s.chars[t as usize] as u32),
+                        false => to,
+                    };
+                    walked.push(t, to, class_or_lone(parts.tok, t))
+                },
+            )
+            .unwrap_or_else(|never| match never {});
+        let targets: Box<[TextKey]> = walked.targets.clone().into();
+        let order: Vec<u32> = (0..targets.len() as u32).collect();
+        let (tokens, own) = walked.sorted(&order);
+        let mut target_groups = vec![0u32; targets.len() + 1];
+        for &(j, _, _) in &own {
+            target_groups[j as usize + 1] += 1;
+        }
+        for j in 0..targets.len() {
+            target_groups[j + 1] += target_groups[j];
+        }
+        let groups = own.into_iter().map(|(_, class, range)| (class, range)).collect();
+        let made = SliceGroups { targets, target_groups: target_groups.into(), groups, tokens };
+        let bytes = made.heap_bytes();
+        self.cache.insert(key, Arc::new(made), bytes)
+    }
+
+    /// The tokens whose walk through the slice from its start dies, as a trie.
+    pub(crate) fn exits(&self, slice: usize) -> &TokenTrie {
+        &self.slices[slice].exits
+    }
+}
+
+/// The tokenizer tables a slice walk reads.
+#[derive(Clone, Copy)]
+pub(crate) struct SliceInputs<'a> {
+    pub(crate) trie: &'a TokenTrie,
+    pub(crate) tok: &'a TokenizerDfa,
+}
+
+/// `φ` when regex state `q` of `dfa` loops on `slice` from its start (see the module docs):
+/// `phi[s]` is the regex state paired with slice state `s` ([`DEAD`] for states not reachable).
+pub(crate) fn simulate(slice: &ByteDfa, dfa: &ByteDfa, q: u32) -> Option<Vec<u32>> {
+    if !takes_first_byte(slice, dfa, q) {
+        return None;
+    }
+    let mut phi = vec![DEAD; slice.num_states()];
+    phi[slice.start() as usize] = q;
+    let mut todo = vec![slice.start()];
+    while let Some(s) = todo.pop() {
+        let r = phi[s as usize];
+        for b in 0..=255u8 {
+            let s2 = slice.next(s, b);
+            if s2 == DEAD {
+                continue;
+            }
+            let r2 = dfa.next(r, b);
+            if r2 == DEAD {
+                return None;
+            }
+            match phi[s2 as usize] {
+                DEAD => {
+                    phi[s2 as usize] = r2;
+                    todo.push(s2);
+                }
+                known if known != r2 => return None,
+                _ => {}
+            }
+        }
+    }
+    Some(phi)
+}
+
+/// The map of a counted use of `slice` by regex state `q` of `dfa` (see [`SliceUse`]): for every
+/// slice state `s` and number of completed characters `k ≤ max_chars` reachable from the
+/// slice's start, the one regex state every byte string reaching `(s, k)` leads `q` to ([`DEAD`]
+/// included: once dead, a path stays dead). `None` when two such strings disagree, or when not
+/// even the first character is allowed (the state is narrow: a plain walk is cheap).
+///
+/// This is the loop check of [`simulate`] with the characters counted: `[^"]{0,255}`'s states
+/// count characters, so no state loops, but from each of them a token's number of characters and
+/// its end in the slice decide where it leads. Bytes are tried one per class of the two DFAs
+/// together (tens, not 256).
+pub(crate) fn simulate_counted(slice: &ByteDfa, max_chars: usize, dfa: &ByteDfa, q: u32) -> Option<Vec<u32>> {
+    const UNSEEN: u32 = DEAD - 1;
+    if !takes_first_byte(slice, dfa, q) {
+        return None;
+    }
+    let n = slice.num_states();
+    // One byte per pair of classes: a bitset over the 2^16 pairs, on the stack.
+    let mut seen_pairs = [0u64; 1024];
+    let bytes: Vec<u8> = (0..=255u8)
+        .filter(|&b| {
+            let pair = (slice.byte_class(b) as usize) << 8 | dfa.byte_class(b) as usize;
+            let new = seen_pairs[pair / 64] & (1 << (pair % 64)) == 0;
+            seen_pairs[pair / 64] |= 1 << (pair % 64);
+            new
+        })
+        .collect();
+    let mut map = vec![UNSEEN; n * (max_chars + 1)];
+    map[slice.start() as usize] = q;
+    let mut todo = vec![(slice.start(), 0usize)];
+    while let Some((s, k)) = todo.pop() {
+        let r = map[s as usize + n * k];
+        for &b in &bytes {
+            let s2 = slice.next(s, b);
+            if s2 == DEAD {
+                continue;
+            }
+            let k2 = k + slice.is_accepting(s2) as usize;
+            if k2 > max_chars {
+                continue;
+            }
+            let r2 = if r == DEAD { DEAD } else { dfa.next(r, b) };
+            if k == 0 && r2 == DEAD {
+                return None;
+            }
+            match &mut map[s2 as usize + n * k2] {
+                seen @ &mut UNSEEN => {
+                    *seen = r2;
+                    todo.push((s2, k2));
+                }
+                known if *known != r2 => return None,
+                _ => {}
+            }
+        }
+    }
+    // Pairs no token reaches stay unseen; they are never looked up.
+    for r in &mut map {
+        if *r == UNSEEN {
+            *r = DEAD;
+        }
+    }
+    Some(map)
+}
+
+/// Whether regex state `q` of `dfa` takes every byte the slice takes from its start: a necessary
+/// condition of both uses, and the one most regex states fail. Checked first, without allocating,
+/// because [`Slices::find`] runs on every regex state a guide walks, narrow ones included.
+fn takes_first_byte(slice: &ByteDfa, dfa: &ByteDfa, q: u32) -> bool {
+    (0..=255u8).all(|b| slice.next(slice.start(), b) == DEAD || dfa.next(q, b) != DEAD)
+}

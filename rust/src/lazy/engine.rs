@@ -563,9 +563,11 @@ impl Engine {
     }
 
     /// A cheap witness that `start` is live: a depth-first search over [`Engine::probe_successors`]
-    /// only, which follow the regex's shortest way to acceptance. Every token shortens the
-    /// distance to acceptance by its length and a boundary leads to a piece start, where no
-    /// boundary may follow, so that graph is acyclic and the search ends; it gives up after
+    /// only, which follow a shortest way to acceptance. Along the way each token shortens the
+    /// remaining way by its length, but a boundary off the way can lead to a piece start whose
+    /// way is longer and passes through a text state met before (on o53044 on Llama 3 a probe
+    /// went round such a cycle until its budget ran out, and the full search then took 15 s),
+    /// so the search never re-enters a node on its current path. It gives up after
     /// [`PROBE_NODES`] nodes or at nodes in `failed` (probed before, in vain). Success records the
     /// path live; failure proves nothing and records nothing, and the full search takes over.
     ///
@@ -586,10 +588,13 @@ impl Engine {
             Ok(())
         };
         expand(start, &mut path)?;
+        let mut on_path = FxHashSet::default();
+        on_path.insert(start);
         let mut expanded = 1;
         while let Some((node, todo)) = path.last_mut() {
             let Some(w) = todo.pop() else {
                 failed.insert(*node);
+                on_path.remove(node);
                 path.pop();
                 continue;
             };
@@ -604,10 +609,11 @@ impl Engine {
                 }
                 return Ok(true);
             }
-            if failed.contains(&w) || expanded >= PROBE_NODES {
+            if failed.contains(&w) || on_path.contains(&w) || expanded >= PROBE_NODES {
                 continue;
             }
             expanded += 1;
+            on_path.insert(w);
             expand(w, &mut path)?;
         }
         Ok(false)

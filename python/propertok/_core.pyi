@@ -116,7 +116,7 @@ class ByteDfa:
 
     def __new__(cls, pattern: str, max_states: int = ...) -> "ByteDfa":
         """``ValueError`` for invalid/unsupported syntax or an empty language;
-        ``LimitExceeded`` past ``max_states`` (default 100,000)."""
+        ``LimitExceeded`` past ``max_states`` (default 250,000)."""
     @property
     def num_states(self) -> int: ...
     def matches(self, data: bytes) -> bool:
@@ -153,7 +153,7 @@ class Compiler:
         time of one compile, tokenizer DFA excluded; ``None`` = unlimited), ``max_guide_bytes``
         (estimated size of a guide's tables). ``max_mask_cache_bytes`` bounds the masks each guide
         caches while in use: past it masks are computed per request (same results, slower).
-        Defaults (the README's Limits table): 100,000 byte-DFA states, 2,000,000 product states,
+        Defaults (the README's Limits table): 250,000 byte-DFA states, 2,000,000 product states,
         100,000 direct states, 2,000,000 direct transitions, 30 s, 1 GiB of guide tables, 256 MiB
         of cached masks.
 

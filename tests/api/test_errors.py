@@ -255,7 +255,7 @@ def test_product_limit(pt, small):
 
 def test_limit_on_exponential_dfa():
     """(a|b)*a(a|b){20} needs about 2**21 DFA states (the 21st symbol from the end must be
-    remembered), past the default max_byte_dfa_states of 100,000: LimitExceeded, and in bounded
+    remembered), past the default max_byte_dfa_states of 250,000: LimitExceeded, and in bounded
     time (run in a subprocess under a hang guard, PROPERTOK_HANG_GUARD_S, default 240 s)."""
     code = (
         "import propertok as pt\n"

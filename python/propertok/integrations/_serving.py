@@ -97,8 +97,9 @@ def constraint_regex(constraint: Constraint) -> str:
 
 
 # The static check builds the regex's byte DFA: milliseconds for real constraints, bounded for
-# pathological ones (LimitExceeded past this many states is reported as a bad request).
-STATIC_CHECK_MAX_DFA_STATES = 100_000
+# pathological ones (LimitExceeded past this many states is reported as a bad request). The
+# Compiler's default `max_byte_dfa_states`, so that nothing it would compile is refused here.
+STATIC_CHECK_MAX_DFA_STATES = 250_000
 
 
 def check_constraint(constraint: Constraint) -> None:

@@ -8,7 +8,7 @@ For an A/B of a change: build each version, run this back to back on each, compa
 ``compare.py``'s (same seed, same canonical document paths); each schema gets a fresh lazy guide
 from one shared ``Compiler``, as a server would, so per-tokenizer caches (slices) are warm after
 the first documents. Prints the distribution of ``mask`` + ``next_state`` per step, the total,
-and every step over ``--slow`` ms.
+every step over ``--slow`` ms, and the states each document built.
 """
 
 import argparse
@@ -33,7 +33,7 @@ def main():
     items = compare.sample_items(a.glaive, a.github, a.seed)
     paths, _, _ = compare.canonical_paths(items, compare.load_oracle_module(), a.tokenizer, 1)
     compiler = pt.Compiler(pt.Vocabulary.from_file(str(compare.tokenizer_path(a.tokenizer))))
-    steps, first, failed = [], [], 0
+    steps, first, built, failed = [], [], [], 0
     for item in items:
         docs = paths.get(item["id"]) or []
         if not docs:
@@ -51,6 +51,7 @@ def main():
                 steps.append(time.perf_counter() - t)
                 if steps[-1] * 1e3 > a.slow:
                     print(f"slow step {item['id']} #{len(steps)}: {steps[-1] * 1e3:.1f} ms")
+            built.append((guide.num_states, len(docs[0]), guide.stats()["lazy_text_states"]))
         except pt.PropertokError as e:
             failed += 1
             print(f"failed {item['id']}: {e}")
@@ -67,6 +68,8 @@ def main():
         f"all {sum(steps):.2f} s; first mask median {statistics.median(first) * 1e3:.1f} ms; "
         f"{failed} failed"
     )
+    states, tokens, texts = (statistics.median(column) for column in zip(*built))
+    print(f"per document (median): {tokens:.0f} tokens, {states:.0f} guide states, {texts:.0f} text states")
 
 
 if __name__ == "__main__":

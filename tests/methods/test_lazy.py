@@ -10,7 +10,8 @@
 * Sliced text states (a JSON string's contents, ``.*``: tokens shared per tokenizer, see
   ``rust/src/lazy/slice.rs``) give the eager masks on byte-level tokenizers, for two guides of
   one compiler (the second reuses the first one's slices).
-* Threads sharing one fresh lazy guide see the masks a sequential run sees.
+* Threads sharing one fresh lazy guide see the masks a sequential run sees; threads with their
+  own guides of one fresh compiler (filling its slices at once) see the eager masks.
 * The memo's limit is reported by name, and the guide stays usable.
 """
 
@@ -223,6 +224,37 @@ def test_threads_sharing_a_fresh_guide_see_sequential_masks(pt, mistral):
             t.join()
         for i, (g, w) in enumerate(zip(got, want)):
             assert len(g) == len(w) and all(np.array_equal(a, b) for a, b in zip(g, w)), f"walk {i}"
+
+
+def test_threads_filling_one_compilers_slices_see_eager_masks(pt, tokenizer_under_test):
+    """Slices are shared by every lazy guide of a Compiler and filled on first use: 8 threads,
+    each with its own fresh guide of one fresh Compiler (cold slice cache), walk the same texts at
+    once and must see the eager masks."""
+    require_shared("the gpt2 tokenizer")
+    tut = tokenizer_under_test("gpt2")
+    eager = tut.compiler.compile_regex(LOOPS)
+    walks = [tut.oracle.canonical(text) for text in LOOP_TEXTS] + [eager.random_walk(s, 48) for s in range(5)]
+    want = [_masks_along(eager, w) for w in walks]
+    compiler = tut.fresh_compiler()
+    got: list = [None] * 8
+    start = threading.Barrier(8)
+
+    def run(k):
+        guide = compiler.compile_regex(LOOPS, lazy=True)
+        start.wait()
+        order = walks[k % len(walks) :] + walks[: k % len(walks)]
+        got[k] = (guide, [_masks_along(guide, w) for w in order])
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for k, (guide, masks) in enumerate(got):
+        order = want[k % len(want) :] + want[: k % len(want)]
+        for i, (g, w) in enumerate(zip(masks, order)):
+            assert len(g) == len(w) and all(np.array_equal(a, b) for a, b in zip(g, w)), f"thread {k}, walk {i}"
+        assert guide.stats()["lazy_sliced_text_states"] > 0, guide.stats()
 
 
 def test_memo_limit_is_reported_by_name_and_the_guide_stays_usable(pt, mistral):

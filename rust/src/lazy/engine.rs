@@ -45,7 +45,7 @@
 //! # Costs
 //! One trie walk per text state whose groups a search or a mask needs (a few µs for a narrow
 //! state, 2-6 ms for a JSON string's contents on a 128k vocabulary, or ~0.15 ms when its regex
-//! state loops on a slice and only the exit tokens are walked); a search visits the
+//! state takes a slice and only the exit tokens are walked); a search visits the
 //! nodes between its start and the nearest live node, groups in order of the regex's distance to
 //! acceptance. Limits: `max_product_states` bounds the text states and the nodes of one search,
 //! `max_guide_bytes` the memo's bytes (text states, facts, first-token sets, ways).
@@ -177,7 +177,8 @@ pub(crate) struct Engine {
     first: ShardedMap<(TextId, u32), Arc<TokenSet>>,
     /// The step a shortest way to acceptance takes from a text state (see [`Engine::step_from`]).
     ways: ShardedMap<TextKey, Step>,
-    /// Per regex state, the slice it loops on, if any (see [`crate::lazy::slice`]).
+    /// Per regex state, how it takes a slice's tokens (a loop or a count), if it does (see
+    /// [`crate::lazy::slice`]).
     slice_uses: ShardedMap<u32, Option<SliceUse>>,
     way_search_failures: AtomicUsize,
     /// Text states whose groups came from a slice.
@@ -299,8 +300,8 @@ impl Engine {
     }
 
     /// The groups of text state `z`: its slice's shared groups and a walk of the slice's exit
-    /// tokens when its regex state loops on a slice, one trie walk otherwise (again, when the
-    /// cache dropped them).
+    /// tokens when its regex state takes a slice (loops on or counts its characters), one trie
+    /// walk otherwise (again, when the cache dropped them).
     fn groups(&self, z: TextId) -> Result<Arc<Groups>> {
         if let Some(groups) = self.groups.get(z) {
             return Ok(groups);
@@ -338,7 +339,7 @@ impl Engine {
         Ok(self.groups.insert(z, Arc::new(groups)))
     }
 
-    /// The slice regex state `q` loops on, if any, found once per regex state.
+    /// How regex state `q` takes a slice, if it does, found once per regex state.
     fn slice_use(&self, q: u32) -> Result<Option<SliceUse>> {
         if let Some(known) = self.slice_uses.get(&q) {
             return Ok(known);

@@ -121,14 +121,20 @@ def test_sliced_states_equal_eager(pt, tokenizer_under_test, name):
     eager = tut.compiler.compile_regex(LOOPS)
     for round in range(2):
         lazy = tut.compiler.compile_regex(LOOPS, lazy=True)
-        for k, text in enumerate(LOOP_TEXTS):
-            ids = tut.oracle.canonical(text)
-            assert tut.oracle.decode(ids) == text.encode(), text
-            _compare(lazy, eager, ids, f"[{name}] text {k}, guide {round}")
-        for seed in range(4):
-            _compare(lazy, eager, eager.random_walk(seed, 64), f"[{name}] eager walk {seed}, guide {round}")
-        stats = lazy.stats()
-        assert 0 < stats["lazy_sliced_text_states"] < stats["lazy_text_states"], stats
+        _compare_sliced(tut, lazy, eager, LOOP_TEXTS, range(4), 64, f"[{name}] guide {round}")
+
+
+def _compare_sliced(tut, lazy, eager, texts, seeds, walk_len, what):
+    """``lazy`` gives ``eager``'s masks along the texts' oracle encodings and eager random walks,
+    and took some of its text states from a slice."""
+    for k, text in enumerate(texts):
+        ids = tut.oracle.canonical(text)
+        assert tut.oracle.decode(ids) == text.encode(), text
+        _compare(lazy, eager, ids, f"{what}: text {k}")
+    for seed in seeds:
+        _compare(lazy, eager, eager.random_walk(seed, walk_len), f"{what}: eager walk {seed}")
+    stats = lazy.stats()
+    assert 0 < stats["lazy_sliced_text_states"] < stats["lazy_text_states"], stats
 
 
 # A counted JSON string: its states count characters, so they take a slice's tokens by their
@@ -142,14 +148,7 @@ def test_counted_sliced_states_equal_eager(pt, tokenizer_under_test):
     tut = tokenizer_under_test("gpt2")
     eager = tut.compiler.compile_regex(COUNTED)
     lazy = tut.compiler.compile_regex(COUNTED, lazy=True)
-    for k, text in enumerate(COUNTED_TEXTS):
-        ids = tut.oracle.canonical(text)
-        assert tut.oracle.decode(ids) == text.encode(), text
-        _compare(lazy, eager, ids, f"counted text {k}")
-    for seed in range(16):
-        _compare(lazy, eager, eager.random_walk(seed, 16), f"counted eager walk {seed}")
-    stats = lazy.stats()
-    assert 0 < stats["lazy_sliced_text_states"] < stats["lazy_text_states"], stats
+    _compare_sliced(tut, lazy, eager, COUNTED_TEXTS, range(16), 16, "counted")
 
 
 def test_a_long_required_way_is_settled_by_the_probe(pt, tokenizer_under_test):

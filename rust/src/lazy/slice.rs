@@ -34,9 +34,9 @@
 //! ([`crate::lazy::groups`]); tests compare the two.
 //!
 //! # Costs and limits
-//! [`Slices::find`] runs once per regex state a guide walks, narrow ones included, so both
-//! searches first check, without allocating, that the state takes every byte the slice takes
-//! from its start (most states fail there, in well under a microsecond); a full [`simulate`]
+//! [`Slices::find`] runs once per regex state a guide walks, narrow ones included, so it first
+//! checks per slice, without allocating, that the state takes every byte the slice takes from
+//! its start (most states fail there, in well under a microsecond); a full [`simulate`]
 //! visits `S`'s ~10 states × 256 bytes, [`simulate_counted`] `S`'s states × 256 counts × the
 //! joint byte classes. A slice
 //! group set holds the ~120,000 tokens of one `(s₀, m, n)` and ~50,000 groups (~1 MB); the cache
@@ -184,11 +184,13 @@ impl Slices {
     /// the first whose characters it counts.
     pub(crate) fn find(&self, dfa: &ByteDfa, q: u32) -> Option<SliceUse> {
         let found = |slice, counted, map: Vec<u32>| SliceUse { slice, counted, map: map.into() };
-        let slices = self.slices.iter().enumerate();
-        slices.clone().find_map(|(i, s)| Some(found(i, false, simulate(s.space.dfa(), dfa, q)?))).or_else(|| {
-            slices
-                .clone()
-                .find_map(|(i, s)| Some(found(i, true, simulate_counted(s.space.dfa(), s.max_chars, dfa, q)?)))
+        // A necessary condition of both uses, and the one most regex states fail: once per slice.
+        let taken = (self.slices.iter().enumerate())
+            .filter(|(_, s)| takes_first_byte(s.space.dfa(), dfa, q))
+            .fold(0u64, |taken, (i, _)| taken | 1 << i);
+        let candidates = || self.slices.iter().enumerate().filter(move |&(i, _)| taken >> i & 1 == 1);
+        candidates().find_map(|(i, s)| Some(found(i, false, simulate(s.space.dfa(), dfa, q)?))).or_else(|| {
+            candidates().find_map(|(i, s)| Some(found(i, true, simulate_counted(s.space.dfa(), s.max_chars, dfa, q)?)))
         })
     }
 
@@ -250,9 +252,6 @@ pub(crate) struct SliceInputs<'a> {
 /// `φ` when regex state `q` of `dfa` loops on `slice` from its start (see the module docs):
 /// `phi[s]` is the regex state paired with slice state `s` ([`DEAD`] for states not reachable).
 pub(crate) fn simulate(slice: &ByteDfa, dfa: &ByteDfa, q: u32) -> Option<Vec<u32>> {
-    if !takes_first_byte(slice, dfa, q) {
-        return None;
-    }
     let mut phi = vec![DEAD; slice.num_states()];
     phi[slice.start() as usize] = q;
     let mut todo = vec![slice.start()];
@@ -292,9 +291,6 @@ pub(crate) fn simulate(slice: &ByteDfa, dfa: &ByteDfa, q: u32) -> Option<Vec<u32
 /// together (tens, not 256).
 pub(crate) fn simulate_counted(slice: &ByteDfa, max_chars: usize, dfa: &ByteDfa, q: u32) -> Option<Vec<u32>> {
     const UNSEEN: u32 = DEAD - 1;
-    if !takes_first_byte(slice, dfa, q) {
-        return None;
-    }
     let n = slice.num_states();
     // One byte per pair of classes: a bitset over the 2^16 pairs, on the stack.
     let mut seen_pairs = [0u64; 1024];
@@ -344,8 +340,8 @@ pub(crate) fn simulate_counted(slice: &ByteDfa, max_chars: usize, dfa: &ByteDfa,
 }
 
 /// Whether regex state `q` of `dfa` takes every byte the slice takes from its start: a necessary
-/// condition of both uses, and the one most regex states fail. Checked first, without allocating,
-/// because [`Slices::find`] runs on every regex state a guide walks, narrow ones included.
+/// condition of both uses, and the one most regex states fail. [`Slices::find`] checks it first,
+/// without allocating, because it runs on every regex state a guide walks, narrow ones included.
 fn takes_first_byte(slice: &ByteDfa, dfa: &ByteDfa, q: u32) -> bool {
     (0..=255u8).all(|b| slice.next(slice.start(), b) == DEAD || dfa.next(q, b) != DEAD)
 }

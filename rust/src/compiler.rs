@@ -16,14 +16,15 @@ use crate::guide::lazy::LazyGuide;
 use crate::guide::{Guide, Method, ProductParts};
 use crate::lazy::TokenizerParts;
 use crate::limits::{Deadline, Limits, MAX_PRE_TOKENIZER_STATES};
+use crate::pre_tokenizer::normal_form::Normalized;
 use crate::pre_tokenizer::piece_machine::{PieceMachine, PieceMachineSpec};
 use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::ContentTrie;
 use crate::regex::byte_dfa::ByteDfa;
 use crate::tokenizer::always_split::tokens_always_split;
-use crate::tokenizer::normalization::allowed_chars;
+use crate::tokenizer::normalization::{allowed_chars, normal_form};
 use crate::tokenizer::token_trie::TokenTrie;
-use crate::tokenizer::vocab::Vocabulary;
+use crate::tokenizer::vocab::{Normalization, Vocabulary};
 use crate::tokenizer_dfa::lone_tokens::{lone_tokens, LoneSplits};
 use crate::tokenizer_dfa::{Construction, TokenizerDfa};
 
@@ -47,7 +48,7 @@ pub struct Compiler {
 /// `build::pre_tokenized`.
 struct PreTokenizedParts {
     lone_tokens: Vec<u32>,
-    tables: PreTokenizedTables<PieceMachine>,
+    tables: PreTokenizedTables<Normalized<PieceMachine>>,
 }
 
 impl Compiler {
@@ -89,7 +90,11 @@ impl Compiler {
         self.tokenizer_dfa.get_or_init(|| self.load_or_build().map(Arc::new)).as_ref().map_err(Clone::clone)
     }
 
-    /// The pre-tokenizer's automaton (a template: each compile clones it).
+    /// The pre-tokenizer's automaton over the characters guides may use (a template: each
+    /// compile clones it). The normalizer's automaton is paired with it where it is used: eager
+    /// guides fold it in ([`Normalized`]), lazy guides keep it as a component of their text
+    /// states (`crate::lazy::text`), so the machine explored in full stays the pre-tokenizer's
+    /// size.
     fn piece_machine(&self) -> Result<&PieceMachine> {
         self.piece_machine
             .get_or_init(|| {
@@ -197,7 +202,7 @@ impl Compiler {
             .get_or_init(|| {
                 let tok = self.tokenizer_dfa()?;
                 let pre = self.vocab.pre_tokenizer().expect("a pre-tokenized vocabulary");
-                let machine = self.piece_machine()?.clone();
+                let machine = Normalized::new(self.piece_machine()?.clone(), normal_form(pre));
                 let lone_tokens = if pre.ignore_merges { lone_tokens(&self.vocab, tok) } else { Vec::new() };
                 let v = &self.vocab;
                 let added: Vec<u32> = pre.added.iter().map(|a| a.0).collect();
@@ -225,28 +230,38 @@ impl Compiler {
             .get_or_init(|| {
                 let tok = self.tokenizer_dfa()?.clone();
                 let v = &self.vocab;
-                let (trie, splits, pieces, contents, lone_tokens) = match v.pre_tokenizer() {
-                    Some(_) => {
+                let (trie, splits, pieces, contents, normal, lone_tokens) = match v.pre_tokenizer() {
+                    Some(pre) => {
                         let parts = self.pre_tokenized_parts()?;
-                        let mut machine = parts.tables.machine.clone();
+                        let mut machine = self.piece_machine()?.clone();
                         let pieces = PieceTable::explore(&mut machine, MAX_PRE_TOKENIZER_STATES)?;
                         (
                             parts.tables.trie.clone(),
                             parts.tables.splits.clone(),
                             Some(Arc::new(pieces)),
                             parts.tables.contents.clone(),
+                            normal_form(pre),
                             parts.lone_tokens.clone(),
                         )
                     }
                     None => {
                         let trie = self.emittable_tokens(&tok).clone();
-                        (trie, LoneSplits::default(), None, ContentTrie::default(), Vec::new())
+                        (trie, LoneSplits::default(), None, ContentTrie::default(), None, Vec::new())
                     }
                 };
-                Ok(Arc::new(TokenizerParts::new(v.clone(), tok, trie, splits, pieces, contents, &lone_tokens)?))
+                let parts = TokenizerParts::new(v.clone(), tok, trie, splits, pieces, contents, normal, &lone_tokens)?;
+                Ok(Arc::new(parts))
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// Whether a canonical compile that does not choose builds a lazy guide: with an NFC / NFKC
+    /// normalizer, where the eager product of free text takes every state of the normal form's
+    /// automaton (~5,000 times the text states; a JSON string passes `max_guide_bytes` on Qwen2).
+    /// Elsewhere eager stays the default until lazy guides meet issue 17's mask targets.
+    pub fn lazy_by_default(&self) -> bool {
+        self.vocab.pre_tokenizer().is_some_and(|p| p.normalization != Normalization::None)
     }
 
     /// Compiles a regex (full match) into a lazy canonical guide: its states are built the

@@ -114,7 +114,11 @@ LOOP_TEXTS = [
 ]
 
 
-@pytest.mark.parametrize("name", ["gpt2", "llama3", "qwen2"])
+# Not Qwen2: with its NFC normalizer the eager guide of free text is ~5,000 times larger (every
+# state of the normal form's automaton); its sliced lazy guides are held to the oracle in
+# tests/pre_tokenized/test_normalization.py and to the eager ones in the Rust brute force
+# (build/pre_tokenized/tests.rs, with a normalizer).
+@pytest.mark.parametrize("name", ["gpt2", "llama3"])
 def test_sliced_states_equal_eager(pt, tokenizer_under_test, name):
     require_shared(f"the {name} tokenizer")
     tut = tokenizer_under_test(name)
@@ -184,7 +188,7 @@ def test_lazy_equals_eager_on_shared_regexes(pt, tokenizer_under_test, name, n):
         if compiled == n:
             break
         try:
-            eager = tut.compiler.compile_regex(pattern)
+            eager = tut.compiler.compile_regex(pattern, lazy=False)
         except (ValueError, pt.LimitExceeded):
             continue  # refused regexes (and their lazy twins) are the oracle suite's business
         compiled += 1

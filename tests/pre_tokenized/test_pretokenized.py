@@ -37,7 +37,7 @@ to build by default (``pretok_support.COSTLY_TOKENIZER_DFA``: Command-R) is test
 tokenizer's compiler and guides are dropped when the next one starts.
 
 NFC / NFKC tokenizers (qwen2, gpt-neox, command-r, claude-legacy): their guides keep only text made
-of characters that are normalization-stable in every context (``pretok_support.stable_char``), so
+of text their normalizer leaves unchanged (``pretok_support.normalized_text``), so
 completeness is required for such text only; the rest is counted apart, and soundness is required
 everywhere.
 """
@@ -64,7 +64,7 @@ from pretok_support import (
     skip_if_costly,
     normalization_form,
     present_components,
-    stable_text,
+    normalized_text,
 )
 
 from oracle import require_shared  # noqa: E402
@@ -379,10 +379,10 @@ def test_targeted_case(pt, byte_level, slug, case, record_property):
     problems: list[str] = []
     counts: collections.Counter = collections.Counter()
     for s, ids in zip(strings, o.canonical_batch(strings)):
-        if o.decode(ids) != s.encode("utf-8") or not stable_text(s, form):
-            # the listed strings are representable and stable for the four main tokenizers
-            assert slug not in MAIN_BYTE_LEVEL, f"{slug}: {s!r} is not representable/stable"
-            counts["not_representable_or_unstable"] += 1
+        if o.decode(ids) != s.encode("utf-8") or not normalized_text(s, form):
+            # the listed strings are representable and normalized for the four main tokenizers
+            assert slug not in MAIN_BYTE_LEVEL, f"{slug}: {s!r} is not representable/normalized"
+            counts["not_representable"] += 1
             continue
         counts["complete_checked"] += 1
         for name, g in guides:
@@ -417,7 +417,7 @@ def added_token_texts(o) -> list[str]:
 def test_nonspecial_added_tokens_in_text(pt, byte_level, slug, record_property):
     """Texts containing non-special added tokens (gpt-neox's runs of spaces, deepseek's accented
     letters and FIM tokens, command-r's turn tokens...): the canonical encoding is accepted when
-    the text is representable and stable, and every other spelling (the naive variants', byte by
+    the text is representable and normalized, and every other spelling (the naive variants', byte by
     byte) is refused, also for the texts that are not representable (deepseek's "ö" is an added
     token that decodes to byte F6: no token sequence may spell "ö" there)."""
     tut, reason = byte_level(slug)
@@ -437,7 +437,7 @@ def test_nonspecial_added_tokens_in_text(pt, byte_level, slug, record_property):
     problems: list[str] = []
     added = set(o.nonspecial_added_ids)
     for s, ids in zip(texts, o.canonical_batch(texts)):
-        if o.decode(ids) == s.encode("utf-8") and stable_text(s, form):
+        if o.decode(ids) == s.encode("utf-8") and normalized_text(s, form):
             counts["complete_checked"] += 1
             counts["with_added_token"] += bool(added & set(ids))
             for name, g in guides:
@@ -445,7 +445,7 @@ def test_nonspecial_added_tokens_in_text(pt, byte_level, slug, record_property):
                 if not ok:
                     problems.append(f"{name} guide refuses canonical({s!r}) = {ids}: {why}")
         else:
-            counts["not_representable_or_unstable"] += 1
+            counts["not_representable"] += 1
         for how, other in naive_spellings(o, s, ids).items():
             counts[f"refused_{how}"] += 1
             for name, g in guides:
@@ -454,7 +454,7 @@ def test_nonspecial_added_tokens_in_text(pt, byte_level, slug, record_property):
     check_walks(o, guides[0][1], pattern, pt.ByteDfa(pattern), range(2000, 2000 + WALKS), problems, counts)
     print(f"{slug} added tokens: {dict(counts)}")
     record_property("counts", dict(counts))
-    assert counts["complete_checked"] + counts["not_representable_or_unstable"] == len(texts)
+    assert counts["complete_checked"] + counts["not_representable"] == len(texts)
     assert not problems, f"{len(problems)} problems:\n" + "\n".join(problems[:30])
 
 
@@ -590,12 +590,12 @@ COUNTEREXAMPLES = [
 )
 def test_counterexample_still_holds(slug, variant, text, canonical, naive):
     """The harness (no propertok): the real tokenizer and the naive variant still give these ids,
-    both spell ``text`` exactly, and ``text`` is one a guide must accept (stable characters)."""
+    both spell ``text`` exactly, and ``text`` is one a guide must accept (normalized)."""
     o = oracle_for(slug)
     assert o.canonical(text) == canonical
     assert encode_with(naive_variants(slug)[variant], [text])[0] == naive
     assert o.decode(canonical) == o.decode(naive) == text.encode("utf-8")
-    assert stable_text(text, normalization_form(o))
+    assert normalized_text(text, normalization_form(o))
 
 
 def test_every_byte_level_tokenizer_has_counterexamples():
@@ -674,9 +674,7 @@ def _utf8(o, seq):
 @pytest.mark.parametrize("slug", GENERAL_SLUGS)
 def test_random_pairs_and_triples(byte_level, slug, record_property):
     """A sequence is accepted by the ``(?s:.*)`` guide as a complete string (every token allowed
-    by the mask at its step, a final state at the end) iff the oracle says it is canonical (for
-    NFC/NFKC tokenizers a canonical sequence whose text has unstable characters may go either way;
-    counted apart). Every single non-special token, then the sampled pairs and triples."""
+    by the mask at its step, a final state at the end) iff the oracle says it is canonical. Every single non-special token, then the sampled pairs and triples."""
     tut, reason = byte_level(slug)
     if reason is not None:
         assert_refused(tut, reason)
@@ -704,9 +702,7 @@ def test_random_pairs_and_triples(byte_level, slug, record_property):
             c["accepted"] += accepted
             if not canon:
                 c["not_canonical_" + ("utf8" if _utf8(o, seq) is not None else "invalid_utf8")] += 1
-            if canon and not stable_text(_utf8(o, seq), form):
-                c["canonical_unstable_" + ("accepted" if accepted else "refused")] += 1
-            elif accepted != canon:
+            if accepted != canon:
                 text = _utf8(o, seq)
                 redo = o.canonical(text) if text is not None else "not UTF-8"
                 where = "" if accepted else f" (token #{at} refused in state {state})" if at is not None else " (not final)"

@@ -1,7 +1,7 @@
 """Test support for byte-level BPE tokenizers with a pre-tokenizer (no propertok import).
 
 * which shared tokenizers are byte-level, and the four that must be supported;
-* the normalization-stable characters of NFC / NFKC tokenizers (what their guides keep);
+* whether the NFC / NFKC normalizer of a tokenizer leaves a text unchanged (what guides generate);
 * *merge-only* variants of a tokenizer (same vocab and merges, no pre-tokenizer split, and for
   ``ignore_merges`` tokenizers the merges alone), the naive approaches a guide must not follow,
   and a seeded search for strings on which they differ from the real tokenizer;
@@ -93,39 +93,17 @@ def normalization_form(oracle: Oracle) -> Optional[str]:
 
 
 @functools.lru_cache(maxsize=None)
-def _composition_seconds() -> frozenset:
-    """Characters that are the second half of a canonical two-character decomposition (so they
-    can compose with the character before them: Hangul vowel/trailing jamo, U+0B3E, ...). They
-    have quick-check "Maybe", even when ``is_normalized`` holds for them alone."""
-    out = set(chr(c) for c in range(0x1161, 0x1176)) | set(chr(c) for c in range(0x11A8, 0x11C3))
-    for cp in range(0x110000):
-        d = unicodedata.decomposition(chr(cp))
-        if d and not d.startswith("<"):
-            parts = d.split()
-            if len(parts) == 2:
-                out.add(chr(int(parts[1], 16)))
-    return frozenset(out)
+def _normalizer(form: str):
+    from tokenizers import normalizers
+
+    return {"NFC": normalizers.NFC(), "NFKC": normalizers.NFKC()}[form]
 
 
-@functools.lru_cache(maxsize=1 << 16)
-def stable_char(ch: str, form: Optional[str]) -> bool:
-    """Whether ``ch`` is normalization-stable in every context under ``form``: normalized alone
-    (``unicodedata.is_normalized``), combining class 0, not the second half of a composition
-    (quick-check Maybe), and assigned in Python's Unicode database (a character Python's tables
-    do not know may have properties in the tokenizer's newer tables). Every character is stable
-    when ``form`` is None."""
-    if form is None:
-        return True
-    return (
-        unicodedata.is_normalized(form, ch)
-        and unicodedata.combining(ch) == 0
-        and unicodedata.category(ch) != "Cn"
-        and ch not in _composition_seconds()
-    )
-
-
-def stable_text(s: str, form: Optional[str]) -> bool:
-    return form is None or all(stable_char(c, form) for c in s)
+def normalized_text(s: str, form: Optional[str]) -> bool:
+    """Whether the tokenizer's normalizer (Hugging Face's own NFC / NFKC, Unicode 9 tables) leaves
+    ``s`` unchanged: a canonical sequence decodes to such text, and guides must generate exactly
+    it. Always true without a normalizer."""
+    return form is None or _normalizer(form).normalize_str(s) == s
 
 
 # ---------------------------------------------------------------------------------------------
@@ -327,7 +305,7 @@ def find_counterexamples(
     oracle: Oracle, naive: Tokenizer, seed: int, n_texts: int = 3000, keep: int = 8, vocabulary: bool = True
 ):
     """Seeded search: ``[(s, canonical(s), naive(s))]`` for up to ``keep`` strings that are
-    representable, made of assigned characters that are normalization-stable for the tokenizer
+    representable, made of assigned characters, normalized for the tokenizer
     (so that a guide must accept them), whose naive encoding decodes to the same bytes, and where
     the two encodings differ. Candidates: random texts (each shrunk to a locally minimal one) and, with
     ``vocabulary``, the text of every token; the shortest of each character shape is kept, the
@@ -343,7 +321,7 @@ def find_counterexamples(
         out = []
         for s, c, m in zip(strings, can, nai):
             b = s.encode("utf-8")
-            ok = stable_text(s, form) and all(unicodedata.category(ch) not in ("Cn", "Co") for ch in s)
+            ok = normalized_text(s, form) and all(unicodedata.category(ch) not in ("Cn", "Co") for ch in s)
             out.append(ok and c != m and oracle.decode(c) == b and oracle.decode(m) == b)
         return out
 

@@ -19,6 +19,7 @@ mod search;
 use crate::error::{Error, Result};
 use crate::guide::{Automaton, Guide};
 use crate::limits::Deadline;
+use crate::pre_tokenizer::normal_form::Normalized;
 
 /// The eager guide of a lazy one: the same language with every state built up front, under the
 /// limits the lazy guide was compiled with (what serialisation, `direct` and whole-guide
@@ -34,7 +35,7 @@ pub fn materialize(guide: &Guide) -> Result<Guide> {
     let eager = match &parts.pieces {
         Some(pieces) => {
             let tables = pre_tokenized::PreTokenizedTables {
-                machine: (**pieces).clone(),
+                machine: Normalized::new((**pieces).clone(), parts.normal),
                 contents: (*parts.contents).clone(),
                 splits: parts.splits.clone(),
                 trie: parts.trie.clone(),

@@ -23,7 +23,7 @@ impl LazyGuide {
     /// nothing else) built: `EmptyLanguage` when no canonical sequence is accepted.
     pub(crate) fn compile(parts: Arc<TokenizerParts>, dfa: ByteDfa, limits: Limits) -> Result<Guide> {
         let vocab = parts.vocab.clone();
-        let space = TextSpace::new(dfa, parts.pieces.clone(), parts.contents.clone())?;
+        let space = TextSpace::new(dfa, parts.pieces.clone(), parts.contents.clone(), parts.normal)?;
         let engine = Engine::new(parts, space, limits.max_product_states, limits.max_guide_bytes);
         let automaton = LazyAutomaton::new(engine)?;
         Ok(Guide::new(Method::Cartesian, vocab, Automaton::Lazy(LazyGuide { automaton, limits }), 0))

@@ -59,6 +59,7 @@ use super::groups::{GroupCache, Groups, Mapped, Walked};
 use super::slice::{SliceInputs, SliceUse, Slices};
 use super::text::{Step, TextId, TextKey, TextSpace, WaySearch};
 use crate::error::{Error, Result};
+use crate::pre_tokenizer::normal_form::NormalForm;
 use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::ContentTrie;
 use crate::tokenizer::token_trie::TokenTrie;
@@ -103,6 +104,8 @@ pub struct TokenizerParts {
     /// `None` without a pre-tokenizer.
     pub(crate) pieces: Option<Arc<PieceTable>>,
     pub(crate) contents: Arc<ContentTrie>,
+    /// The normalizer's automaton (`None` without one): a component of every text state.
+    pub(crate) normal: Option<&'static NormalForm>,
     /// The lone tokens (no class) of `trie`, as a bitset.
     pub(crate) lone: Box<[u32]>,
     /// The tokens of `trie`, as a bitset: no other token (byte-fallback ones aside) is ever
@@ -114,6 +117,7 @@ pub struct TokenizerParts {
 impl TokenizerParts {
     /// `trie` holds every token a guide may use but byte-fallback ones; `lone_tokens` those of
     /// them without a class.
+    #[allow(clippy::too_many_arguments)] // the tables of one tokenizer, each built elsewhere
     pub fn new(
         vocab: Arc<Vocabulary>,
         tok: Arc<TokenizerDfa>,
@@ -121,6 +125,7 @@ impl TokenizerParts {
         splits: LoneSplits,
         pieces: Option<Arc<PieceTable>>,
         contents: ContentTrie,
+        normal: Option<&'static NormalForm>,
         lone_tokens: &[u32],
     ) -> Result<TokenizerParts> {
         let words = crate::util::bitset::words_for(vocab.vocab_size());
@@ -131,8 +136,8 @@ impl TokenizerParts {
             crate::util::bitset::set(&mut lone, t as usize);
         }
         let contents = Arc::new(contents);
-        let slices = Slices::new(&trie, &vocab, pieces.clone(), contents.clone())?;
-        Ok(TokenizerParts { vocab, tok, trie, splits, pieces, contents, lone, usable, slices })
+        let slices = Slices::new(&trie, &vocab, pieces.clone(), contents.clone(), normal)?;
+        Ok(TokenizerParts { vocab, tok, trie, splits, pieces, contents, normal, lone, usable, slices })
     }
 
     /// The same parts without slices: every text state is walked in full.

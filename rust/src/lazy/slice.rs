@@ -33,6 +33,16 @@
 //! together hold every token of the text state with its successor, exactly as a full walk would
 //! ([`crate::lazy::groups`]); tests compare the two.
 //!
+//! # With a normalizer
+//! The normal form is a component of the text state (`crate::lazy::text`), and it differs after
+//! almost every letter (after `e` an acute accent would compose, after `q` it would not), so a
+//! string's contents would take one slice walk per normal-form state. But a token whose first
+//! character is *inert* (every normal-form state goes to one same state on it: ASCII, most
+//! letters) has the same successor from every normal-form state. So the groups from a state
+//! `(s₀, m, n, f)` are those of the inert-first tokens from `(s₀, m, n, f₀)` (`f₀` the start,
+//! walked once) plus a walk of the other tokens (marks, vowel signs, a character's continuation
+//! bytes: a few thousand) from `(s₀, m, n, f)` itself.
+//!
 //! # Costs and limits
 //! [`Slices::find`] runs once per regex state a guide walks, narrow ones included, so it first
 //! checks per slice, without allocating, that the state takes every byte the slice takes from
@@ -50,6 +60,7 @@ use super::groups::Walked;
 use super::text::{TextKey, TextSpace};
 use crate::error::Result;
 use crate::limits::SLICE_CACHE_BYTES;
+use crate::pre_tokenizer::normal_form::NormalForm;
 use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::ContentTrie;
 use crate::regex::byte_dfa::{ByteDfa, DEAD};
@@ -130,9 +141,17 @@ impl SliceUse {
     }
 }
 
+/// With a normalizer: which tokens start with an inert character (see the module docs), and the
+/// others as a trie.
+struct NormalSplit {
+    inert_first: Box<[bool]>,
+    sensitive: TokenTrie,
+}
+
 /// The slices of one tokenizer and their cache (see the module docs).
 pub(crate) struct Slices {
     slices: Vec<Slice>,
+    normal: Option<NormalSplit>,
     /// Keyed by (slice, counted, start in the slice's space).
     cache: BoundedCache<(usize, bool, TextKey), Arc<SliceGroups>>,
 }
@@ -145,6 +164,7 @@ impl Slices {
         vocab: &Vocabulary,
         pieces: Option<Arc<PieceTable>>,
         contents: Arc<ContentTrie>,
+        normal: Option<&'static NormalForm>,
     ) -> Result<Slices> {
         let slices = SLICE_PATTERNS
             .iter()
@@ -167,17 +187,33 @@ impl Slices {
                     chars[t as usize] = k.min(255) as u8;
                 });
                 let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
-                let space = TextSpace::new(dfa, pieces.clone(), contents.clone())?;
+                let space = TextSpace::new(dfa, pieces.clone(), contents.clone(), normal)?;
                 Ok(Slice { space, exits: TokenTrie::new(leaving), chars, max_chars })
             })
             .collect::<Result<_>>()?;
-        Ok(Slices { slices, cache: BoundedCache::new(SLICE_CACHE_BYTES) })
+        let normal = normal.map(|nf| {
+            let mut inert_first = vec![false; vocab.num_tokens()].into_boxed_slice();
+            let mut sensitive = Vec::new();
+            trie.for_each_token(|t| {
+                let bytes = vocab.token_bytes(t);
+                let first = std::str::from_utf8(&bytes[..bytes.len().min(4)])
+                    .or_else(|e| std::str::from_utf8(&bytes[..e.valid_up_to()]))
+                    .ok()
+                    .and_then(|s| s.chars().next());
+                match first {
+                    Some(c) if nf.is_inert(c as u32) => inert_first[t as usize] = true,
+                    _ => sensitive.push((t, bytes)),
+                }
+            });
+            NormalSplit { inert_first, sensitive: TokenTrie::new(sensitive) }
+        });
+        Ok(Slices { slices, normal, cache: BoundedCache::new(SLICE_CACHE_BYTES) })
     }
 
     /// No slices: every text state is walked in full (for tests that compare the two).
     #[cfg(test)]
     pub(crate) fn none() -> Slices {
-        Slices { slices: Vec::new(), cache: BoundedCache::new(0) }
+        Slices { slices: Vec::new(), normal: None, cache: BoundedCache::new(0) }
     }
 
     /// How regex state `q` of `dfa` takes a slice's tokens: the first slice it loops on, else
@@ -206,20 +242,33 @@ impl Slices {
         }
         let mut walked = Walked::default();
         let n = s.space.dfa().num_states() as u32;
-        parts
-            .trie
-            .for_each_walk(
-                from,
-                |k, b| Ok::<_, std::convert::Infallible>(s.space.byte(k, b)),
-                |t, to| {
-                    let to = match slice.counted {
-                        true => to.with_regex_state(to.regex_state() + n * s.chars[t as usize] as u32),
-                        false => to,
-                    };
-                    walked.push(t, to, class_or_lone(parts.tok, t))
-                },
-            )
-            .unwrap_or_else(|never| match never {});
+        let mut trie = parts.trie;
+        if let (Some(split), Some(base)) = (&self.normal, from.normal_start()) {
+            // The inert-first tokens lead where they lead from the normal form's start.
+            let shared = self.groups(parts, slice, base);
+            for (j, &to) in shared.targets.iter().enumerate() {
+                for (class, range) in shared.groups_of(j as u32) {
+                    for &t in &shared.tokens[range.start as usize..range.end as usize] {
+                        if split.inert_first[t as usize] {
+                            walked.push(t, to, class);
+                        }
+                    }
+                }
+            }
+            trie = &split.sensitive;
+        }
+        trie.for_each_walk(
+            from,
+            |k, b| Ok::<_, std::convert::Infallible>(s.space.byte(k, b)),
+            |t, to| {
+                let to = match slice.counted {
+                    true => to.with_regex_state(to.regex_state() + n * s.chars[t as usize] as u32),
+                    false => to,
+                };
+                walked.push(t, to, class_or_lone(parts.tok, t))
+            },
+        )
+        .unwrap_or_else(|never| match never {});
         let targets: Box<[TextKey]> = walked.targets.clone().into();
         let order: Vec<u32> = (0..targets.len() as u32).collect();
         let (tokens, own) = walked.sorted(&order);

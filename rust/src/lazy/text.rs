@@ -1,8 +1,14 @@
 //! The text side of a lazy guide: the same automaton as
 //! [`crate::pre_tokenizer::text_automaton`] — regex state × pre-tokenizer state × added-token
-//! prefix — but with pure transitions over immutable tables, so any thread can walk it without a
-//! lock. A text state is identified by its packed triple ([`TextKey`]); the guide interns the
-//! ones it keeps as dense ids.
+//! prefix × normal-form state — but with pure transitions over immutable tables, so any thread
+//! can walk it without a lock. A text state is identified by its packed components
+//! ([`TextKey`]); the guide interns the ones it keeps as dense ids.
+//!
+//! The normal form ([`NormalForm`], with an NFC or NFKC normalizer) is its own component here,
+//! where the eager construction folds it into the pre-tokenizer's automaton: explored in full,
+//! that product is ~1,000 times larger (Qwen2: ~1 GB of tables, 4 s), while here it costs a
+//! table lookup per character. Inside a multi-byte character the key holds the bits read so
+//! far; the normal form steps when the character is complete.
 //!
 //! Without a pre-tokenizer (SentencePiece BPE) the pre-tokenizer side is a single state that
 //! never places a mark.
@@ -14,6 +20,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
+use crate::pre_tokenizer::normal_form::NormalForm;
 use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::{ContentTrie, NOT_A_PREFIX};
 use crate::regex::byte_dfa::{ByteDfa, DEAD};
@@ -21,21 +28,46 @@ use crate::regex::byte_dfa::{ByteDfa, DEAD};
 const Q_BITS: u32 = 21;
 const M_BITS: u32 = 22;
 const N_BITS: u32 = 21;
+/// The normal form's state, then the character being read: the bits so far and how many
+/// continuation bytes are still to come (2 bits).
+const F_BITS: u32 = 13;
+const PARTIAL_BITS: u32 = 17;
 /// The packed value of [`NOT_A_PREFIX`].
-const N_NONE: u64 = (1 << N_BITS) - 1;
+const N_NONE: u128 = (1 << N_BITS) - 1;
+const F_SHIFT: u32 = Q_BITS + M_BITS + N_BITS;
+const PARTIAL_SHIFT: u32 = F_SHIFT + F_BITS;
+const _: () = assert!(PARTIAL_SHIFT + PARTIAL_BITS <= 128);
 
 /// A dense id of a text state kept by a guide's engine.
 pub(crate) type TextId = u32;
 
-/// A text state `(regex state, pre-tokenizer state, added-token prefix)`, packed in 64 bits.
+/// A text state `(regex state, pre-tokenizer state, added-token prefix, normal form)`, packed
+/// in 128 bits.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
-pub struct TextKey(u64);
+pub struct TextKey(u128);
 
 impl TextKey {
     #[inline]
     fn pack(q: u32, m: u32, n: u32) -> TextKey {
-        let n = if n == NOT_A_PREFIX { N_NONE } else { n as u64 };
-        TextKey(q as u64 | (m as u64) << Q_BITS | n << (Q_BITS + M_BITS))
+        let n = if n == NOT_A_PREFIX { N_NONE } else { n as u128 };
+        TextKey(q as u128 | (m as u128) << Q_BITS | n << (Q_BITS + M_BITS))
+    }
+    /// The same key with normal-form state `f` and partial character `partial`.
+    #[inline]
+    fn with_normal(self, f: u32, partial: u32) -> TextKey {
+        TextKey(self.0 & ((1 << F_SHIFT) - 1) | (f as u128) << F_SHIFT | (partial as u128) << PARTIAL_SHIFT)
+    }
+    /// The same key at the normal form's start, when it is elsewhere between characters.
+    pub(crate) fn normal_start(self) -> Option<TextKey> {
+        (self.partial() == 0 && self.f() != NormalForm::START).then(|| self.with_normal(NormalForm::START, 0))
+    }
+    #[inline]
+    fn f(self) -> u32 {
+        ((self.0 >> F_SHIFT) & ((1 << F_BITS) - 1)) as u32
+    }
+    #[inline]
+    fn partial(self) -> u32 {
+        (self.0 >> PARTIAL_SHIFT) as u32
     }
     #[inline]
     fn q(self) -> u32 {
@@ -50,7 +82,7 @@ impl TextKey {
     /// another text space).
     #[inline]
     pub(crate) fn with_regex_state(self, q: u32) -> TextKey {
-        TextKey(self.0 & !((1 << Q_BITS) - 1) | q as u64)
+        TextKey(self.0 & !((1 << Q_BITS) - 1) | q as u128)
     }
     #[inline]
     fn m(self) -> u32 {
@@ -58,7 +90,7 @@ impl TextKey {
     }
     #[inline]
     fn n(self) -> u32 {
-        match self.0 >> (Q_BITS + M_BITS) {
+        match (self.0 >> (Q_BITS + M_BITS)) & N_NONE {
             N_NONE => NOT_A_PREFIX,
             n => n as u32,
         }
@@ -94,13 +126,20 @@ pub struct TextSpace {
     /// `None` without a pre-tokenizer.
     pieces: Option<Arc<PieceTable>>,
     contents: Arc<ContentTrie>,
+    /// The tokenizer's normalizer: the text must be a string it leaves unchanged.
+    normal: Option<&'static NormalForm>,
     start: TextKey,
 }
 
 impl TextSpace {
     /// `Err(LimitExceeded)` when a side has more states than a key can hold (2M regex states,
     /// 4M pre-tokenizer states, 2M added-token prefixes).
-    pub fn new(dfa: ByteDfa, pieces: Option<Arc<PieceTable>>, contents: Arc<ContentTrie>) -> Result<TextSpace> {
+    pub fn new(
+        dfa: ByteDfa,
+        pieces: Option<Arc<PieceTable>>,
+        contents: Arc<ContentTrie>,
+        normal: Option<&'static NormalForm>,
+    ) -> Result<TextSpace> {
         let too_many = |what: &str, limit: &'static str, n: usize, max: u64| -> Result<()> {
             if n as u64 >= max {
                 return Err(Error::LimitExceeded {
@@ -118,10 +157,15 @@ impl TextSpace {
             pieces.as_ref().map_or(0, |p| p.num_states()),
             1 << M_BITS,
         )?;
-        too_many("added-token prefixes", "max_pre_tokenizer_states", contents.num_nodes(), N_NONE)?;
+        too_many("added-token prefixes", "max_pre_tokenizer_states", contents.num_nodes(), N_NONE as u64)?;
         let n0 = if contents.is_active() { 0 } else { NOT_A_PREFIX };
-        let start = TextKey::pack(dfa.start(), 0, n0);
-        Ok(TextSpace { dfa, pieces, contents, start })
+        if normal.is_some_and(|nf| nf.num_states() >= 1 << F_BITS) {
+            return Err(Error::Unsupported(
+                "the normalizer's automaton has more states than a text state can hold".into(),
+            ));
+        }
+        let start = TextKey::pack(dfa.start(), 0, n0).with_normal(NormalForm::START, 0);
+        Ok(TextSpace { dfa, pieces, contents, normal, start })
     }
 
     pub fn start(&self) -> TextKey {
@@ -151,7 +195,14 @@ impl TextSpace {
             },
             None => 0,
         };
-        Some(TextKey::pack(q, m, self.contents.step(z.n(), b)))
+        let next = TextKey::pack(q, m, self.contents.step(z.n(), b));
+        match self.normal {
+            None => Some(next),
+            Some(nf) => {
+                let (f, partial) = nf.byte(z.f(), z.partial(), b)?;
+                Some(next.with_normal(f, partial))
+            }
+        }
     }
 
     /// The state after `bytes`.
@@ -170,7 +221,7 @@ impl TextSpace {
             m => m,
         };
         let n = if kind == 0 && self.contents.is_active() { 0 } else { z.n() };
-        Some(TextKey::pack(z.q(), m, n))
+        Some(TextKey::pack(z.q(), m, n).with_normal(z.f(), z.partial()))
     }
 
     /// Whether the text may end here (regex accepts, every pre-tokenizer decision resolves).
@@ -272,7 +323,7 @@ mod tests {
     #[test]
     fn shortest_way_follows_the_regex_distance() {
         let dfa = ByteDfa::from_regex(r#"\{"a": "[^"]{2,4}"(, "bc": [0-9]+)?\}"#, 1000).unwrap();
-        let space = TextSpace::new(dfa, None, Arc::new(ContentTrie::default())).unwrap();
+        let space = TextSpace::new(dfa, None, Arc::new(ContentTrie::default()), None).unwrap();
         let mut z = space.start();
         for b in br#"{"a": "xy"#.iter().copied() {
             let WaySearch::Found(way) = space.shortest_way(z, 1000, |_| false) else { panic!("a way to acceptance") };
@@ -305,7 +356,7 @@ mod tests {
         let mut machine = PieceMachine::new(&spec, 1000).unwrap();
         let pieces = Arc::new(PieceTable::explore(&mut machine, 1000).unwrap());
         let dfa = ByteDfa::from_regex("ab|a!", 100).unwrap();
-        let space = TextSpace::new(dfa, Some(pieces), Arc::new(ContentTrie::default())).unwrap();
+        let space = TextSpace::new(dfa, Some(pieces), Arc::new(ContentTrie::default()), None).unwrap();
         let a = space.byte(space.start(), b'a').unwrap();
         let marked = space.mark(a, 0).expect("a letter piece may end after `a`");
         assert!(matches!(space.shortest_way(a, 100, |_| false), WaySearch::Found(_)));
@@ -314,7 +365,7 @@ mod tests {
         );
         let dfa = ByteDfa::from_regex("ab", 100).unwrap();
         let pieces = space.pieces.clone();
-        let space = TextSpace::new(dfa, pieces, Arc::new(ContentTrie::default())).unwrap();
+        let space = TextSpace::new(dfa, pieces, Arc::new(ContentTrie::default()), None).unwrap();
         let a = space.byte(space.start(), b'a').unwrap();
         assert_eq!(space.shortest_way(space.mark(a, 0).unwrap(), 100, |_| false), WaySearch::NoWay);
     }
@@ -322,8 +373,12 @@ mod tests {
     #[test]
     fn keys_round_trip() {
         for (q, m, n) in [(0, 0, 0), (123, 4567, NOT_A_PREFIX), ((1 << Q_BITS) - 1, (1 << M_BITS) - 1, 7)] {
-            let k = TextKey::pack(q, m, n);
-            assert_eq!((k.q(), k.m(), k.n()), (q, m, n));
+            for (f, partial) in [(0, 0), ((1 << F_BITS) - 1, (1 << PARTIAL_BITS) - 1), (17, 5)] {
+                let k = TextKey::pack(q, m, n).with_normal(f, partial);
+                assert_eq!((k.q(), k.m(), k.n(), k.f(), k.partial()), (q, m, n, f, partial));
+                assert_eq!(k.with_regex_state(9).q(), 9);
+                assert_eq!(k.with_regex_state(9).with_regex_state(q), k);
+            }
         }
     }
 }

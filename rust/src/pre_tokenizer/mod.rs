@@ -4,6 +4,7 @@
 //! contents ([`text_automaton`]). Nothing here knows about token ids.
 
 pub mod char_classes;
+pub mod normal_form;
 mod onig_syntax;
 pub mod piece_machine;
 pub mod piece_table;

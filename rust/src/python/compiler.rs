@@ -75,9 +75,11 @@ impl PyCompiler {
     fn compile_regex(&self, py: Python<'_>, pattern: String, method: &str, lazy: Option<bool>) -> PyResult<PyGuide> {
         let method = Method::parse(method).map_err(to_py)?;
         // Lazy guides are opt-in until they meet issue 17's mask targets (median 3 µs, p99 30 µs
-        // along documents; ~10 µs and 2-5 ms on byte-level tokenizers, `benches/RESULTS.md`).
-        // `direct`, `agnostic` and `auto` (which may build a direct DFA) are eager by construction.
+        // along documents; ~10 µs and 2-5 ms on byte-level tokenizers, `benches/RESULTS.md`),
+        // except with a normalizer (`Compiler::lazy_by_default`). `direct`, `agnostic` and `auto`
+        // (which may build a direct DFA) are eager by construction.
         let lazy = match (lazy, method) {
+            (None, Some(Method::Cartesian)) => self.inner.lazy_by_default(),
             (None, _) => false,
             (Some(true), Some(Method::Cartesian)) => true,
             (Some(true), _) => {

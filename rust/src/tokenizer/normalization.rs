@@ -1,15 +1,17 @@
-//! The characters a pre-tokenized guide's text may use (see the parent module's "Normalizers").
+//! What a tokenizer's normalizer and pre-tokenizer leave guides free to write: the characters
+//! (all but those the pre-tokenizer's own character tests disagree on) and, with NFC / NFKC, the
+//! normalized strings ([`crate::pre_tokenizer::normal_form`]).
 
+use crate::pre_tokenizer::normal_form::{Form, NormalForm};
 use crate::tokenizer::vocab::{Normalization, PreTokenizer};
 
-/// The characters a guide's text may use (`None`: all): those the normalizer leaves unchanged
-/// in any context, minus those the pre-tokenizer's own character tests disagree on.
+/// The characters a guide's text may use (`None`: all): all but those the pre-tokenizer's own
+/// character tests disagree on. Which *sequences* a normalizer allows is [`normal_form`]'s job.
 pub fn allowed_chars(pre: &PreTokenizer) -> Option<Vec<(char, char)>> {
-    let base = normalization_stable_chars(pre.normalization);
     if pre.excluded_chars.is_empty() {
-        return base;
+        return None;
     }
-    let mut allowed = base.unwrap_or_else(|| vec![('\0', char::MAX)]);
+    let mut allowed = vec![('\0', char::MAX)];
     for &(lo, hi) in &pre.excluded_chars {
         let mut out = Vec::with_capacity(allowed.len() + 1);
         for &(a, b) in &allowed {
@@ -29,25 +31,11 @@ pub fn allowed_chars(pre: &PreTokenizer) -> Option<Vec<(char, char)>> {
     Some(allowed)
 }
 
-/// Characters a normalizer leaves unchanged in any context (quick-check Yes, combining class 0),
-/// as sorted inclusive ranges; `None` without a normalizer.
-pub fn normalization_stable_chars(normalization: Normalization) -> Option<Vec<(char, char)>> {
-    use unicode_normalization::char::canonical_combining_class;
-    use unicode_normalization::{is_nfc_quick, is_nfkc_quick, IsNormalized};
-    let quick: fn(std::iter::Once<char>) -> IsNormalized = match normalization {
-        Normalization::None => return None,
-        Normalization::Nfc => is_nfc_quick,
-        Normalization::Nfkc => is_nfkc_quick,
-    };
-    let mut ranges: Vec<(char, char)> = Vec::new();
-    for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
-        if canonical_combining_class(c) != 0 || quick(std::iter::once(c)) != IsNormalized::Yes {
-            continue;
-        }
-        match ranges.last_mut() {
-            Some((_, hi)) if (*hi as u32) + 1 == c as u32 || (*hi as u32 == 0xD7FF && c as u32 == 0xE000) => *hi = c,
-            _ => ranges.push((c, c)),
-        }
+/// The DFA of the text the tokenizer's normalizer leaves unchanged (`None` without one).
+pub fn normal_form(pre: &PreTokenizer) -> Option<&'static NormalForm> {
+    match pre.normalization {
+        Normalization::None => None,
+        Normalization::Nfc => Some(NormalForm::get(Form::Nfc)),
+        Normalization::Nfkc => Some(NormalForm::get(Form::Nfkc)),
     }
-    Some(ranges)
 }

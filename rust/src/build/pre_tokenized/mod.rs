@@ -39,11 +39,10 @@
 //! follows the masks can always finish.
 //!
 //! # Normalizers
-//! With NFC or NFKC, `encode(decode(ids)) == ids` forces the text to be normalized. We restrict
-//! it to characters whose normalization quick-check is *Yes* and whose canonical combining
-//! class is 0: any string of those is normalized, whatever its context. This is sound and
-//! exact for text without combining marks; strings that need a combining mark (or a
-//! quick-check *Maybe* character) are not generated. Documented in the README.
+//! With NFC or NFKC, `encode(decode(ids)) == ids` forces the text to be normalized: the
+//! pre-tokenizer's automaton comes paired with the normal form's
+//! ([`crate::pre_tokenizer::normal_form::Normalized`]), so the text states are exactly the
+//! normalized strings' and nothing else changes here.
 //!
 //! # Costs
 //! One trie walk over `Z` per expanded text state (like the agnostic index), element and set

@@ -1,18 +1,21 @@
 //! Brute force: on a small synthetic tokenizer with a hand-written pre-tokenizer automaton, the
 //! guide accepts exactly the canonical encodings (reference split, then priority BPE per piece,
-//! with and without `ignore_merges`) of the regex's strings.
+//! with and without `ignore_merges`, with and without an NFC normalizer) of the regex's strings.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::*;
 use crate::limits::Deadline;
+use crate::pre_tokenizer::normal_form::{Form, NormalForm, Normalized};
 use crate::pre_tokenizer::text_automaton::PieceBoundaries;
 use crate::tokenizer::bpe::MergeTable;
 use crate::tokenizer_dfa::lone_tokens::lone_tokens;
 use crate::tokenizer_dfa::NO_CLASS;
+use unicode_normalization_alignments::UnicodeNormalization;
 
-/// Pieces are `" ?[ab]+"` or a single space: a space joins the letters after it, so whether a
+/// Pieces are `" ?[^ ]+"` or a single space (the tests' letters are `a`, `b`, `e`, `é` and
+/// combining marks): a space joins the letters after it, so whether a
 /// boundary follows a space depends on the next character.
 #[derive(Clone)]
 struct SpaceJoinsWord;
@@ -27,7 +30,7 @@ impl PieceBoundaries for SpaceJoinsWord {
         0
     }
     fn byte(&mut self, s: u32, b: u8) -> crate::Result<u32> {
-        let letter = b == b'a' || b == b'b';
+        let letter = b != b' ';
         let space = b == b' ';
         Ok(match (s, letter, space) {
             (0..=2, true, _) => 1,
@@ -133,13 +136,27 @@ const MERGES: &[(&str, &str)] =
     &[("a", "b"), (" ", "a"), ("b", "a"), ("a", "a"), (" a", "b"), (" ", "b"), ("a", "ab"), (" ", " ")];
 
 fn check(pattern: &str, ignore_merges: bool, alphabet: &[char], max_len: usize) {
-    let vocab = Arc::new(Vocabulary::char_bpe_for_tests(TOKENS, MERGES).unwrap());
+    let lone = if ignore_merges { vec![" ab", "bb"] } else { vec![] };
+    check_tokenizer(TOKENS, MERGES, None, pattern, ignore_merges, &lone, alphabet, max_len)
+}
+
+/// See [`check`]: any synthetic tokenizer (its lone tokens given), optionally normalizing.
+#[allow(clippy::too_many_arguments)]
+fn check_tokenizer(
+    tokens: &[&str],
+    merges: &[(&str, &str)],
+    normal: Option<&'static NormalForm>,
+    pattern: &str,
+    ignore_merges: bool,
+    lone: &[&str],
+    alphabet: &[char],
+    max_len: usize,
+) {
+    let vocab = Arc::new(Vocabulary::char_bpe_for_tests(tokens, merges).unwrap());
     let tok = Arc::new(TokenizerDfa::build(&vocab).unwrap());
+    let want_lone = lone;
     let lone: Vec<u32> = if ignore_merges { lone_tokens(&vocab, &tok) } else { Vec::new() };
-    assert_eq!(
-        lone.iter().map(|&t| vocab.token_string(t).unwrap()).collect::<Vec<_>>(),
-        if ignore_merges { vec![" ab", "bb"] } else { vec![] }
-    );
+    assert_eq!(lone.iter().map(|&t| vocab.token_string(t).unwrap()).collect::<Vec<_>>(), want_lone);
     let trie = TokenTrie::new(
         (0..vocab.num_tokens() as u32)
             .filter(|&t| tok.class_of(t) != NO_CLASS || lone.contains(&t))
@@ -158,6 +175,7 @@ fn check(pattern: &str, ignore_merges: bool, alphabet: &[char], max_len: usize) 
             splits.clone(),
             Some(Arc::new(pieces.clone())),
             ContentTrie::default(),
+            normal,
             &lone,
         )
         .unwrap()
@@ -167,7 +185,8 @@ fn check(pattern: &str, ignore_merges: bool, alphabet: &[char], max_len: usize) 
     let unsliced = Arc::new(parts().without_slices());
     let unsliced = crate::guide::lazy::LazyGuide::compile(unsliced, dfa.clone(), crate::Limits::default()).unwrap();
     assert_eq!(unsliced.first_difference(&lazy), Ok(None), "{pattern}: with and without slices");
-    let tables = PreTokenizedTables { machine: SpaceJoinsWord, contents: ContentTrie::default(), splits, trie };
+    let machine = Normalized::new(SpaceJoinsWord, normal);
+    let tables = PreTokenizedTables { machine, contents: ContentTrie::default(), splits, trie };
     let guide = build(&vocab, &tok, &tables, dfa.clone(), &limits).unwrap();
     assert_eq!(guide.first_difference(&lazy), Ok(None), "{pattern}: eager and lazy");
     // A saved guide loads as the same automaton; corruption is refused.
@@ -195,10 +214,23 @@ fn check(pattern: &str, ignore_merges: bool, alphabet: &[char], max_len: usize) 
     let want: BTreeSet<Vec<u32>> = strings(alphabet, max_len)
         .iter()
         .filter(|s| dfa.matches(s.as_bytes()))
+        // The tokenizer encodes the normalized text: no sequence spells another text.
+        .filter(|s| normal.is_none() || s.nfc().map(|(c, _)| c).eq(s.chars()))
         .filter_map(|s| reference_encode(&vocab, &table, ignore_merges, s))
         .collect();
-    let got = accepted(&guide, max_len);
-    assert_eq!(accepted(&lazy, max_len), got, "{pattern}: the lazy guide's language");
+    // Sequences of at most `max_len` characters (`accepted` bounds bytes).
+    let widest = alphabet.iter().map(|c| c.len_utf8()).max().unwrap_or(1);
+    let within = |guide: &Guide| -> BTreeSet<Vec<u32>> {
+        accepted(guide, widest * max_len)
+            .into_iter()
+            .filter(|ids| {
+                let text: Vec<u8> = ids.iter().flat_map(|&t| vocab.token_bytes(t).to_vec()).collect();
+                String::from_utf8_lossy(&text).chars().count() <= max_len
+            })
+            .collect()
+    };
+    let got = within(&guide);
+    assert_eq!(within(&lazy), got, "{pattern}: the lazy guide's language");
     let show =
         |v: &Vec<u32>| v.iter().map(|&t| format!("{:?}", vocab.token_string(t).unwrap())).collect::<Vec<_>>().join(" ");
     let missing: Vec<String> = want.difference(&got).take(10).map(show).collect();
@@ -226,5 +258,42 @@ fn brute_force_equals_reference_encoding() {
         check(".*", ignore_merges, &['a', 'b', ' '], 6);
         check("(a|b ).*", ignore_merges, &['a', 'b', ' '], 6);
         check("a.{0,4}|b.{2,3}", ignore_merges, &['a', 'b', ' '], 6);
+    }
+}
+
+/// Letters and combining marks under NFC (the normal form over the pieces, as guides use it):
+/// `é` has one spelling, marks stay only in canonical order and where they do not compose (the
+/// dot below after `é` would), and the tokens that spell text NFC changes (`e` + acute, acute +
+/// dot below, `é` + dot below) are never used. With `.*` the slice's groups stand in for a walk.
+#[test]
+fn brute_force_with_a_normalizer_equals_reference_encoding() {
+    const TOKENS_NFC: &[&str] = &[
+        "a",
+        "e",
+        "é",
+        "\u{301}",
+        "\u{323}",
+        " ",
+        "ae",
+        " e",
+        " é",
+        "e\u{301}",
+        "\u{301}\u{323}",
+        "e\u{323}",
+        "é\u{323}",
+    ];
+    const MERGES_NFC: &[(&str, &str)] = &[
+        ("a", "e"),
+        (" ", "e"),
+        (" ", "é"),
+        ("e", "\u{301}"),
+        ("\u{301}", "\u{323}"),
+        ("e", "\u{323}"),
+        ("é", "\u{323}"),
+    ];
+    let nfc = Some(NormalForm::get(Form::Nfc));
+    let alphabet = ['a', 'e', 'é', '\u{301}', '\u{323}', ' '];
+    for pattern in [".*", "[ae ]+\u{323}?\u{301}?", "(e|a|\u{301}|\u{323}| )*", "a.{0,3}"] {
+        check_tokenizer(TOKENS_NFC, MERGES_NFC, nfc, pattern, false, &[], &alphabet, 4);
     }
 }

@@ -226,6 +226,17 @@ pub(super) fn byte_level_pre_tokenizer(
         .filter(|t| !t.special && !t.content.is_empty())
         .map(|t| (t.id, t.content.clone()))
         .collect();
+    if normalization != Normalization::None {
+        if let Some(t) = added_tokens.iter().find(|t| !t.special && !t.normalized && !t.content.is_empty()) {
+            // Hugging Face normalizes each text between such tokens on its own; guides model one
+            // normalized text (exact with `normalized=true` added tokens, found after normalizing).
+            return Err(format!(
+                "the non-special added token {:?} has normalized=false with a normalizer: the text between \
+                 such tokens is normalized piece by piece, which canonical guides do not model; {agnostic}",
+                t.content
+            ));
+        }
+    }
     if !added.is_empty() {
         let contents: Vec<&str> = added.iter().map(|a| a.1.as_str()).collect();
         stages.insert(0, crate::pre_tokenizer::piece_machine::added_tokens_pattern(&contents));

@@ -1,0 +1,508 @@
+//! The language of NFC- (NFKC-) normalized text as a small DFA over character classes.
+//!
+//! A tokenizer with an NFC or NFKC normalizer encodes `normalize(text)`, so a canonical token
+//! sequence decodes to text the normalizer leaves unchanged: guides must generate exactly the
+//! normalized strings. Whether a string is normalized is a finite-state property, and this
+//! module builds its minimal DFA from Hugging Face's own Unicode tables (the
+//! `unicode-normalization-alignments` crate, Unicode 9.0, which `tokenizers` uses), so the
+//! language is the tokenizer's, not a newer Unicode's.
+//!
+//! # Why a DFA suffices
+//! Write `NFD(c)` for a character's full canonical decomposition and `ccc` for the canonical
+//! combining class; call a character a *mark* when the first character of its `NFD` has
+//! `ccc > 0`. Normalizing a string decomposes it, sorts each run of marks stably by `ccc`, and
+//! composes left to right: each mark meets the current *starter* and composes with it unless a
+//! mark before it that did not compose has a `ccc` at least its own (blocked); a non-mark that
+//! is a composition's second half (Hangul vowel and trailing jamo, Indic length marks) composes
+//! only with a starter right before it.
+//!
+//! Read a string `s` that is normalized so far. Its last non-mark `L` (none at the text start)
+//! is followed by marks `x₁ … xₖ` that did not compose with it. Then `s x` is normalized iff
+//! 1. `x`'s quick check is not *No* (a *No* character never occurs in normalized text);
+//! 2. if `x` is a mark, it sorts after `xₖ`: its `ccc` is at least `xₖ`'s (the `x`s are never
+//!    reordered among themselves in the output). It may sort *before* the marks inside `L`'s own
+//!    decomposition: `é` + U+093C (nukta, 7) is normalized, since the decomposed nukta composes
+//!    with nothing and the acute (230) then still composes with `e`;
+//! 3. `x` does not compose. A mark of class `c` meets `L`'s starter composed with the marks of
+//!    `NFD(L)` of class `≤ c` only (the others sort after it): `L`'s *profile* gives the set of
+//!    characters that intermediate composes with, per class threshold (`é` + U+0323 is not
+//!    normalized: the dot below meets the bare `e` and composes into `ẹ`). It is blocked when
+//!    `xₖ` has its class. A non-mark composes when it follows `L` directly and `L` composes with it.
+//!
+//! Since `s` is normalized, no `xᵢ` composed, so `L` is fixed inside its run and only its profile
+//! matters; the state is `(profile of L, ccc of xₖ)` (0 when no mark followed `L`): finite
+//! (Unicode 9 has 96 distinct non-empty composition sets), and the minimal DFA has 4,812 states.
+//! Normalized strings are prefix-closed, so every live state accepts and the DFA's language is
+//! exactly the normalized strings. NFKC is the same with the NFKC quick check: a character that is
+//! not *No* under it has no compatibility decomposition, so its `NFKD` is its `NFD`.
+//!
+//! The argument is checked, not trusted: `tests` compares the DFA with the crate's own
+//! normalizer on every single character, every composite's decomposition written out, every
+//! string of up to three characters over an alphabet of starters, marks, jamo, Indic, Thai,
+//! Hebrew and Arabic cases, and 200,000 random strings weighted to marks (the nukta case above
+//! was found that way).
+//!
+//! # Over bytes
+//! Guides walk bytes. [`NormalForm::byte`] steps a state plus the character being read (its
+//! bits so far): the lazy text states carry both as a component (`crate::lazy::text`), and
+//! [`Normalized`] folds them into a pre-tokenizer's automaton for the eager construction.
+//!
+//! # Construction and costs
+//! One pass over the 1.1 M code points reads their properties and the primary composites
+//! (found from the decompositions: a composite `P` with `NFD(P)` minus one character `R`
+//! renormalizing to one character `A` with `compose(A, R) = P`); code points with equal
+//! behaviour share a class (406 classes); the reachable states are explored and minimized by
+//! partition refinement. ~0.2 s in release builds, once per process and form ([`NormalForm::get`]);
+//! the table takes 4,812 × 406 × 4 bytes (7.8 MB).
+
+use std::collections::BTreeMap;
+use std::sync::OnceLock;
+
+use rustc_hash::FxHashMap;
+
+use crate::error::Result;
+use crate::pre_tokenizer::text_automaton::PieceBoundaries;
+use unicode_normalization_alignments::char::{canonical_combining_class as ccc, compose, decompose_canonical};
+use unicode_normalization_alignments::{is_nfc_quick, is_nfkc_quick, IsNormalized, UnicodeNormalization};
+
+/// No normalized string continues this way.
+pub const DEAD: u32 = u32::MAX;
+
+/// A Unicode normalization form a tokenizer applies before pre-tokenizing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Form {
+    Nfc,
+    Nfkc,
+}
+
+/// The minimal DFA of normalized strings over its character classes (see the module docs).
+#[derive(Debug)]
+pub struct NormalForm {
+    form: Form,
+    /// Per class: its code points as sorted inclusive ranges.
+    class_ranges: Vec<Vec<(char, char)>>,
+    /// Start code point of each maximal run of one class, ascending (first is 0), and its class.
+    run_starts: Vec<u32>,
+    run_classes: Vec<u32>,
+    /// The class of each code point below U+10000 (the rest: `run_starts`).
+    bmp: Box<[u16]>,
+    /// `state * num_classes + class` → next state or [`DEAD`].
+    table: Vec<u32>,
+    num_states: usize,
+    /// Per class: every state goes to one same live state (a starter that composes with nothing
+    /// before it: ASCII, most letters and syllables), so what came before does not matter.
+    inert: Vec<bool>,
+}
+
+/// What a code point does to the state (equal keys: one class).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+enum Key {
+    /// Quick check *No*: never in normalized text.
+    Never,
+    Char {
+        /// `ccc` of the first and last character of its decomposition.
+        first: u8,
+        last: u8,
+        /// The first character of its decomposition as a composition's second half (its index
+        /// among all second halves), or `NO_SECOND`.
+        second: u32,
+        /// For a non-mark: the id of its [`Profile`] (0 for marks).
+        profile: u32,
+    },
+}
+
+const NO_SECOND: u32 = u32::MAX;
+
+/// What a starter composes with, by the class of the mark that reaches it: `(k, set)` pairs
+/// with ascending `k`; a mark of class `c` meets the set of the last pair with `k ≤ c`.
+type Profile = Vec<(u8, u32)>;
+
+/// A state before minimization: the last starter's profile, and the class of the last mark
+/// after it (0: none; it blocks marks of its class and must not exceed the next one's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Raw {
+    profile: u32,
+    block: u8,
+}
+
+impl NormalForm {
+    /// The DFA of `form`, built on first use and shared by the whole process.
+    pub fn get(form: Form) -> &'static NormalForm {
+        static NFC: OnceLock<NormalForm> = OnceLock::new();
+        static NFKC: OnceLock<NormalForm> = OnceLock::new();
+        match form {
+            Form::Nfc => NFC.get_or_init(|| NormalForm::build(Form::Nfc)),
+            Form::Nfkc => NFKC.get_or_init(|| NormalForm::build(Form::Nfkc)),
+        }
+    }
+
+    pub fn form(&self) -> Form {
+        self.form
+    }
+
+    /// The state before any text.
+    pub const START: u32 = 0;
+
+    pub fn num_states(&self) -> usize {
+        self.num_states
+    }
+
+    pub fn num_classes(&self) -> usize {
+        self.class_ranges.len()
+    }
+
+    /// Each class's code points (sorted inclusive ranges), by class id.
+    pub fn class_ranges(&self) -> &[Vec<(char, char)>] {
+        &self.class_ranges
+    }
+
+    pub fn class_of(&self, c: char) -> u32 {
+        self.class_of_code_point(c as u32)
+    }
+
+    /// The state after a character of class `class` ([`DEAD`] stays dead).
+    pub fn step(&self, state: u32, class: u32) -> u32 {
+        if state == DEAD {
+            return DEAD;
+        }
+        self.table[state as usize * self.class_ranges.len() + class as usize]
+    }
+
+    /// The state after code point `cp` (a scalar value).
+    #[inline]
+    pub fn step_code_point(&self, state: u32, cp: u32) -> u32 {
+        self.step(state, self.class_of_code_point(cp))
+    }
+
+    #[inline]
+    fn class_of_code_point(&self, cp: u32) -> u32 {
+        match self.bmp.get(cp as usize) {
+            Some(&c) => c as u32,
+            None => self.run_classes[self.run_starts.partition_point(|&s| s <= cp) - 1],
+        }
+    }
+
+    /// The state after byte `b` from state `state` with partial character `partial` (0: none;
+    /// else the bits read so far above 2 bits counting the continuation bytes still to come);
+    /// `None` when the text would not be normalized (or is not UTF-8).
+    #[inline]
+    pub fn byte(&self, state: u32, partial: u32, b: u8) -> Option<(u32, u32)> {
+        let complete = |cp: u32| match self.step_code_point(state, cp) {
+            DEAD => None,
+            next => Some((next, 0)),
+        };
+        if partial == 0 {
+            return match b {
+                0x00..=0x7F => complete(b as u32),
+                0xC2..=0xDF => Some((state, (b as u32 & 0x1F) << 2 | 1)),
+                0xE0..=0xEF => Some((state, (b as u32 & 0x0F) << 2 | 2)),
+                0xF0..=0xF4 => Some((state, (b as u32 & 0x07) << 2 | 3)),
+                _ => None,
+            };
+        }
+        if b & 0xC0 != 0x80 {
+            return None;
+        }
+        let bits = (partial >> 2) << 6 | (b & 0x3F) as u32;
+        match partial & 3 {
+            1 if bits <= 0x10FFFF && !(0xD800..0xE000).contains(&bits) => complete(bits),
+            1 => None,
+            k => Some((state, bits << 2 | (k - 1))),
+        }
+    }
+
+    /// Whether every state goes to one same live state on `cp` (see `inert`).
+    pub fn is_inert(&self, cp: u32) -> bool {
+        self.inert[self.class_of_code_point(cp) as usize]
+    }
+
+    /// Whether the normalizer leaves `text` unchanged.
+    pub fn is_normalized(&self, text: &str) -> bool {
+        text.chars().try_fold(Self::START, |s, c| Some(self.step(s, self.class_of(c))).filter(|&t| t != DEAD)).is_some()
+    }
+
+    fn build(form: Form) -> NormalForm {
+        let quick: fn(std::iter::Once<char>) -> IsNormalized = match form {
+            Form::Nfc => is_nfc_quick,
+            Form::Nfkc => is_nfkc_quick,
+        };
+        let scalars = || (0..=0x10FFFFu32).filter_map(char::from_u32);
+        let decomposition = |c: char| {
+            let mut d: Vec<char> = Vec::with_capacity(4);
+            decompose_canonical(c, |x| d.push(x));
+            d
+        };
+        // Primary composites: which second halves each character composes with.
+        let mut sets_by_first: BTreeMap<char, Vec<char>> = BTreeMap::new();
+        for p in scalars() {
+            let d = decomposition(p);
+            if d.len() < 2 {
+                continue;
+            }
+            for i in 0..d.len() {
+                let rest: String = d.iter().enumerate().filter(|&(j, _)| j != i).map(|(_, &c)| c).collect();
+                let mut first = rest.as_str().nfc().map(|(c, _)| c);
+                if let (Some(a), None) = (first.next(), first.next()) {
+                    if compose(a, d[i]) == Some(p) {
+                        sets_by_first.entry(a).or_default().push(d[i]);
+                    }
+                }
+            }
+        }
+        let mut seconds: Vec<char> = sets_by_first.values().flatten().copied().collect();
+        seconds.sort_unstable();
+        seconds.dedup();
+        // Interned composition sets as sorted second-half indices; id 0 is the empty set.
+        let mut sets: Vec<Vec<u32>> = vec![Vec::new()];
+        let mut set_ids: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+        set_ids.insert(Vec::new(), 0);
+        let mut set_of: FxHashMap<char, u32> = FxHashMap::default();
+        for (&a, rs) in &sets_by_first {
+            let mut idx: Vec<u32> = rs.iter().map(|r| seconds.binary_search(r).unwrap() as u32).collect();
+            idx.sort_unstable();
+            idx.dedup();
+            let id = *set_ids.entry(idx.clone()).or_insert_with(|| {
+                sets.push(idx);
+                sets.len() as u32 - 1
+            });
+            set_of.insert(a, id);
+        }
+        // Interned profiles; id 0 is "composes with nothing" (also the text start).
+        let mut profiles: Vec<Profile> = vec![vec![(0, 0)]];
+        let mut profile_ids: FxHashMap<Profile, u32> = FxHashMap::default();
+        profile_ids.insert(vec![(0, 0)], 0);
+        // Classes: code points with equal keys, as runs.
+        let mut key_ids: BTreeMap<Key, u32> = BTreeMap::new();
+        let mut keys: Vec<Key> = Vec::new();
+        let mut class_ranges: Vec<Vec<(char, char)>> = Vec::new();
+        let (mut run_starts, mut run_classes) = (Vec::new(), Vec::new());
+        for c in scalars() {
+            let key = if quick(std::iter::once(c)) == IsNormalized::No {
+                Key::Never
+            } else {
+                let d = decomposition(c);
+                let (first, last) = (ccc(d[0]), ccc(*d.last().unwrap()));
+                let profile = if first > 0 {
+                    0
+                } else {
+                    let profile = starter_profile(&d, |x| set_of.get(&x).copied().unwrap_or(0));
+                    *profile_ids.entry(profile.clone()).or_insert_with(|| {
+                        profiles.push(profile);
+                        profiles.len() as u32 - 1
+                    })
+                };
+                Key::Char { first, last, second: seconds.binary_search(&d[0]).map_or(NO_SECOND, |i| i as u32), profile }
+            };
+            let id = *key_ids.entry(key).or_insert_with(|| {
+                keys.push(key);
+                class_ranges.push(Vec::new());
+                keys.len() as u32 - 1
+            });
+            let ranges = &mut class_ranges[id as usize];
+            match ranges.last_mut() {
+                Some((_, hi)) if next_scalar(*hi) == Some(c) => *hi = c,
+                _ => ranges.push((c, c)),
+            }
+            if run_classes.last() != Some(&id) {
+                run_starts.push(c as u32);
+                run_classes.push(id);
+            }
+        }
+        // The set the starter composes with when a mark of class `k` reaches it.
+        let set_at = |profile: u32, k: u8| profiles[profile as usize].iter().rev().find(|e| e.0 <= k).unwrap().1;
+        let step = |s: Raw, key: Key| -> Option<Raw> {
+            let Key::Char { first, last, second, profile } = key else { return None };
+            let reaches = if first == 0 { s.block == 0 } else { first > s.block };
+            if first > 0 && first < s.block {
+                return None; // the marks would be reordered
+            }
+            let k = if first == 0 { u8::MAX } else { first };
+            if second != NO_SECOND && reaches && sets[set_at(s.profile, k) as usize].binary_search(&second).is_ok() {
+                return None; // it would compose with the starter
+            }
+            Some(if first == 0 { Raw { profile, block: 0 } } else { Raw { profile: s.profile, block: last } })
+        };
+        // Reachable raw states.
+        let start = Raw { profile: 0, block: 0 };
+        let mut raw = vec![start];
+        let mut raw_ids: FxHashMap<Raw, u32> = FxHashMap::default();
+        raw_ids.insert(start, 0);
+        let n = keys.len();
+        let mut raw_table: Vec<u32> = Vec::new();
+        let mut i = 0;
+        while i < raw.len() {
+            let s = raw[i];
+            for &key in &keys {
+                let t = match step(s, key) {
+                    None => DEAD,
+                    Some(t) => *raw_ids.entry(t).or_insert_with(|| {
+                        raw.push(t);
+                        raw.len() as u32 - 1
+                    }),
+                };
+                raw_table.push(t);
+            }
+            i += 1;
+        }
+        let (table, num_states) = minimize(&raw_table, raw.len(), n);
+        assert!(n <= u16::MAX as usize, "normal form: {n} character classes");
+        let mut bmp = vec![0u16; 0x10000];
+        for (i, &start) in run_starts.iter().enumerate() {
+            let end = run_starts.get(i + 1).map_or(0x10000, |&e| e.min(0x10000));
+            for cp in start..end.max(start) {
+                if cp < 0x10000 {
+                    bmp[cp as usize] = run_classes[i] as u16;
+                }
+            }
+        }
+        let inert = (0..n)
+            .map(|c| {
+                let first = table[c];
+                first != DEAD && (0..num_states).all(|s| table[s * n + c] == first)
+            })
+            .collect();
+        NormalForm {
+            form,
+            class_ranges,
+            run_starts,
+            run_classes,
+            bmp: bmp.into_boxed_slice(),
+            table,
+            num_states,
+            inert,
+        }
+    }
+}
+
+/// The profile of a starter with decomposition `d` (`d[0]` a starter, then its marks in
+/// canonical order): a mark of class `c` meets the starter composed with the marks of class
+/// `≤ c` only (those sort before it, the others after it).
+fn starter_profile(d: &[char], set_of: impl Fn(char) -> u32) -> Profile {
+    let mut profile = vec![(0, set_of(d[0]))];
+    let mut current = d[0];
+    for &m in &d[1..] {
+        // A normalized starter's decomposition recomposes mark by mark.
+        current = compose(current, m).unwrap_or(current);
+        let entry = (ccc(m), set_of(current));
+        match profile.last_mut() {
+            Some(last) if last.0 == entry.0 => *last = entry,
+            _ => profile.push(entry),
+        }
+    }
+    profile
+}
+
+fn next_scalar(c: char) -> Option<char> {
+    match c as u32 {
+        0xD7FF => Some('\u{E000}'),
+        x => char::from_u32(x + 1),
+    }
+}
+
+/// Moore partition refinement of a complete DFA whose live states all accept; returns the
+/// minimal table (state 0 stays the start) and its number of states.
+fn minimize(table: &[u32], states: usize, classes: usize) -> (Vec<u32>, usize) {
+    let mut block: Vec<u32> = vec![0; states];
+    let mut count = 1;
+    loop {
+        let mut ids: FxHashMap<(u32, &[u32]), u32> = FxHashMap::default();
+        let sigs: Vec<Vec<u32>> = (0..states)
+            .map(|s| {
+                table[s * classes..(s + 1) * classes]
+                    .iter()
+                    .map(|&t| if t == DEAD { DEAD } else { block[t as usize] })
+                    .collect()
+            })
+            .collect();
+        // Renumber in order of first appearance so the start keeps id 0.
+        let next: Vec<u32> = (0..states)
+            .map(|s| {
+                let k = ids.len() as u32;
+                *ids.entry((block[s], &sigs[s])).or_insert(k)
+            })
+            .collect();
+        let new_count = ids.len();
+        block = next;
+        if new_count == count {
+            break;
+        }
+        count = new_count;
+    }
+    let mut out = vec![DEAD; count * classes];
+    for s in 0..states {
+        let b = block[s] as usize;
+        for c in 0..classes {
+            let t = table[s * classes + c];
+            out[b * classes + c] = if t == DEAD { DEAD } else { block[t as usize] };
+        }
+    }
+    (out, count)
+}
+
+/// A pre-tokenizer's automaton restricted to normalized text: its states paired with the normal
+/// form's (interned; without a normalizer, the inner automaton's own ids).
+#[derive(Clone, Debug)]
+pub struct Normalized<M> {
+    inner: M,
+    normal: Option<&'static NormalForm>,
+    /// `(inner state, normal-form state, partial character)` by id, and back.
+    states: Vec<(u32, u32, u32)>,
+    ids: FxHashMap<(u32, u32, u32), u32>,
+}
+
+impl<M: PieceBoundaries> Normalized<M> {
+    pub fn new(inner: M, normal: Option<&'static NormalForm>) -> Normalized<M> {
+        let mut n = Normalized { inner, normal, states: Vec::new(), ids: FxHashMap::default() };
+        if normal.is_some() {
+            n.id((n.inner.start(), NormalForm::START, 0)); // the start is id 0
+        }
+        n
+    }
+
+    fn id(&mut self, key: (u32, u32, u32)) -> u32 {
+        if key.0 == DEAD {
+            return DEAD;
+        }
+        *self.ids.entry(key).or_insert_with(|| {
+            self.states.push(key);
+            self.states.len() as u32 - 1
+        })
+    }
+}
+
+impl<M: PieceBoundaries> PieceBoundaries for Normalized<M> {
+    fn num_stages(&self) -> usize {
+        self.inner.num_stages()
+    }
+    fn start(&self) -> u32 {
+        match self.normal {
+            None => self.inner.start(),
+            Some(_) => 0,
+        }
+    }
+    fn byte(&mut self, state: u32, b: u8) -> Result<u32> {
+        let Some(nf) = self.normal else { return self.inner.byte(state, b) };
+        let (m, f, partial) = self.states[state as usize];
+        let Some((f, partial)) = nf.byte(f, partial, b) else { return Ok(DEAD) };
+        let m = self.inner.byte(m, b)?;
+        Ok(self.id((m, f, partial)))
+    }
+    fn mark(&mut self, state: u32, kind: usize) -> Result<u32> {
+        if self.normal.is_none() {
+            return self.inner.mark(state, kind);
+        }
+        let (m, f, partial) = self.states[state as usize];
+        let m = self.inner.mark(m, kind)?;
+        Ok(self.id((m, f, partial)))
+    }
+    fn accepts_end(&mut self, state: u32) -> Result<bool> {
+        if self.normal.is_none() {
+            return self.inner.accepts_end(state);
+        }
+        let (m, _, partial) = self.states[state as usize];
+        Ok(partial == 0 && self.inner.accepts_end(m)?)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,114 @@
+use unicode_normalization_alignments::UnicodeNormalization;
+
+use super::*;
+use crate::util::random::SplitMix64;
+
+/// What Hugging Face's normalizer does: `text` is normalized iff normalizing leaves it unchanged.
+fn reference(form: Form, text: &str) -> bool {
+    match form {
+        Form::Nfc => text.nfc().map(|(c, _)| c).eq(text.chars()),
+        Form::Nfkc => text.nfkc().map(|(c, _)| c).eq(text.chars()),
+    }
+}
+
+/// Starters, marks and the composition corner cases: Latin with stacked accents, Hangul jamo and
+/// syllables, Indic nukta, virama and length marks, Thai tone marks, Hebrew points, Arabic
+/// harakat, excluded composites, singletons, compatibility characters.
+const ALPHABET: &[char] = &[
+    'a', 'e', 'o', 'q', ' ', '"', 'é', 'ẹ', 'Å', '\u{212B}', '\u{0300}', '\u{0301}', '\u{0302}', '\u{0308}',
+    '\u{0323}', '\u{0327}', '\u{0344}', '\u{0340}', '\u{1100}', '\u{1161}', '\u{11A8}', '\u{AC00}', '\u{AC01}',
+    '\u{0928}', '\u{093C}', '\u{0929}', '\u{0958}', '\u{094D}', '\u{0915}', '\u{0BC6}', '\u{0BBE}', '\u{0BD7}',
+    '\u{0BCA}', '\u{0B95}', '\u{0E01}', '\u{0E48}', '\u{0E49}', '\u{0E31}', '\u{05E9}', '\u{05C1}', '\u{05B8}',
+    '\u{05BC}', '\u{0628}', '\u{0650}', '\u{0652}', '\u{0651}', '\u{FB01}', '\u{2460}', '\u{1E9B}', '\u{017F}',
+];
+
+#[test]
+fn every_short_string_over_the_corner_cases_is_judged_as_the_normalizer_does() {
+    for form in [Form::Nfc, Form::Nfkc] {
+        let nf = NormalForm::get(form);
+        let mut checked = [0usize; 2];
+        let mut text = String::new();
+        for &a in ALPHABET {
+            for &b in std::iter::once(&'\0').chain(ALPHABET) {
+                for &c in std::iter::once(&'\0').chain(ALPHABET) {
+                    text.clear();
+                    text.extend([a, b, c].into_iter().filter(|&x| x != '\0'));
+                    let expected = reference(form, &text);
+                    assert_eq!(
+                        nf.is_normalized(&text),
+                        expected,
+                        "{form:?} {text:?} ({:?})",
+                        text.chars().collect::<Vec<_>>()
+                    );
+                    checked[expected as usize] += 1;
+                }
+            }
+        }
+        // Both answers occur often: the comparison is not vacuous.
+        assert!(checked[0] > 10_000 && checked[1] > 10_000, "{form:?}: {checked:?}");
+    }
+}
+
+#[test]
+fn random_strings_weighted_to_marks_are_judged_as_the_normalizer_does() {
+    // Every mark (ccc > 0 or a composition's second half) and a sample of starters.
+    let marks: Vec<char> = (0..=0x10FFFFu32)
+        .filter_map(char::from_u32)
+        .filter(|&c| ccc(c) > 0 || (0x1161..=0x11C2).contains(&(c as u32)))
+        .collect();
+    let starters: Vec<char> =
+        "aeiouyAEOUcnszgkrw ẹéêơưÅ가각\u{1100}\u{0928}\u{0915}\u{0BC6}\u{0B92}\u{0E01}\u{05D0}\u{0628}"
+            .chars()
+            .collect();
+    let mut rng = SplitMix64::new(7);
+    for form in [Form::Nfc, Form::Nfkc] {
+        let nf = NormalForm::get(form);
+        let mut yes = 0;
+        for _ in 0..200_000 {
+            let len = 1 + rng.below(6);
+            let text: String = (0..len)
+                .map(|_| {
+                    if rng.below(2) == 0 {
+                        starters[rng.below(starters.len())]
+                    } else {
+                        marks[rng.below(marks.len())]
+                    }
+                })
+                .collect();
+            let expected = reference(form, &text);
+            yes += expected as usize;
+            assert_eq!(nf.is_normalized(&text), expected, "{form:?} {:?}", text.chars().collect::<Vec<_>>());
+        }
+        assert!(yes > 20_000, "{form:?}: only {yes} normalized samples");
+    }
+}
+
+#[test]
+fn every_single_character_and_every_composition_pair_is_judged_as_the_normalizer_does() {
+    for form in [Form::Nfc, Form::Nfkc] {
+        let nf = NormalForm::get(form);
+        for c in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            let mut buf = [0u8; 4];
+            let s = c.encode_utf8(&mut buf);
+            assert_eq!(nf.is_normalized(s), reference(form, s), "{form:?} U+{:04X}", c as u32);
+        }
+        // Every composite's decomposition, written out: the pair must be refused.
+        for p in (0..=0x10FFFFu32).filter_map(char::from_u32) {
+            let s: String = std::iter::once(p).nfd().map(|(c, _)| c).collect();
+            if s.chars().count() > 1 {
+                assert_eq!(nf.is_normalized(&s), reference(form, &s), "{form:?} NFD of U+{:04X}", p as u32);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_dfa_is_small() {
+    for form in [Form::Nfc, Form::Nfkc] {
+        let started = std::time::Instant::now();
+        let nf = NormalForm::build(form);
+        let (classes, states) = (nf.num_classes(), nf.num_states());
+        eprintln!("{form:?}: {classes} classes, {states} states, built in {:?}", started.elapsed());
+        assert!(classes < 1_000 && states < 1 << 13, "{form:?}: {classes} classes, {states} states");
+    }
+}

@@ -7,8 +7,9 @@
 //! The normal form ([`NormalForm`], with an NFC or NFKC normalizer) is its own component here,
 //! where the eager construction folds it into the pre-tokenizer's automaton: explored in full,
 //! that product is ~1,000 times larger (Qwen2: ~1 GB of tables, 4 s), while here it costs a
-//! table lookup per character. Inside a multi-byte character the key holds the bits read so
-//! far; the normal form steps when the character is complete.
+//! table lookup per character. Inside a multi-byte character the key holds the decoding prefix
+//! (one per set of classes the character can still complete into, not one per byte value); the
+//! normal form steps when the character is complete.
 //!
 //! Without a pre-tokenizer (SentencePiece BPE) the pre-tokenizer side is a single state that
 //! never places a mark.
@@ -28,8 +29,8 @@ use crate::regex::byte_dfa::{ByteDfa, DEAD};
 const Q_BITS: u32 = 21;
 const M_BITS: u32 = 22;
 const N_BITS: u32 = 21;
-/// The normal form's state, then the character being read: the bits so far and how many
-/// continuation bytes are still to come (2 bits).
+/// The normal form's state, then the character being read (1 + its decoding prefix, 0 between
+/// characters; see `NormalForm::byte`).
 const F_BITS: u32 = 13;
 const PARTIAL_BITS: u32 = 17;
 /// The packed value of [`NOT_A_PREFIX`].
@@ -159,7 +160,7 @@ impl TextSpace {
         )?;
         too_many("added-token prefixes", "max_pre_tokenizer_states", contents.num_nodes(), N_NONE as u64)?;
         let n0 = if contents.is_active() { 0 } else { NOT_A_PREFIX };
-        if normal.is_some_and(|nf| nf.num_states() >= 1 << F_BITS) {
+        if normal.is_some_and(|nf| nf.num_states() >= 1 << F_BITS || nf.num_prefixes() >= (1 << PARTIAL_BITS) - 1) {
             return Err(Error::Unsupported(
                 "the normalizer's automaton has more states than a text state can hold".into(),
             ));

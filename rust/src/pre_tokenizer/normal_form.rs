@@ -61,6 +61,7 @@ use std::sync::OnceLock;
 use rustc_hash::FxHashMap;
 
 use crate::error::Result;
+use crate::pre_tokenizer::char_classes::{restrict_utf8_runs, utf8_lead_runs, Runs, INVALID_CLASS};
 use crate::pre_tokenizer::text_automaton::PieceBoundaries;
 use unicode_normalization_alignments::char::{canonical_combining_class as ccc, compose, decompose_canonical};
 use unicode_normalization_alignments::{is_nfc_quick, is_nfkc_quick, IsNormalized, UnicodeNormalization};
@@ -88,10 +89,61 @@ pub struct NormalForm {
     bmp: Box<[u16]>,
     /// `state * num_classes + class` → next state or [`DEAD`].
     table: Vec<u32>,
+    /// Inside a multi-byte character (see [`Prefixes`]).
+    prefixes: Prefixes,
     num_states: usize,
     /// Per class: every state goes to one same live state (a starter that composes with nothing
     /// before it: ASCII, most letters and syllables), so what came before does not matter.
     inert: Vec<bool>,
+}
+
+/// The state of the UTF-8 decoding inside a character: which classes its completions can have.
+/// A prefix is identified by the classes over the code points it can still become, so
+/// prefixes that can only complete into the same classes share an id (all of a CJK block's
+/// three-byte prefixes are one), as the pre-tokenizer's automaton does: text states inside a
+/// character are then as few as the classes allow, not one per byte value.
+#[derive(Debug)]
+struct Prefixes {
+    /// Per lead byte of a multi-byte character: its prefix, or [`DEAD`].
+    lead: [u32; 256],
+    /// Per prefix and continuation byte (its low 6 bits): the next prefix, or, when the byte
+    /// completes the character, its class; [`DEAD`] where no character completes.
+    next: Vec<[u32; 64]>,
+    /// Per prefix: whether the next byte completes the character.
+    last: Vec<bool>,
+}
+
+impl Prefixes {
+    fn new(runs_of: impl Fn(u32, u32) -> Vec<(u32, u32)>) -> Prefixes {
+        let mut p = Prefixes { lead: [DEAD; 256], next: Vec::new(), last: Vec::new() };
+        let mut ids: FxHashMap<(u32, Runs), u32> = FxHashMap::default();
+        for (b, lead) in utf8_lead_runs(runs_of).into_iter().enumerate() {
+            if let Some((k, runs)) = lead {
+                p.lead[b] = p.intern(k, runs, &mut ids);
+            }
+        }
+        p
+    }
+
+    /// The prefix with `k` continuation bytes to come over the class runs `runs`.
+    fn intern(&mut self, k: u32, runs: Runs, ids: &mut FxHashMap<(u32, Runs), u32>) -> u32 {
+        if let Some(&id) = ids.get(&(k, runs.clone())) {
+            return id;
+        }
+        let id = self.next.len() as u32;
+        self.next.push([DEAD; 64]);
+        self.last.push(k == 1);
+        ids.insert((k, runs.clone()), id);
+        for c in 0..64u8 {
+            let sub = restrict_utf8_runs(&runs, k - 1, 0x80 | c);
+            self.next[id as usize][c as usize] = match k {
+                1 => sub[0].1, // one code point: its class (INVALID_CLASS is DEAD)
+                _ if sub.len() == 1 && sub[0].1 == INVALID_CLASS => DEAD,
+                _ => self.intern(k - 1, sub.into_boxed_slice(), ids),
+            };
+        }
+        id
+    }
 }
 
 /// What a code point does to the state (equal keys: one class).
@@ -183,32 +235,37 @@ impl NormalForm {
     }
 
     /// The state after byte `b` from state `state` with partial character `partial` (0: none;
-    /// else the bits read so far above 2 bits counting the continuation bytes still to come);
-    /// `None` when the text would not be normalized (or is not UTF-8).
+    /// else 1 + its prefix, see [`Prefixes`]); `None` when the text would not be normalized (or
+    /// is not UTF-8).
     #[inline]
     pub fn byte(&self, state: u32, partial: u32, b: u8) -> Option<(u32, u32)> {
-        let complete = |cp: u32| match self.step_code_point(state, cp) {
+        let complete = |class: u32| match self.step(state, class) {
             DEAD => None,
             next => Some((next, 0)),
         };
         if partial == 0 {
             return match b {
-                0x00..=0x7F => complete(b as u32),
-                0xC2..=0xDF => Some((state, (b as u32 & 0x1F) << 2 | 1)),
-                0xE0..=0xEF => Some((state, (b as u32 & 0x0F) << 2 | 2)),
-                0xF0..=0xF4 => Some((state, (b as u32 & 0x07) << 2 | 3)),
-                _ => None,
+                0x00..=0x7F => complete(self.bmp[b as usize] as u32),
+                _ => match self.prefixes.lead[b as usize] {
+                    DEAD => None,
+                    prefix => Some((state, prefix + 1)),
+                },
             };
         }
         if b & 0xC0 != 0x80 {
             return None;
         }
-        let bits = (partial >> 2) << 6 | (b & 0x3F) as u32;
-        match partial & 3 {
-            1 if bits <= 0x10FFFF && !(0xD800..0xE000).contains(&bits) => complete(bits),
-            1 => None,
-            k => Some((state, bits << 2 | (k - 1))),
+        let prefix = partial as usize - 1;
+        match self.prefixes.next[prefix][(b & 0x3F) as usize] {
+            DEAD => None,
+            class if self.prefixes.last[prefix] => complete(class),
+            next => Some((state, next + 1)),
         }
+    }
+
+    /// The number of distinct prefixes inside a character (see [`Prefixes`]).
+    pub fn num_prefixes(&self) -> usize {
+        self.prefixes.next.len()
     }
 
     /// Whether every state goes to one same live state on `cp` (see `inert`).
@@ -361,6 +418,17 @@ impl NormalForm {
                 first != DEAD && (0..num_states).all(|s| table[s * n + c] == first)
             })
             .collect();
+        let runs_of = |lo: u32, hi: u32| {
+            let mut i = run_starts.partition_point(|&s| s <= lo) - 1;
+            let mut out = vec![(lo, run_classes[i])];
+            i += 1;
+            while i < run_starts.len() && run_starts[i] <= hi {
+                out.push((run_starts[i], run_classes[i]));
+                i += 1;
+            }
+            out
+        };
+        let prefixes = Prefixes::new(runs_of);
         NormalForm {
             form,
             class_ranges,
@@ -370,6 +438,7 @@ impl NormalForm {
             table,
             num_states,
             inert,
+            prefixes,
         }
     }
 }

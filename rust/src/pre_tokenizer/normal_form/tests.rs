@@ -108,7 +108,41 @@ fn the_dfa_is_small() {
         let started = std::time::Instant::now();
         let nf = NormalForm::build(form);
         let (classes, states) = (nf.num_classes(), nf.num_states());
-        eprintln!("{form:?}: {classes} classes, {states} states, built in {:?}", started.elapsed());
+        let prefixes = nf.num_prefixes();
+        eprintln!(
+            "{form:?}: {classes} classes, {states} states, {prefixes} prefixes, built in {:?}",
+            started.elapsed()
+        );
+        assert!(prefixes < 1 << 16, "{form:?}: {prefixes} prefixes");
         assert!(classes < 1_000 && states < 1 << 13, "{form:?}: {classes} classes, {states} states");
+    }
+}
+
+/// Byte by byte (as guides walk text), the DFA agrees with the normalizer, and a text that is not
+/// UTF-8 dies.
+#[test]
+fn bytes_are_judged_as_the_normalizer_judges_their_text() {
+    let pool: Vec<char> =
+        ALPHABET.iter().copied().chain("中文字日本語한국어😀\u{10FFFF}\u{E000}\u{FFFD}".chars()).collect();
+    let mut rng = SplitMix64::new(11);
+    for form in [Form::Nfc, Form::Nfkc] {
+        let nf = NormalForm::get(form);
+        for _ in 0..50_000 {
+            let text: String = (0..1 + rng.below(5)).map(|_| pool[rng.below(pool.len())]).collect();
+            let mut state = Some((NormalForm::START, 0));
+            for &b in text.as_bytes() {
+                state = state.and_then(|(s, p)| nf.byte(s, p, b));
+            }
+            let by_bytes = state.is_some_and(|(_, partial)| partial == 0);
+            assert_eq!(by_bytes, reference(form, &text), "{form:?} {text:?}");
+        }
+        // Bytes that are not UTF-8: continuation first, overlong, surrogate, past U+10FFFF.
+        for bad in [&[0x80u8][..], &[0xC0, 0x80], &[0xE0, 0x80, 0x80], &[0xED, 0xA0, 0x80], &[0xF4, 0x90, 0x80, 0x80]] {
+            let mut state = Some((NormalForm::START, 0));
+            for &b in bad {
+                state = state.and_then(|(s, p)| nf.byte(s, p, b));
+            }
+            assert!(state.is_none_or(|(_, partial)| partial != 0), "{bad:?}");
+        }
     }
 }

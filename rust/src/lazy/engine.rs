@@ -206,8 +206,9 @@ const WAY_SEARCH_FAILURES: usize = 256;
 /// ([`Engine::exit`]).
 const WITNESS_MIN_CLASSES: usize = 8;
 
-/// Bytes a fact or an interned key costs (entry plus hash-table slack).
-const BYTES_PER_ENTRY: usize = 32;
+/// Bytes a fact or an interned key costs (entry, with its 16-byte text key, plus hash-table
+/// slack).
+const BYTES_PER_ENTRY: usize = 48;
 
 impl Engine {
     pub(crate) fn new(parts: Arc<TokenizerParts>, space: TextSpace, max_states: usize, max_bytes: usize) -> Engine {

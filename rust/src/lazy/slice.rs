@@ -99,7 +99,10 @@ impl SliceGroups {
         self.groups[range].iter().cloned()
     }
     fn heap_bytes(&self) -> usize {
-        self.targets.len() * 8 + self.target_groups.len() * 4 + self.groups.len() * 12 + self.tokens.len() * 4
+        self.targets.len() * std::mem::size_of::<TextKey>()
+            + self.target_groups.len() * 4
+            + self.groups.len() * 12
+            + self.tokens.len() * 4
     }
 }
 

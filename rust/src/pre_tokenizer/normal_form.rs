@@ -43,9 +43,10 @@
 //! was found that way).
 //!
 //! # Over bytes
-//! Guides walk bytes. [`NormalForm::byte`] steps a state plus the character being read (its
-//! bits so far): the lazy text states carry both as a component (`crate::lazy::text`), and
-//! [`Normalized`] folds them into a pre-tokenizer's automaton for the eager construction.
+//! Guides walk bytes. [`NormalForm::byte`] steps a state plus the character being read (a
+//! decoding prefix, shared by all prefixes that can only complete into the same classes): the lazy
+//! text states carry both as a component (`crate::lazy::text`), and [`Normalized`] folds them
+//! into a pre-tokenizer's automaton for the eager construction.
 //!
 //! # Construction and costs
 //! One pass over the 1.1 M code points reads their properties and the primary composites
@@ -79,9 +80,7 @@ pub enum Form {
 /// The minimal DFA of normalized strings over its character classes (see the module docs).
 #[derive(Debug)]
 pub struct NormalForm {
-    form: Form,
-    /// Per class: its code points as sorted inclusive ranges.
-    class_ranges: Vec<Vec<(char, char)>>,
+    num_classes: usize,
     /// Start code point of each maximal run of one class, ascending (first is 0), and its class.
     run_starts: Vec<u32>,
     run_classes: Vec<u32>,
@@ -188,10 +187,6 @@ impl NormalForm {
         }
     }
 
-    pub fn form(&self) -> Form {
-        self.form
-    }
-
     /// The state before any text.
     pub const START: u32 = 0;
 
@@ -200,16 +195,7 @@ impl NormalForm {
     }
 
     pub fn num_classes(&self) -> usize {
-        self.class_ranges.len()
-    }
-
-    /// Each class's code points (sorted inclusive ranges), by class id.
-    pub fn class_ranges(&self) -> &[Vec<(char, char)>] {
-        &self.class_ranges
-    }
-
-    pub fn class_of(&self, c: char) -> u32 {
-        self.class_of_code_point(c as u32)
+        self.num_classes
     }
 
     /// The state after a character of class `class` ([`DEAD`] stays dead).
@@ -217,13 +203,7 @@ impl NormalForm {
         if state == DEAD {
             return DEAD;
         }
-        self.table[state as usize * self.class_ranges.len() + class as usize]
-    }
-
-    /// The state after code point `cp` (a scalar value).
-    #[inline]
-    pub fn step_code_point(&self, state: u32, cp: u32) -> u32 {
-        self.step(state, self.class_of_code_point(cp))
+        self.table[state as usize * self.num_classes + class as usize]
     }
 
     #[inline]
@@ -275,7 +255,9 @@ impl NormalForm {
 
     /// Whether the normalizer leaves `text` unchanged.
     pub fn is_normalized(&self, text: &str) -> bool {
-        text.chars().try_fold(Self::START, |s, c| Some(self.step(s, self.class_of(c))).filter(|&t| t != DEAD)).is_some()
+        text.chars()
+            .try_fold(Self::START, |s, c| Some(self.step(s, self.class_of_code_point(c as u32))).filter(|&t| t != DEAD))
+            .is_some()
     }
 
     fn build(form: Form) -> NormalForm {
@@ -331,7 +313,6 @@ impl NormalForm {
         // Classes: code points with equal keys, as runs.
         let mut key_ids: BTreeMap<Key, u32> = BTreeMap::new();
         let mut keys: Vec<Key> = Vec::new();
-        let mut class_ranges: Vec<Vec<(char, char)>> = Vec::new();
         let (mut run_starts, mut run_classes) = (Vec::new(), Vec::new());
         for c in scalars() {
             let key = if quick(std::iter::once(c)) == IsNormalized::No {
@@ -352,14 +333,8 @@ impl NormalForm {
             };
             let id = *key_ids.entry(key).or_insert_with(|| {
                 keys.push(key);
-                class_ranges.push(Vec::new());
                 keys.len() as u32 - 1
             });
-            let ranges = &mut class_ranges[id as usize];
-            match ranges.last_mut() {
-                Some((_, hi)) if next_scalar(*hi) == Some(c) => *hi = c,
-                _ => ranges.push((c, c)),
-            }
             if run_classes.last() != Some(&id) {
                 run_starts.push(c as u32);
                 run_classes.push(id);
@@ -430,8 +405,7 @@ impl NormalForm {
         };
         let prefixes = Prefixes::new(runs_of);
         NormalForm {
-            form,
-            class_ranges,
+            num_classes: n,
             run_starts,
             run_classes,
             bmp: bmp.into_boxed_slice(),
@@ -459,13 +433,6 @@ fn starter_profile(d: &[char], set_of: impl Fn(char) -> u32) -> Profile {
         }
     }
     profile
-}
-
-fn next_scalar(c: char) -> Option<char> {
-    match c as u32 {
-        0xD7FF => Some('\u{E000}'),
-        x => char::from_u32(x + 1),
-    }
 }
 
 /// Moore partition refinement of a complete DFA whose live states all accept; returns the

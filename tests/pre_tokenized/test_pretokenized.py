@@ -36,10 +36,9 @@ to build by default (``pretok_support.COSTLY_TOKENIZER_DFA``: Command-R) is test
 ``PROPERTOK_COSTLY_TOKENIZERS=1`` (or ``PROPERTOK_FULL_ORACLE=1``). The tests run grouped by tokenizer (conftest.py), and a
 tokenizer's compiler and guides are dropped when the next one starts.
 
-NFC / NFKC tokenizers (qwen2, gpt-neox, command-r, claude-legacy): their guides keep only text made
-of text their normalizer leaves unchanged (``pretok_support.normalized_text``), so
-completeness is required for such text only; the rest is counted apart, and soundness is required
-everywhere.
+NFC / NFKC tokenizers (qwen2, gpt-neox, command-r, claude-legacy): a canonical sequence decodes to
+text their normalizer leaves unchanged (``pretok_support.normalized_text``); guides must accept all
+of it (complete) and nothing else (sound). Other text is not representable and counted apart.
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ pub struct NormalForm {
     bmp: Box<[u16]>,
     /// `state * num_classes + class` → next state or [`DEAD`].
     table: Vec<u32>,
-    /// Inside a multi-byte character (see [`Prefixes`]).
+    /// Inside a multi-byte character (see `Prefixes`).
     prefixes: Prefixes,
     num_states: usize,
     /// Per class: every state goes to one same live state (a starter that composes with nothing
@@ -215,7 +215,7 @@ impl NormalForm {
     }
 
     /// The state after byte `b` from state `state` with partial character `partial` (0: none;
-    /// else 1 + its prefix, see [`Prefixes`]); `None` when the text would not be normalized (or
+    /// else 1 + its prefix, see `Prefixes`); `None` when the text would not be normalized (or
     /// is not UTF-8).
     #[inline]
     pub fn byte(&self, state: u32, partial: u32, b: u8) -> Option<(u32, u32)> {
@@ -243,7 +243,7 @@ impl NormalForm {
         }
     }
 
-    /// The number of distinct prefixes inside a character (see [`Prefixes`]).
+    /// The number of distinct prefixes inside a character (see `Prefixes`).
     pub fn num_prefixes(&self) -> usize {
         self.prefixes.next.len()
     }

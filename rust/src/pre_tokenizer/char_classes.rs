@@ -58,6 +58,20 @@ impl CharClasses {
         CharClasses { starts, ids, num_classes: by_sig.len() }
     }
 
+    /// The partition given as runs: `starts` (ascending, the first 0) and each run's class in
+    /// `ids`, classes dense in `0..num_classes`. Adjacent runs of one class are merged.
+    pub fn from_runs(starts: &[u32], ids: &[u32], num_classes: usize) -> CharClasses {
+        debug_assert!(starts.first() == Some(&0) && starts.len() == ids.len());
+        let (mut s, mut i) = (Vec::with_capacity(starts.len()), Vec::with_capacity(ids.len()));
+        for (&start, &id) in starts.iter().zip(ids) {
+            if i.last() != Some(&id) {
+                s.push(start);
+                i.push(id);
+            }
+        }
+        CharClasses { starts: s, ids: i, num_classes }
+    }
+
     pub fn num_classes(&self) -> usize {
         self.num_classes
     }
@@ -109,48 +123,43 @@ impl CharClasses {
     /// (or a coarsening) as its state inside a character: the code points sharing a UTF-8 prefix
     /// are a contiguous range, so a prefix is fully described by them.
     pub fn utf8_lead_runs(&self) -> Vec<Option<(u32, Runs)>> {
-        utf8_lead_runs(|lo, hi| self.runs(lo, hi))
-    }
-}
-
-/// [`CharClasses::utf8_lead_runs`] for any classification given as `runs(lo, hi)`: the classes
-/// over `lo..=hi` as runs `(first code point, class)`, ascending.
-pub fn utf8_lead_runs(runs_of: impl Fn(u32, u32) -> Vec<(u32, u32)>) -> Vec<Option<(u32, Runs)>> {
-    (0..=255u8)
-        .map(|b| {
-            let (k, base, min) = match b {
-                0xC2..=0xDF => (1, ((b & 0x1F) as u32) << 6, 0x80),
-                0xE0..=0xEF => (2, ((b & 0x0F) as u32) << 12, 0x800),
-                0xF0..=0xF4 => (3, ((b & 0x07) as u32) << 18, 0x1_0000),
-                _ => return None,
-            };
-            let last = base + (1 << (6 * k)) - 1;
-            let mut runs: Vec<(u32, u32)> = Vec::new();
-            let mut push = |from: u32, class: u32| {
-                if runs.last().map(|r| r.1) != Some(class) {
-                    runs.push((from - base, class));
+        let classes = self;
+        (0..=255u8)
+            .map(|b| {
+                let (k, base, min) = match b {
+                    0xC2..=0xDF => (1, ((b & 0x1F) as u32) << 6, 0x80),
+                    0xE0..=0xEF => (2, ((b & 0x0F) as u32) << 12, 0x800),
+                    0xF0..=0xF4 => (3, ((b & 0x07) as u32) << 18, 0x1_0000),
+                    _ => return None,
+                };
+                let last = base + (1 << (6 * k)) - 1;
+                let mut runs: Vec<(u32, u32)> = Vec::new();
+                let mut push = |from: u32, class: u32| {
+                    if runs.last().map(|r| r.1) != Some(class) {
+                        runs.push((from - base, class));
+                    }
+                };
+                let mut cp = base;
+                for (lo, hi) in [(min, 0xD7FF), (0xE000, 0x10_FFFF)] {
+                    let (lo, hi) = (lo.max(base), hi.min(last));
+                    if lo > hi {
+                        continue;
+                    }
+                    if cp < lo {
+                        push(cp, INVALID_CLASS);
+                    }
+                    for (from, class) in classes.runs(lo, hi) {
+                        push(from, class);
+                    }
+                    cp = hi + 1;
                 }
-            };
-            let mut cp = base;
-            for (lo, hi) in [(min, 0xD7FF), (0xE000, 0x10_FFFF)] {
-                let (lo, hi) = (lo.max(base), hi.min(last));
-                if lo > hi {
-                    continue;
-                }
-                if cp < lo {
+                if cp <= last {
                     push(cp, INVALID_CLASS);
                 }
-                for (from, class) in runs_of(lo, hi) {
-                    push(from, class);
-                }
-                cp = hi + 1;
-            }
-            if cp <= last {
-                push(cp, INVALID_CLASS);
-            }
-            Some((k, runs.into_boxed_slice()))
-        })
-        .collect()
+                Some((k, runs.into_boxed_slice()))
+            })
+            .collect()
+    }
 }
 
 /// The runs of `runs` (over `64^(k+1)` code points) under continuation byte `b`, re-based.

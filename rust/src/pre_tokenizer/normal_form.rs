@@ -62,8 +62,9 @@ use std::sync::OnceLock;
 use rustc_hash::FxHashMap;
 
 use crate::error::Result;
-use crate::pre_tokenizer::char_classes::{restrict_utf8_runs, utf8_lead_runs, Runs, INVALID_CLASS};
+use crate::pre_tokenizer::char_classes::{restrict_utf8_runs, CharClasses, Runs, INVALID_CLASS};
 use crate::pre_tokenizer::text_automaton::PieceBoundaries;
+use crate::regex::minimize::coarsest_partition;
 use unicode_normalization_alignments::char::{canonical_combining_class as ccc, compose, decompose_canonical};
 use unicode_normalization_alignments::{is_nfc_quick, is_nfkc_quick, IsNormalized, UnicodeNormalization};
 
@@ -80,11 +81,9 @@ pub enum Form {
 /// The minimal DFA of normalized strings over its character classes (see the module docs).
 #[derive(Debug)]
 pub struct NormalForm {
-    num_classes: usize,
-    /// Start code point of each maximal run of one class, ascending (first is 0), and its class.
-    run_starts: Vec<u32>,
-    run_classes: Vec<u32>,
-    /// The class of each code point below U+10000 (the rest: `run_starts`).
+    /// The class of every code point.
+    classes: CharClasses,
+    /// The class of each code point below U+10000, read directly (the rest: `classes`).
     bmp: Box<[u16]>,
     /// `state * num_classes + class` → next state or [`DEAD`].
     table: Vec<u32>,
@@ -113,10 +112,10 @@ struct Prefixes {
 }
 
 impl Prefixes {
-    fn new(runs_of: impl Fn(u32, u32) -> Vec<(u32, u32)>) -> Prefixes {
+    fn new(classes: &CharClasses) -> Prefixes {
         let mut p = Prefixes { lead: [DEAD; 256], next: Vec::new(), last: Vec::new() };
         let mut ids: FxHashMap<(u32, Runs), u32> = FxHashMap::default();
-        for (b, lead) in utf8_lead_runs(runs_of).into_iter().enumerate() {
+        for (b, lead) in classes.utf8_lead_runs().into_iter().enumerate() {
             if let Some((k, runs)) = lead {
                 p.lead[b] = p.intern(k, runs, &mut ids);
             }
@@ -195,7 +194,7 @@ impl NormalForm {
     }
 
     pub fn num_classes(&self) -> usize {
-        self.num_classes
+        self.classes.num_classes()
     }
 
     /// The state after a character of class `class` ([`DEAD`] stays dead).
@@ -203,14 +202,14 @@ impl NormalForm {
         if state == DEAD {
             return DEAD;
         }
-        self.table[state as usize * self.num_classes + class as usize]
+        self.table[state as usize * self.classes.num_classes() + class as usize]
     }
 
     #[inline]
     fn class_of_code_point(&self, cp: u32) -> u32 {
         match self.bmp.get(cp as usize) {
             Some(&c) => c as u32,
-            None => self.run_classes[self.run_starts.partition_point(|&s| s <= cp) - 1],
+            None => self.classes.class_of(cp),
         }
     }
 
@@ -378,42 +377,16 @@ impl NormalForm {
         }
         let (table, num_states) = minimize(&raw_table, raw.len(), n);
         assert!(n <= u16::MAX as usize, "normal form: {n} character classes");
-        let mut bmp = vec![0u16; 0x10000];
-        for (i, &start) in run_starts.iter().enumerate() {
-            let end = run_starts.get(i + 1).map_or(0x10000, |&e| e.min(0x10000));
-            for cp in start..end.max(start) {
-                if cp < 0x10000 {
-                    bmp[cp as usize] = run_classes[i] as u16;
-                }
-            }
-        }
+        let classes = CharClasses::from_runs(&run_starts, &run_classes, n);
+        let bmp: Vec<u16> = (0..0x10000).map(|cp| classes.class_of(cp) as u16).collect();
         let inert = (0..n)
             .map(|c| {
                 let first = table[c];
                 first != DEAD && (0..num_states).all(|s| table[s * n + c] == first)
             })
             .collect();
-        let runs_of = |lo: u32, hi: u32| {
-            let mut i = run_starts.partition_point(|&s| s <= lo) - 1;
-            let mut out = vec![(lo, run_classes[i])];
-            i += 1;
-            while i < run_starts.len() && run_starts[i] <= hi {
-                out.push((run_starts[i], run_classes[i]));
-                i += 1;
-            }
-            out
-        };
-        let prefixes = Prefixes::new(runs_of);
-        NormalForm {
-            num_classes: n,
-            run_starts,
-            run_classes,
-            bmp: bmp.into_boxed_slice(),
-            table,
-            num_states,
-            inert,
-            prefixes,
-        }
+        let prefixes = Prefixes::new(&classes);
+        NormalForm { classes, bmp: bmp.into_boxed_slice(), table, num_states, inert, prefixes }
     }
 }
 
@@ -435,44 +408,32 @@ fn starter_profile(d: &[char], set_of: impl Fn(char) -> u32) -> Profile {
     profile
 }
 
-/// Moore partition refinement of a complete DFA whose live states all accept; returns the
-/// minimal table (state 0 stays the start) and its number of states.
+/// The minimal table of a DFA whose live states all accept and whose missing transitions are
+/// [`DEAD`] (with its number of states; state 0 stays the start), by the project's Hopcroft
+/// refinement over the table completed with a sink.
 fn minimize(table: &[u32], states: usize, classes: usize) -> (Vec<u32>, usize) {
-    let mut block: Vec<u32> = vec![0; states];
-    let mut count = 1;
-    loop {
-        let mut ids: FxHashMap<(u32, &[u32]), u32> = FxHashMap::default();
-        let sigs: Vec<Vec<u32>> = (0..states)
-            .map(|s| {
-                table[s * classes..(s + 1) * classes]
-                    .iter()
-                    .map(|&t| if t == DEAD { DEAD } else { block[t as usize] })
-                    .collect()
-            })
-            .collect();
-        // Renumber in order of first appearance so the start keeps id 0.
-        let next: Vec<u32> = (0..states)
-            .map(|s| {
-                let k = ids.len() as u32;
-                *ids.entry((block[s], &sigs[s])).or_insert(k)
-            })
-            .collect();
-        let new_count = ids.len();
-        block = next;
-        if new_count == count {
-            break;
-        }
-        count = new_count;
-    }
-    let mut out = vec![DEAD; count * classes];
+    let sink = states as u32;
+    let mut complete: Vec<u32> = table.iter().map(|&t| if t == DEAD { sink } else { t }).collect();
+    complete.extend(std::iter::repeat_n(sink, classes));
+    let accepting: Vec<bool> = (0..=states).map(|s| s < states).collect();
+    let block = coarsest_partition(states + 1, classes, &complete, &accepting);
+    // Renumber the live blocks in order of first appearance, so that the start's is 0.
+    let mut id = vec![DEAD; states + 1];
+    let mut count = 0;
     for s in 0..states {
-        let b = block[s] as usize;
-        for c in 0..classes {
-            let t = table[s * classes + c];
-            out[b * classes + c] = if t == DEAD { DEAD } else { block[t as usize] };
+        if id[block[s] as usize] == DEAD {
+            id[block[s] as usize] = count;
+            count += 1;
         }
     }
-    (out, count)
+    let mut out = vec![DEAD; count as usize * classes];
+    for s in 0..states {
+        let b = id[block[s] as usize] as usize;
+        for c in 0..classes {
+            out[b * classes + c] = id[block[complete[s * classes + c] as usize] as usize];
+        }
+    }
+    (out, count as usize)
 }
 
 /// A pre-tokenizer's automaton restricted to normalized text: its states paired with the normal

@@ -29,6 +29,7 @@ import numpy as np
 import pytest
 from helpers import bit_is_set, walk
 from oracle import require_shared
+from pretok_support import normalize, normalized_text
 
 # (tokenizer, its normalizer)
 NORMALIZING = [("qwen2", "NFC"), ("gpt-neox", "NFC"), ("claude-legacy", "NFKC")]
@@ -64,16 +65,6 @@ NOT_NORMALIZED = [
     "é\u0323",  # the dot below reorders before the acute, then composes with e
     "\u212b",  # ANGSTROM SIGN: a singleton, never in normalized text
 ]
-
-
-def _normalizer(name):
-    from tokenizers import normalizers
-
-    return {"NFC": normalizers.NFC(), "NFKC": normalizers.NFKC()}[name]
-
-
-def _is_normalized(form, text):
-    return _normalizer(form).normalize_str(text) == text
 
 
 def _raw_encoder(tut):
@@ -113,11 +104,11 @@ def test_every_script_is_written(guides, name, form):
     tut, string_guide, _, _ = guides(name)
     refused = []
     for text in SCRIPTS:
-        if not _is_normalized(form, text):
+        if not normalized_text(text, form):
             # Only NFKC changes one: Thai SARA AM (U+0E33) has a compatibility decomposition,
             # so the Claude tokenizer sees (and its model writes) U+0E4D U+0E32.
             assert form == "NFKC" and "\u0e33" in text, text
-            text = _normalizer(form).normalize_str(text)
+            text = normalize(text, form)
         ids = tut.oracle.canonical(json.dumps(text, ensure_ascii=False))
         ok, why = walk(string_guide, ids)
         if not ok:
@@ -129,7 +120,7 @@ def test_every_script_is_written(guides, name, form):
 def test_text_that_is_not_normalized_stays_impossible(guides, name, form):
     tut, string_guide, free_guide, raw = guides(name)
     for text in NOT_NORMALIZED:
-        assert not _is_normalized(form, text), text
+        assert not normalized_text(text, form), text
         for guide, spelled in [(string_guide, json.dumps(text, ensure_ascii=False)), (free_guide, text)]:
             ids = raw(spelled)
             assert tut.oracle.decode(ids) == spelled.encode()
@@ -137,7 +128,7 @@ def test_text_that_is_not_normalized_stays_impossible(guides, name, form):
             ok, _ = walk(guide, ids)
             assert not ok, f"[{name}] {text!r}: the guide allows text the normalizer changes"
         # Its normalized form is allowed.
-        fixed = _normalizer(form).normalize_str(text)
+        fixed = normalize(text, form)
         ok, why = walk(free_guide, tut.oracle.canonical(fixed))
         assert ok, (fixed, why)
 
@@ -149,7 +140,7 @@ def test_combining_sequences_in_every_order(guides, name, form):
     for base in ["a", "e", "o", "u", "ư", "ש"]:
         for marks in itertools.permutations(["\u0323", "\u0301", "\u031b", "\u0302", "\u05b8"], 3):
             text = base + "".join(marks)
-            normalized = _is_normalized(form, text)
+            normalized = normalized_text(text, form)
             ids = raw(text)
             ok, why = walk(free_guide, ids)
             assert ok == normalized, f"[{name}] {text!r} {[hex(ord(c)) for c in text]}: {why}"
@@ -170,7 +161,7 @@ def test_every_short_string_is_accepted_iff_normalized(guides, name, form):
     for n in (1, 2, 3):
         for chars in itertools.product(ALPHABET, repeat=n):
             text = "".join(chars)
-            normalized = _is_normalized(form, text)
+            normalized = normalized_text(text, form)
             # Every character here is older than Unicode 9, where Python's tables agree.
             assert unicodedata.is_normalized(form, text) == normalized, text
             ok, why = walk(free_guide, raw(text))
@@ -190,7 +181,7 @@ def test_marks_newer_than_the_tokenizers_tables_follow_the_tokenizer(guides, nam
     tut, _, free_guide, raw = guides(name)
     for text in NEWER_MARKS:
         assert not unicodedata.is_normalized(form, text), text
-        normalized = _is_normalized(form, text)
+        normalized = normalized_text(text, form)
         assert normalized, f"{text!r}: the tokenizer's tables now know this mark"
         ok, why = walk(free_guide, tut.oracle.canonical(text))
         assert ok, (text, why)
@@ -224,7 +215,7 @@ def test_random_walks_weighted_to_marks_re_encode_to_themselves(guides, name, fo
             state = free_guide.next_state(state, t)
         text = tut.oracle.decode(ids).decode("utf-8", errors="strict") if ids else ""
         with_marks += any(unicodedata.combining(c) for c in text)
-        assert _is_normalized(form, text), (walk_no, text)
+        assert normalized_text(text, form), (walk_no, text)
         assert tut.oracle.canonical(text) == ids, (walk_no, text)
     assert with_marks >= 8, with_marks
 
@@ -247,7 +238,7 @@ def test_lazy_equals_eager_with_marks(pt, tokenizer_under_test):
                 assert np.array_equal(eager.mask(s_e), lazy.mask(s_l)), ids
                 s_e, s_l = eager.next_state(s_e, t), lazy.next_state(s_l, t)
             text = o.decode(ids).decode()
-            assert _is_normalized("NFC", text) and o.canonical(text) == ids, text
+            assert normalized_text(text, "NFC") and o.canonical(text) == ids, text
 
 
 def test_normalizing_tokenizers_compile_lazily_by_default(pt, tokenizer_under_test):

@@ -99,11 +99,15 @@ def _normalizer(form: str):
     return {"NFC": normalizers.NFC(), "NFKC": normalizers.NFKC()}[form]
 
 
+def normalize(s: str, form: str) -> str:
+    """``s`` as the tokenizer's normalizer (Hugging Face's own NFC / NFKC, Unicode 9 tables) makes it."""
+    return _normalizer(form).normalize_str(s)
+
+
 def normalized_text(s: str, form: Optional[str]) -> bool:
-    """Whether the tokenizer's normalizer (Hugging Face's own NFC / NFKC, Unicode 9 tables) leaves
-    ``s`` unchanged: a canonical sequence decodes to such text, and guides must generate exactly
-    it. Always true without a normalizer."""
-    return form is None or _normalizer(form).normalize_str(s) == s
+    """Whether the tokenizer's normalizer leaves ``s`` unchanged: a canonical sequence decodes to
+    such text, and guides must generate exactly it. Always true without a normalizer."""
+    return form is None or normalize(s, form) == s
 
 
 # ---------------------------------------------------------------------------------------------

@@ -50,14 +50,16 @@ import zlib
 
 import pytest
 
-from helpers import bit_is_set, check_walks, mask_bits, python_re_verdict, python_regex, walk
+from helpers import MaskWalker, check_walks, python_re_verdict, python_regex, walk
 from oracle import oracle_for
 from pretok_support import (
+    CASES,
     MAIN_BYTE_LEVEL,
     TokenSequenceSampler,
     byte_level_slugs,
     encode_with,
     find_counterexamples,
+    judge_token_sequences,
     naive_variants,
     named_component,
     skip_if_costly,
@@ -203,30 +205,6 @@ def assert_refused(tut, reason, pattern=GENERAL):
     assert named_component(tut.name, str(info.value)), str(info.value)
 
 
-class MaskWalker:
-    """Walks token sequences through a guide: allowed = the token's bit in ``guide.mask(state)``
-    (the single-token sweep reads the initial mask once, as a bool array), target = ``next_state``."""
-
-    def __init__(self, guide):
-        self.guide = guide
-        self.initial_bits = mask_bits(guide.mask(guide.initial_state), guide.vocab_size)
-
-    def allowed(self, state: int, token: int) -> bool:
-        if state == self.guide.initial_state:
-            return bool(self.initial_bits[token])
-        return bit_is_set(self.guide.mask(state), token)
-
-    def run(self, seq):
-        """``(accepted as a complete string, index of the refused token or None, last state)``."""
-        g = self.guide
-        state = g.initial_state
-        for i, t in enumerate(seq):
-            if not self.allowed(state, t):
-                return False, i, state
-            state = g.next_state(state, t)
-        return g.is_final(state), None, state
-
-
 def naive_spellings(o, s: str, canonical: list[int]) -> dict[str, list[int]]:
     """Other token sequences that decode to ``s``: the naive variants' encodings and the
     byte-by-byte spelling, each where it differs from ``canonical``."""
@@ -309,48 +287,6 @@ def test_unsupported_component_is_named(pt, byte_level, slug, record_property):
 # ---------------------------------------------------------------------------------------------
 # targeted cases
 # ---------------------------------------------------------------------------------------------
-
-JSON_VALUE = r'("([^"\\\x00-\x1f]|\\["\\n])*"|-?(0|[1-9][0-9]*)(\.[0-9]+)?|true|false|null)'
-JSON_MEMBER = r'"[A-Za-z_]+": ?' + JSON_VALUE
-CASES = {
-    "whitespace": (
-        r"[a-z]*[ \t\n]*[a-z]*( [a-z]+)?",
-        ["a  b", "a\n\n b", "x   ", "\n\n\n", " \t\n word", "  ", "a \n", " \n \n", "\t\tx", "x\n\n\n\n  y", "   word",
-         "\n\na"],
-    ),
-    "contractions": (
-        r"[A-Za-z]+('[A-Za-z]+)*( [A-Za-z]+('[A-Za-z]+)*)*",
-        ["don't", "we'll", "IT'S", "I'm here", "they'RE", "we'lll", "x'd", "O'Neil's", "she'd've", "DON'T STOP"],
-    ),
-    "digits": (
-        r"[0-9]+([ .,][0-9]+)*",
-        ["1234567", "12345678901", "1 23", "000", "3.14159", "1,000,000", "99 1000", "0", "1234 5678"],
-    ),
-    "punctuation": (
-        r"[!.,:;?{}\[\]\"' \n]+",
-        ["!!!...", "}}\n", '"},{"', "...\n\n", ' {"', "]]]", "!\n!", "?!", " '", "'" * 3, "}\n}\n"],
-    ),
-    "cjk_emoji": (
-        r"(\p{Han}|\p{Hiragana}|\p{Katakana}|[\x{1F300}-\x{1FAFF}]|[\x{1F1E6}-\x{1F1FF}]|\x{200D}| )+",
-        ["中文字符", "😀👍🏽", "日本語のテキスト", "中 文", "😀 😀", "👍🏽👍🏽", "👨\u200d👩\u200d👧", "🇫🇷", " 中"],
-    ),
-    "mixed_scripts": (
-        r"[\p{L} ]+",
-        ["naïve café Ωmega", "Straße façade", "Русский текст", "ελληνικά Ωmega", "hello世界", "İstanbul",
-         "ÜNİVERSİTESİ", "camelCaseHTTPServer", " hỏi", "kyně"],
-    ),
-    "json": (
-        r"\{(" + JSON_MEMBER + r"(, ?" + JSON_MEMBER + r")*)?\}",
-        ['{"a": 1}', '{"key": "don\'t  stop!!", "n": -12345}', '{"x": "中文", "y": true}',
-         '{"id": 1234567, "ok": null}', '{"s": "a\\nb", "t": "\\"q\\""}', "{}", '{"f": 3.25,"g":false}'],
-    ),
-    "code": (
-        r"[ -~\n\t]*",
-        ["def f(x):\n    return x+1\n", "if (a  &&  b) {\n\t}\n", "  x = 1;  // comment", "}}\n\n", "a=[1,2,3]\n",
-         "    \n    \n"],
-    ),
-}
-
 
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_targeted_strings_are_in_their_language(pt, case):
@@ -663,13 +599,6 @@ def pair_samples(slug: str) -> int:
     return 20_000 if slug in MAIN_BYTE_LEVEL else 3_000
 
 
-def _utf8(o, seq):
-    try:
-        return o.decode(seq).decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-
-
 @pytest.mark.parametrize("slug", GENERAL_SLUGS)
 def test_random_pairs_and_triples(byte_level, slug, record_property):
     """A sequence is accepted by the ``(?s:.*)`` guide as a complete string (every token allowed
@@ -679,51 +608,10 @@ def test_random_pairs_and_triples(byte_level, slug, record_property):
         assert_refused(tut, reason)
         return
     o = tut.oracle
-    form = normalization_form(o)
     walker = MaskWalker(general_guide(tut))
-    guide = walker.guide
     sampler = TokenSequenceSampler(o, list(naive_variants(slug).values()), seed=zlib.crc32(slug.encode()))
     n_samples = pair_samples(slug)
-    report: dict = {}
-    problems: list[str] = []
-    for n in (1, 2, 3):
-        # n = 1: every non-special token (unreachable ones and lone ignore_merges ones included)
-        seqs = [[t] for t in sampler.ids.tolist()] if n == 1 else sampler.sample(n_samples, n)
-        canonical = o.is_canonical_batch(seqs)
-        if n == 3:
-            left = o.is_canonical_batch([s[:2] for s in seqs])
-            right = o.is_canonical_batch([s[1:] for s in seqs])
-        c = collections.Counter(sequences=len(seqs), distinct=len({tuple(s) for s in seqs}))
-        next_state_checked = 0
-        for k, (seq, canon) in enumerate(zip(seqs, canonical)):
-            accepted, at, state = walker.run(seq)
-            c["canonical"] += canon
-            c["accepted"] += accepted
-            if not canon:
-                c["not_canonical_" + ("utf8" if _utf8(o, seq) is not None else "invalid_utf8")] += 1
-            if accepted != canon:
-                text = _utf8(o, seq)
-                redo = o.canonical(text) if text is not None else "not UTF-8"
-                where = "" if accepted else f" (token #{at} refused in state {state})" if at is not None else " (not final)"
-                problems.append(
-                    f"{seq} text {o.decode(seq)!r}: guide {'accepts' if accepted else 'refuses'}{where}, "
-                    f"oracle canonical={canon}, canonical ids {redo}"
-                )
-            if at is not None and next_state_checked < 200:  # next_state agrees with the mask
-                next_state_checked += 1
-                with pytest.raises(ValueError):
-                    guide.next_state(state, seq[at])
-            if n == 3 and left[k] and right[k] and not canon:
-                c["both_pairs_canonical_triple_not"] += 1
-                c["both_pairs_canonical_triple_not_accepted"] += accepted
-        if n == 1:
-            report["1-token (every non-special token)"] = dict(c)
-            continue
-        # the sampling is useful only if both answers are common, near misses (valid text, another
-        # cut) included
-        assert c["canonical"] >= 0.2 * len(seqs) and len(seqs) - c["canonical"] >= 0.2 * len(seqs), dict(c)
-        assert c["not_canonical_utf8"] >= 0.1 * len(seqs), dict(c)
-        report[f"{n}-token"] = dict(c)
+    report, problems = judge_token_sequences(o, walker, sampler, n_samples)
     report["disagreements"] = len(problems)
     print(f"{slug} random sequences ({n_samples} of each length): {report}")
     record_property("report", report)

@@ -55,6 +55,30 @@ def walk(guide, ids: Sequence[int]) -> tuple[bool, str]:
     return True, ""
 
 
+class MaskWalker:
+    """Walks token sequences through a guide: allowed = the token's bit in ``guide.mask(state)``
+    (the single-token sweep reads the initial mask once, as a bool array), target = ``next_state``."""
+
+    def __init__(self, guide):
+        self.guide = guide
+        self.initial_bits = mask_bits(guide.mask(guide.initial_state), guide.vocab_size)
+
+    def allowed(self, state: int, token: int) -> bool:
+        if state == self.guide.initial_state:
+            return bool(self.initial_bits[token])
+        return bit_is_set(self.guide.mask(state), token)
+
+    def run(self, seq):
+        """``(accepted as a complete string, index of the refused token or None, last state)``."""
+        g = self.guide
+        state = g.initial_state
+        for i, t in enumerate(seq):
+            if not self.allowed(state, t):
+                return False, i, state
+            state = g.next_state(state, t)
+        return g.is_final(state), None, state
+
+
 def enumerate_sequences(guide, limit: int = 100_000, max_depth: int = 64) -> list[list[int]]:
     """Every accepted token sequence (EOS excluded) by depth-first search over the guide.
 

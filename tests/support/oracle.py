@@ -246,39 +246,21 @@ def token_bytes_table(doc: dict) -> list[Optional[bytes]]:
 # --------------------------------------------------------------------------------------------
 
 
-class Oracle:
-    """``canonical``, ``token_bytes``, ``decode``, ``representable`` and ``is_canonical`` for one
-    tokenizer.json, backed by the real ``tokenizers`` library."""
+class TokenTableOracle:
+    """The definitions every oracle shares, on top of a subclass's ``canonical_batch`` and its
+    token byte table ``_table`` (``None`` where an id has no token): ``canonical``,
+    ``token_bytes``, ``decode``, ``representable`` and ``is_canonical``."""
 
-    def __init__(self, tokenizer_json: str, name: str = "?"):
-        self.name = name
-        self.json_text = tokenizer_json
-        self.doc = json.loads(tokenizer_json)
-        self.family = tokenizer_family(self.doc)
-        self.tokenizer = Tokenizer.from_str(json.dumps(continuation_json(self.doc)))
-        self.tokenizer.encode_special_tokens = True
-        self._table = token_bytes_table(self.doc)
-        self.num_tokens = len(self._table)
-        self.special_ids = sorted(a["id"] for a in self.doc.get("added_tokens") or [] if a.get("special"))
-        self.nonspecial_added_ids = sorted(
-            a["id"] for a in self.doc.get("added_tokens") or [] if not a.get("special")
-        )
-        self._default = None
-
-    @classmethod
-    def from_file(cls, path, name: Optional[str] = None) -> "Oracle":
-        with open(path, encoding="utf-8") as f:
-            return cls(f.read(), name=name or str(path))
-
-    # -- the definitions ----------------------------------------------------------------------
-
-    def canonical(self, s: str) -> list[int]:
-        return self.tokenizer.encode(s, add_special_tokens=False).ids
+    name: str
+    _table: list
+    num_tokens: int
+    special_ids: list
 
     def canonical_batch(self, strings: Sequence[str]) -> list[list[int]]:
-        if not strings:
-            return []
-        return [e.ids for e in self.tokenizer.encode_batch(list(strings), add_special_tokens=False)]
+        raise NotImplementedError
+
+    def canonical(self, s: str) -> list[int]:
+        return self.canonical_batch([s])[0]
 
     def token_bytes(self, token_id: int) -> bytes:
         b = self._table[token_id] if 0 <= token_id < self.num_tokens else None
@@ -314,6 +296,40 @@ class Oracle:
         for ids, t in zip(seqs, texts):
             out.append(False if t is None else next(encoded) == list(ids))
         return out
+
+
+class Oracle(TokenTableOracle):
+    """The oracle of one tokenizer.json, backed by the real ``tokenizers`` library."""
+
+    def __init__(self, tokenizer_json: str, name: str = "?"):
+        self.name = name
+        self.json_text = tokenizer_json
+        self.doc = json.loads(tokenizer_json)
+        self.family = tokenizer_family(self.doc)
+        self.tokenizer = Tokenizer.from_str(json.dumps(continuation_json(self.doc)))
+        self.tokenizer.encode_special_tokens = True
+        self._table = token_bytes_table(self.doc)
+        self.num_tokens = len(self._table)
+        self.special_ids = sorted(a["id"] for a in self.doc.get("added_tokens") or [] if a.get("special"))
+        self.nonspecial_added_ids = sorted(
+            a["id"] for a in self.doc.get("added_tokens") or [] if not a.get("special")
+        )
+        self._default = None
+
+    @classmethod
+    def from_file(cls, path, name: Optional[str] = None) -> "Oracle":
+        with open(path, encoding="utf-8") as f:
+            return cls(f.read(), name=name or str(path))
+
+    # -- the definition ------------------------------------------------------------------------
+
+    def canonical(self, s: str) -> list[int]:
+        return self.tokenizer.encode(s, add_special_tokens=False).ids
+
+    def canonical_batch(self, strings: Sequence[str]) -> list[list[int]]:
+        if not strings:
+            return []
+        return [e.ids for e in self.tokenizer.encode_batch(list(strings), add_special_tokens=False)]
 
     # -- helpers for the tests of the oracle itself -------------------------------------------
 

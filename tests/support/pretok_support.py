@@ -13,6 +13,7 @@ Everything is checked against the real ``tokenizers`` library through ``oracle.O
 
 from __future__ import annotations
 
+import collections
 import copy
 import functools
 import json
@@ -23,6 +24,7 @@ import unicodedata
 from typing import Optional, Sequence
 
 import numpy as np
+import pytest
 from tokenizers import Tokenizer
 
 from oracle import Oracle, manifest, oracle_for
@@ -354,8 +356,110 @@ def find_counterexamples(
 
 
 # ---------------------------------------------------------------------------------------------
+# targeted cases: a regex and strings in its language that break naive approaches
+# ---------------------------------------------------------------------------------------------
+
+JSON_VALUE = r'("([^"\\\x00-\x1f]|\\["\\n])*"|-?(0|[1-9][0-9]*)(\.[0-9]+)?|true|false|null)'
+JSON_MEMBER = r'"[A-Za-z_]+": ?' + JSON_VALUE
+CASES = {
+    "whitespace": (
+        r"[a-z]*[ \t\n]*[a-z]*( [a-z]+)?",
+        ["a  b", "a\n\n b", "x   ", "\n\n\n", " \t\n word", "  ", "a \n", " \n \n", "\t\tx", "x\n\n\n\n  y", "   word",
+         "\n\na"],
+    ),
+    "contractions": (
+        r"[A-Za-z]+('[A-Za-z]+)*( [A-Za-z]+('[A-Za-z]+)*)*",
+        ["don't", "we'll", "IT'S", "I'm here", "they'RE", "we'lll", "x'd", "O'Neil's", "she'd've", "DON'T STOP"],
+    ),
+    "digits": (
+        r"[0-9]+([ .,][0-9]+)*",
+        ["1234567", "12345678901", "1 23", "000", "3.14159", "1,000,000", "99 1000", "0", "1234 5678"],
+    ),
+    "punctuation": (
+        r"[!.,:;?{}\[\]\"' \n]+",
+        ["!!!...", "}}\n", '"},{"', "...\n\n", ' {"', "]]]", "!\n!", "?!", " '", "'" * 3, "}\n}\n"],
+    ),
+    "cjk_emoji": (
+        r"(\p{Han}|\p{Hiragana}|\p{Katakana}|[\x{1F300}-\x{1FAFF}]|[\x{1F1E6}-\x{1F1FF}]|\x{200D}| )+",
+        ["中文字符", "😀👍🏽", "日本語のテキスト", "中 文", "😀 😀", "👍🏽👍🏽", "👨\u200d👩\u200d👧", "🇫🇷", " 中"],
+    ),
+    "mixed_scripts": (
+        r"[\p{L} ]+",
+        ["naïve café Ωmega", "Straße façade", "Русский текст", "ελληνικά Ωmega", "hello世界", "İstanbul",
+         "ÜNİVERSİTESİ", "camelCaseHTTPServer", " hỏi", "kyně"],
+    ),
+    "json": (
+        r"\{(" + JSON_MEMBER + r"(, ?" + JSON_MEMBER + r")*)?\}",
+        ['{"a": 1}', '{"key": "don\'t  stop!!", "n": -12345}', '{"x": "中文", "y": true}',
+         '{"id": 1234567, "ok": null}', '{"s": "a\\nb", "t": "\\"q\\""}', "{}", '{"f": 3.25,"g":false}'],
+    ),
+    "code": (
+        r"[ -~\n\t]*",
+        ["def f(x):\n    return x+1\n", "if (a  &&  b) {\n\t}\n", "  x = 1;  // comment", "}}\n\n", "a=[1,2,3]\n",
+         "    \n    \n"],
+    ),
+}
+
+
+# ---------------------------------------------------------------------------------------------
 # random token pairs and triples
 # ---------------------------------------------------------------------------------------------
+
+
+def _utf8(o, seq):
+    try:
+        return o.decode(seq).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def judge_token_sequences(o, walker, sampler, n_samples: int) -> tuple[dict, list[str]]:
+    """Every single non-special token, then ``n_samples`` sampled pairs and triples, walked through
+    ``walker``'s guide (which must accept every string): accepted as a complete string iff the
+    oracle ``o`` says canonical. Returns ``(counts per length, disagreements)``; asserts that the
+    sampling gave both answers often enough to mean something."""
+    guide = walker.guide
+    report: dict = {}
+    problems: list[str] = []
+    for n in (1, 2, 3):
+        # n = 1: every non-special token (unreachable ones and lone ignore_merges ones included)
+        seqs = [[t] for t in sampler.ids.tolist()] if n == 1 else sampler.sample(n_samples, n)
+        canonical = o.is_canonical_batch(seqs)
+        if n == 3:
+            left = o.is_canonical_batch([s[:2] for s in seqs])
+            right = o.is_canonical_batch([s[1:] for s in seqs])
+        c = collections.Counter(sequences=len(seqs), distinct=len({tuple(s) for s in seqs}))
+        next_state_checked = 0
+        for k, (seq, canon) in enumerate(zip(seqs, canonical)):
+            accepted, at, state = walker.run(seq)
+            c["canonical"] += canon
+            c["accepted"] += accepted
+            if not canon:
+                c["not_canonical_" + ("utf8" if _utf8(o, seq) is not None else "invalid_utf8")] += 1
+            if accepted != canon:
+                text = _utf8(o, seq)
+                redo = o.canonical(text) if text is not None else "not UTF-8"
+                where = "" if accepted else f" (token #{at} refused in state {state})" if at is not None else " (not final)"
+                problems.append(
+                    f"{seq} text {o.decode(seq)!r}: guide {'accepts' if accepted else 'refuses'}{where}, "
+                    f"oracle canonical={canon}, canonical ids {redo}"
+                )
+            if at is not None and next_state_checked < 200:  # next_state agrees with the mask
+                next_state_checked += 1
+                with pytest.raises(ValueError):
+                    guide.next_state(state, seq[at])
+            if n == 3 and left[k] and right[k] and not canon:
+                c["both_pairs_canonical_triple_not"] += 1
+                c["both_pairs_canonical_triple_not_accepted"] += accepted
+        if n == 1:
+            report["1-token (every non-special token)"] = dict(c)
+            continue
+        # the sampling is useful only if both answers are common, near misses (valid text, another
+        # cut) included
+        assert c["canonical"] >= 0.2 * len(seqs) and len(seqs) - c["canonical"] >= 0.2 * len(seqs), dict(c)
+        assert c["not_canonical_utf8"] >= 0.1 * len(seqs), dict(c)
+        report[f"{n}-token"] = dict(c)
+    return report, problems
 
 
 class TokenSequenceSampler:

@@ -44,7 +44,8 @@ class LimitExceeded(PropertokError):
 class Vocabulary:
     """A tokenizer's vocabulary as byte strings, its merge table and its special tokens.
 
-    Built from the text of a Hugging Face ``tokenizer.json``; immutable and thread-safe.
+    Built from the text of a Hugging Face ``tokenizer.json`` or of a Mistral Tekken file
+    (``tekken.json``); immutable and thread-safe.
     """
 
     @staticmethod
@@ -53,7 +54,9 @@ class Vocabulary:
         eos_token_ids: Optional[Sequence[int]] = None,
         vocab_size: Optional[int] = None,
     ) -> "Vocabulary":
-        """Parse a ``tokenizer.json`` document.
+        """Parse a ``tokenizer.json`` document, or a Mistral Tekken file (``tekken.json``, recognized
+        by its ``config.pattern`` and ``vocab`` list: special tokens are ids ``0..n_special``, the
+        token of rank ``r`` is id ``n_special + r``, and ``</s>`` is the default EOS).
 
         ``eos_token_ids``: defaults to the tokenizer's EOS found by name among its special tokens
         (``</s>``, ``<|endoftext|>``, ``<|end_of_text|>``, ``<|eot_id|>``, ``<|im_end|>``, ``<eos>``...);
@@ -68,8 +71,8 @@ class Vocabulary:
         eos_token_ids: Optional[Sequence[int]] = None,
         vocab_size: Optional[int] = None,
     ) -> "Vocabulary":
-        """Read and parse a ``tokenizer.json`` file (as ``from_json``); ``OSError`` when it cannot
-        be read."""
+        """Read and parse a ``tokenizer.json`` or ``tekken.json`` file (as ``from_json``);
+        ``OSError`` when it cannot be read."""
     @staticmethod
     def from_tokenizer(
         tokenizer: Any,
@@ -77,10 +80,12 @@ class Vocabulary:
         vocab_size: Optional[int] = None,
     ) -> "Vocabulary":
         """Build from a loaded tokenizer: a ``tokenizers.Tokenizer`` or a ``transformers`` fast
-        tokenizer, by duck typing (``to_str()``, or ``backend_tokenizer.to_str()``). A transformers
-        tokenizer's ``eos_token_id`` and, when it was loaded from a local folder, the stop ids of
-        its ``generation_config.json`` are the default EOS ids. ``TypeError`` for anything else,
-        e.g. a slow tokenizer."""
+        tokenizer, by duck typing (``to_str()``, or ``backend_tokenizer.to_str()``), or a
+        ``mistral_common`` Tekken tokenizer (``MistralTokenizer`` or ``Tekkenizer``: its
+        ``file_path`` is read). A transformers tokenizer's ``eos_token_id`` and, when it was
+        loaded from a local folder, the stop ids of its ``generation_config.json`` are the default
+        EOS ids; a Tekkenizer's ``eos_id`` is. ``TypeError`` for anything else, e.g. a slow
+        tokenizer or a mistral_common SentencePiece tokenizer."""
     @property
     def num_tokens(self) -> int:
         """Number of token ids the tokenizer defines (max id + 1)."""

@@ -58,8 +58,16 @@ impl PyVocabulary {
         eos_token_ids: Option<Vec<i64>>,
         vocab_size: Option<usize>,
     ) -> PyResult<Self> {
-        let (json, default_eos) = describe_tokenizer(&tokenizer)?;
-        Self::from_json(py, json, eos_token_ids.or(default_eos), vocab_size)
+        let found = describe_tokenizer(&tokenizer)?;
+        let vocab = Self::from_json(py, found.text, eos_token_ids.or(found.default_eos), vocab_size)?;
+        match found.num_tokens {
+            Some(n) if n != vocab.inner.num_tokens() => Err(PyValueError::new_err(format!(
+                "the tokenizer object has {n} token ids but its file defines {}: a Tekkenizer built with a \
+                 non-default vocab_size is not supported",
+                vocab.inner.num_tokens()
+            ))),
+            _ => Ok(vocab),
+        }
     }
 
     #[getter]
@@ -127,12 +135,22 @@ impl PyVocabulary {
     }
 }
 
-const ACCEPTED: &str = "a tokenizers.Tokenizer or a transformers fast tokenizer (PreTrainedTokenizerFast, e.g. \
-     AutoTokenizer.from_pretrained(..., use_fast=True)); for a tokenizer.json file use Vocabulary.from_file(path)";
+const ACCEPTED: &str = "a tokenizers.Tokenizer, a transformers fast tokenizer (PreTrainedTokenizerFast, e.g. \
+     AutoTokenizer.from_pretrained(..., use_fast=True)) or a mistral_common Tekken tokenizer (MistralTokenizer or \
+     Tekkenizer); for a tokenizer.json or tekken.json file use Vocabulary.from_file(path)";
 
-/// `(tokenizer.json text, default EOS ids)` of a loaded tokenizer; `TypeError` naming what is
-/// accepted for anything else, slow tokenizers included (they have no `tokenizer.json`).
-fn describe_tokenizer(tok: &Bound<'_, PyAny>) -> PyResult<(String, Option<Vec<i64>>)> {
+/// What a loaded tokenizer object says about itself.
+struct FoundTokenizer {
+    /// A `tokenizer.json` document or a Tekken file.
+    text: String,
+    default_eos: Option<Vec<i64>>,
+    /// The number of token ids, when the object says.
+    num_tokens: Option<usize>,
+}
+
+/// The file behind a loaded tokenizer; `TypeError` naming what is accepted for anything else,
+/// slow tokenizers included (they have no `tokenizer.json`).
+fn describe_tokenizer(tok: &Bound<'_, PyAny>) -> PyResult<FoundTokenizer> {
     let to_str = |obj: &Bound<'_, PyAny>| -> PyResult<Option<String>> {
         match obj.getattr("to_str") {
             Ok(f) if f.is_callable() => Ok(Some(f.call0()?.extract()?)),
@@ -141,11 +159,14 @@ fn describe_tokenizer(tok: &Bound<'_, PyAny>) -> PyResult<(String, Option<Vec<i6
     };
     if let Ok(backend) = tok.getattr("backend_tokenizer") {
         if let Some(json) = to_str(&backend)? {
-            return Ok((json, transformers_eos_ids(tok)));
+            return Ok(FoundTokenizer { text: json, default_eos: transformers_eos_ids(tok), num_tokens: None });
         }
     }
     if let Some(json) = to_str(tok)? {
-        return Ok((json, None));
+        return Ok(FoundTokenizer { text: json, default_eos: None, num_tokens: None });
+    }
+    if let Some(found) = mistral_common_tekken(tok)? {
+        return Ok(found);
     }
     let name = tok.get_type().name().map(|n| n.to_string()).unwrap_or_default();
     if tok.getattr("is_fast").is_ok_and(|v| v.is(pyo3::types::PyBool::new(tok.py(), false))) {
@@ -154,6 +175,32 @@ fn describe_tokenizer(tok: &Bound<'_, PyAny>) -> PyResult<(String, Option<Vec<i6
         )));
     }
     Err(PyTypeError::new_err(format!("cannot build a Vocabulary from {name}: expected {ACCEPTED}")))
+}
+
+/// A `mistral_common` tokenizer, by duck typing: a `MistralTokenizer` (its
+/// `instruct_tokenizer.tokenizer`) or a `Tekkenizer`, whose `file_path` is read; its `eos_id` is
+/// the default EOS. `None` when `tok` is neither; `TypeError` for its SentencePiece tokenizers.
+fn mistral_common_tekken(tok: &Bound<'_, PyAny>) -> PyResult<Option<FoundTokenizer>> {
+    let inner = match tok.getattr("instruct_tokenizer").and_then(|i| i.getattr("tokenizer")) {
+        Ok(inner) => inner,
+        Err(_) => tok.clone(),
+    };
+    let name = inner.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+    let Ok(path) = inner.getattr("file_path").and_then(|p| p.extract::<std::path::PathBuf>()) else {
+        return Ok(None);
+    };
+    if name != "Tekkenizer" {
+        return Err(PyTypeError::new_err(format!(
+            "{name} is a mistral_common tokenizer that is not Tekken; load the model's tokenizer.json with \
+             Vocabulary.from_file(path)"
+        )));
+    }
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        pyo3::exceptions::PyOSError::new_err(format!("cannot read the Tekken file {}: {e}", path.display()))
+    })?;
+    let eos = inner.getattr("eos_id").and_then(|e| e.extract::<i64>()).ok().map(|e| vec![e]);
+    let num_tokens = inner.getattr("n_words").and_then(|n| n.extract::<usize>()).ok();
+    Ok(Some(FoundTokenizer { text, default_eos: eos, num_tokens }))
 }
 
 /// The EOS id(s) of a transformers tokenizer plus, when it was loaded from a local folder, the

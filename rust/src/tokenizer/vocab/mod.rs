@@ -1,5 +1,6 @@
 //! The tokenizer as the core sees it: every token id's byte string, the merge table in rank
-//! order, which ids are special, and the EOS ids — parsed from a Hugging Face `tokenizer.json`.
+//! order, which ids are special, and the EOS ids — parsed from a Hugging Face `tokenizer.json`
+//! or a Mistral Tekken file ([`tekken`], translated into the `tokenizer.json` it stands for).
 //!
 //! # Token bytes
 //! Everything downstream works over bytes (the byte-level homomorphism of the papers), so each
@@ -28,6 +29,7 @@
 mod byte_level;
 mod parse;
 mod support;
+pub mod tekken;
 
 use rustc_hash::FxHashMap;
 

@@ -103,10 +103,13 @@ class Vocabulary:
     @property
     def pre_tokenizer(self) -> Optional[dict[str, Any]]:
         """For a byte-level BPE tokenizer canonical guides support: ``{"stages": [pattern, ...],
-        "normalization": "none" | "NFC" | "NFKC", "ignore_merges": bool}``, the pre-tokenizer as
-        ``Split(pattern, Isolated)`` stages applied in order (with non-special added tokens, the
-        first stage is the alternation of their contents, and its matches are never passed to the
-        later stages); ``None`` otherwise."""
+        "byte_mapped_stages": [pattern, ...], "normalization": "none" | "NFC" | "NFKC",
+        "ignore_merges": bool}``, the pre-tokenizer as ``Split(pattern, Isolated)`` stages applied
+        in order (with non-special added tokens, the first stage is the alternation of their
+        contents, and its matches are never passed to the later stages), then the stages after
+        ``ByteLevel`` (Falcon's ``Digits`` and ``Split``), whose patterns see one stand-in
+        character per byte (GPT-2's table) and may cut inside a UTF-8 character; ``None``
+        otherwise."""
     @property
     def special_token_ids(self) -> list[int]: ...
     def token_bytes(self, token_id: int) -> bytes:

@@ -16,8 +16,9 @@ use crate::guide::lazy::LazyGuide;
 use crate::guide::{Guide, Method, ProductParts};
 use crate::lazy::TokenizerParts;
 use crate::limits::{Deadline, Limits, MAX_PRE_TOKENIZER_STATES};
+use crate::pre_tokenizer::byte_mapped::PreTokenizerMachine;
 use crate::pre_tokenizer::normal_form::Normalized;
-use crate::pre_tokenizer::piece_machine::{PieceMachine, PieceMachineSpec};
+use crate::pre_tokenizer::piece_machine::PieceMachineSpec;
 use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::ContentTrie;
 use crate::regex::byte_dfa::ByteDfa;
@@ -37,7 +38,7 @@ pub struct Compiler {
     tokenizer_dfa: OnceLock<Result<Arc<TokenizerDfa>>>,
     all_tokens: OnceLock<TokenTrie>,
     emittable_tokens: OnceLock<TokenTrie>,
-    piece_machine: OnceLock<Result<PieceMachine>>,
+    piece_machine: OnceLock<Result<PreTokenizerMachine>>,
     pre_tokenized: OnceLock<Result<PreTokenizedParts>>,
     lazy_parts: OnceLock<Result<Arc<TokenizerParts>>>,
     /// `tokens_always_split`, computed once (~0.2 s for Llama 3; `tokenizer_dfa_stats` asks).
@@ -48,7 +49,7 @@ pub struct Compiler {
 /// `build::pre_tokenized`.
 struct PreTokenizedParts {
     lone_tokens: Vec<u32>,
-    tables: PreTokenizedTables<Normalized<PieceMachine>>,
+    tables: PreTokenizedTables<Normalized<PreTokenizerMachine>>,
 }
 
 impl Compiler {
@@ -95,7 +96,7 @@ impl Compiler {
     /// guides fold it in ([`Normalized`]), lazy guides keep it as a component of their text
     /// states (`crate::lazy::text`), so the machine explored in full stays the pre-tokenizer's
     /// size.
-    fn piece_machine(&self) -> Result<&PieceMachine> {
+    fn piece_machine(&self) -> Result<&PreTokenizerMachine> {
         self.piece_machine
             .get_or_init(|| {
                 let pre = self.vocab.pre_tokenizer().expect("a pre-tokenized vocabulary");
@@ -104,7 +105,7 @@ impl Compiler {
                     allowed_chars: allowed_chars(pre),
                     added: pre.added_contents(),
                 };
-                PieceMachine::new(&spec, MAX_PRE_TOKENIZER_STATES)
+                PreTokenizerMachine::new(&spec, &pre.byte_mapped_stages, MAX_PRE_TOKENIZER_STATES)
             })
             .as_ref()
             .map_err(Clone::clone)
@@ -193,7 +194,7 @@ impl Compiler {
         // The tokenizer's own behaviour: without the guides' restriction to normalized text.
         let pre = self.vocab.pre_tokenizer().expect("a pre-tokenized vocabulary");
         let spec = PieceMachineSpec { stages: pre.stages.clone(), allowed_chars: None, added: pre.added_contents() };
-        let machine = PieceMachine::new(&spec, MAX_PRE_TOKENIZER_STATES)?;
+        let machine = PreTokenizerMachine::new(&spec, &pre.byte_mapped_stages, MAX_PRE_TOKENIZER_STATES)?;
         tokens_always_split(&machine, &emittable, MAX_PRE_TOKENIZER_STATES)
     }
 

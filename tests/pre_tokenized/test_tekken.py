@@ -83,7 +83,8 @@ def test_reads_the_tekken_file(pt, index):
     assert vocab.special_token_ids == list(range(1000))
     assert vocab.eos_token_ids == [o.tekkenizer.eos_id] == [2]
     assert vocab.token_bytes(9) == b"[TOOL_CALLS]" and vocab.token_bytes(999) == b"<SPECIAL_999>"
-    assert vocab.pre_tokenizer == {"stages": [o.pattern], "normalization": "none", "ignore_merges": True}
+    assert vocab.pre_tokenizer == {
+        "stages": [o.pattern], "byte_mapped_stages": [], "normalization": "none", "ignore_merges": True}
     mismatched = [t for t in range(o.num_tokens) if vocab.token_bytes(t) != o.token_bytes(t)]
     assert not mismatched, mismatched[:10]
     for other in (pt.Vocabulary.from_tokenizer(o.tekkenizer), pt.Vocabulary.from_tokenizer(MistralTokenizer.from_file(path))):

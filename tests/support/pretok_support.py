@@ -388,6 +388,12 @@ CASES = {
         ["naïve café Ωmega", "Straße façade", "Русский текст", "ελληνικά Ωmega", "hello世界", "İstanbul",
          "ÜNİVERSİTESİ", "camelCaseHTTPServer", " hỏi", "kyně"],
     ),
+    # ü ò ó ù ý þ ² ³ ¹ ½ end in a byte whose ByteLevel stand-in is numeric (¼ ² ³ ¹ ½ ¾):
+    # Falcon's Digits, after ByteLevel, cuts inside them
+    "byte_mapped_digits": (
+        r"[\p{L}\p{N} ]+",
+        ["für Müller", "año òó ùü ýþ", "²1234 ½ ¹²³", "x 1234567 ³", "Straße über", "12345678", "ü1ü22ü333"],
+    ),
     "json": (
         r"\{(" + JSON_MEMBER + r"(, ?" + JSON_MEMBER + r")*)?\}",
         ['{"a": 1}', '{"key": "don\'t  stop!!", "n": -12345}', '{"x": "中文", "y": true}',

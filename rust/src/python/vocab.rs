@@ -92,13 +92,15 @@ impl PyVocabulary {
     }
     /// For a byte-level BPE tokenizer canonical guides support: its pre-tokenizer as a list of
     /// `Split(pattern, Isolated)` stages (with non-special added tokens, the first is the
-    /// alternation of their contents, whose matches the later stages never see), its normalizer
+    /// alternation of their contents, whose matches the later stages never see), the stages after
+    /// `ByteLevel` over the byte-mapped text (Falcon), its normalizer
     /// ("none", "NFC", "NFKC") and `ignore_merges`; `None` otherwise.
     #[getter]
     fn pre_tokenizer<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
         let Some(p) = self.inner.pre_tokenizer() else { return Ok(None) };
         let d = PyDict::new(py);
         d.set_item("stages", p.stages.clone())?;
+        d.set_item("byte_mapped_stages", p.byte_mapped_stages.clone())?;
         d.set_item(
             "normalization",
             match p.normalization {

@@ -12,12 +12,17 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
-use crate::pre_tokenizer::piece_machine::PieceMachine;
+use crate::pre_tokenizer::byte_mapped::PreTokenizerMachine;
+use crate::pre_tokenizer::text_automaton::PieceBoundaries;
 use crate::regex::byte_dfa::DEAD;
 use crate::tokenizer::token_trie::TokenTrie;
 
 /// See the module docs; `candidates` are the tokens to test, as a trie.
-pub fn tokens_always_split(machine: &PieceMachine, candidates: &TokenTrie, max_states: usize) -> Result<Vec<u32>> {
+pub fn tokens_always_split(
+    machine: &PreTokenizerMachine,
+    candidates: &TokenTrie,
+    max_states: usize,
+) -> Result<Vec<u32>> {
     let mut m = machine.clone();
     let kinds = m.num_stages();
     let mut edges: FxHashMap<u32, Vec<u32>> = FxHashMap::default();

@@ -297,3 +297,120 @@ fn brute_force_with_a_normalizer_equals_reference_encoding() {
         check_tokenizer(TOKENS_NFC, MERGES_NFC, nfc, pattern, false, &[], &alphabet, 4);
     }
 }
+
+/// The reference for stages after `ByteLevel` (Falcon's `Digits` then `Split([0-9]{3})`),
+/// written over bytes without the pre-tokenizer's automaton: runs of digit bytes (ASCII digits
+/// and the continuation bytes whose stand-ins are numeric, `²³¹¼½¾`) and of other bytes, then
+/// leftmost groups of three ASCII digits cut out of each run.
+fn byte_mapped_pieces(piece: &[u8]) -> Vec<&[u8]> {
+    let digit = |b: u8| b.is_ascii_digit() || [0xB2, 0xB3, 0xB9, 0xBC, 0xBD, 0xBE].contains(&b);
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for i in 1..=piece.len() {
+        if i == piece.len() || digit(piece[i]) != digit(piece[i - 1]) {
+            runs.push(&piece[start..i]);
+            start = i;
+        }
+    }
+    let mut out = Vec::new();
+    for run in runs {
+        let (mut gap, mut i) = (0, 0);
+        while i < run.len() {
+            if i + 3 <= run.len() && run[i..i + 3].iter().all(u8::is_ascii_digit) {
+                if gap < i {
+                    out.push(&run[gap..i]);
+                }
+                out.push(&run[i..i + 3]);
+                i += 3;
+                gap = i;
+            } else {
+                i += 1;
+            }
+        }
+        if gap < run.len() {
+            out.push(&run[gap..]);
+        }
+    }
+    out
+}
+
+/// A byte-level tokenizer whose pre-tokenizer has Falcon's stages after `ByteLevel`: `ü`
+/// (`C3 BC`) and `²` (`C2 B2`) are cut inside, `1111` is `111` + `1`. Eager, lazy and the
+/// reference encoding (split above, then priority BPE per piece) give the same language.
+#[test]
+fn brute_force_with_byte_mapped_stages_equals_reference_encoding() {
+    use crate::compiler::Compiler;
+    use crate::tokenizer::vocab::byte_to_unicode_table;
+    let map = byte_to_unicode_table();
+    let spell = |bytes: &[u8]| bytes.iter().map(|&b| map[b as usize]).collect::<String>();
+    let base: &[&[u8]] = &[b"a", b"1", b" ", b"\xC3", b"\xBC", b"\xC2", b"\xB2"];
+    let merges: &[(&[u8], &[u8])] = &[
+        (b"a", b"\xC3"),
+        (b"\xBC", b"1"),
+        (b"1", b"1"),
+        (b" ", b"a"),
+        (b"\xC3", b"\xBC"),
+        (b"\xC2", b"\xB2"),
+        (b"11", b"1"),
+        (b" ", b"1"),
+        (b"a", b"1"),
+        (b"\xB2", b"1"),
+    ];
+    let mut tokens: Vec<Vec<u8>> = base.iter().map(|b| b.to_vec()).collect();
+    tokens.extend(merges.iter().map(|(l, r)| [*l, *r].concat()));
+    let vocab_json: serde_json::Map<String, serde_json::Value> =
+        tokens.iter().enumerate().map(|(i, t)| (spell(t), i.into())).collect();
+    let json = serde_json::json!({
+        "added_tokens": [{"id": tokens.len(), "content": "</s>", "special": true}],
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": " ?[^ ]+| "}, "behavior": "Isolated", "invert": false},
+            {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false},
+            {"type": "Digits", "individual_digits": false},
+            {"type": "Split", "pattern": {"Regex": "[0-9][0-9][0-9]"}, "behavior": "Isolated", "invert": false},
+        ]},
+        "model": {"type": "BPE", "vocab": vocab_json,
+                  "merges": merges.iter().map(|(l, r)| [spell(l), spell(r)]).collect::<Vec<_>>()},
+    });
+    let vocab = Arc::new(Vocabulary::from_json(&json.to_string(), None, None).unwrap());
+    assert_eq!(vocab.canonical_unsupported_reason(), None);
+    assert_eq!(vocab.pre_tokenizer().unwrap().byte_mapped_stages, [r"\p{N}+", "[0-9][0-9][0-9]"]);
+    let table = MergeTable::new(vocab.merges());
+    let encode = |text: &str| -> Vec<u32> {
+        let mut out = Vec::new();
+        for piece in reference_pieces(text) {
+            for bytes in byte_mapped_pieces(piece.as_bytes()) {
+                let mut symbols = Vec::new();
+                assert!(vocab.base_symbols(bytes, &mut symbols), "{text:?}");
+                table.encode(&mut symbols);
+                out.extend(symbols);
+            }
+        }
+        out
+    };
+    let id = |bytes: &[u8]| tokens.iter().position(|t| t == bytes).unwrap() as u32;
+    assert_eq!(encode("aü"), [id(b"a\xC3"), id(b"\xBC")]);
+    assert_eq!(encode("²1111"), [id(b"\xC2"), id(b"\xB2"), id(b"111"), id(b"1")]);
+    let compiler = Compiler::new(vocab.clone(), crate::Limits::default());
+    let alphabet = ['a', '1', ' ', 'ü', '²'];
+    for pattern in [".*", "[a ]*ü?1{0,5}", "(a|ü|²|1)* 1*", "²?1{2,4}|a.{0,3}"] {
+        let eager = compiler.compile_regex(pattern, crate::guide::Method::Cartesian).unwrap();
+        let lazy = compiler.compile_regex_lazy(pattern).unwrap();
+        assert_eq!(eager.first_difference(&lazy), Ok(None), "{pattern}: eager and lazy");
+        let dfa = ByteDfa::from_regex(pattern, 1000).unwrap();
+        let want: BTreeSet<Vec<u32>> =
+            strings(&alphabet, 4).iter().filter(|s| dfa.matches(s.as_bytes())).map(|s| encode(s)).collect();
+        let got: BTreeSet<Vec<u32>> = accepted(&eager, 8)
+            .into_iter()
+            .filter(|ids| {
+                // (the tokens also spell `¼` = C2 BC and `ò` = C3 B2, outside the alphabet)
+                let text: Vec<u8> = ids.iter().flat_map(|&t| vocab.token_bytes(t).to_vec()).collect();
+                String::from_utf8(text)
+                    .is_ok_and(|t| t.chars().count() <= 4 && t.chars().all(|c| alphabet.contains(&c)))
+            })
+            .collect();
+        assert!(want.len() > 5, "{pattern}: too few strings to be a test");
+        let missing: Vec<_> = want.difference(&got).take(5).collect();
+        let extra: Vec<_> = got.difference(&want).take(5).collect();
+        assert!(missing.is_empty() && extra.is_empty(), "{pattern}: missing {missing:?}, extra {extra:?}");
+    }
+}

@@ -19,10 +19,11 @@
 //!   guides follow *continuation* semantics (`docs/design.md` §1), where no start-of-text marker is
 //!   prepended.
 //! * *Byte-level BPE*: bytes are the base symbols, and what runs before the merges is described
-//!   by a [`PreTokenizer`] (`Split` / `ByteLevel` / `Digits` / `Punctuation` stages, NFC or
-//!   NFKC, `ignore_merges`, non-special added tokens), which `crate::build::pre_tokenized` models.
+//!   by a [`PreTokenizer`] (`Split` / `ByteLevel` / `Digits` / `Punctuation` stages, also after
+//!   `ByteLevel` on the byte-mapped text, NFC or NFKC, `ignore_merges`, non-special added
+//!   tokens), which `crate::build::pre_tokenized` models.
 //!
-//! Any other component (lowercasing, a pre-tokenizer after `ByteLevel`, dropout, subword
+//! Any other component (lowercasing, dropout, subword
 //! prefixes, ...) makes the tokenizer refused for canonical methods with a message naming it;
 //! `agnostic` still works.
 
@@ -111,6 +112,10 @@ pub struct PreTokenizer {
     /// `Split(pattern, Isolated)` stages in order; each splits every piece of the previous one.
     /// `ByteLevel(use_regex=true)`, `Digits` and `Punctuation` are expressed as such patterns.
     pub stages: Vec<String>,
+    /// Stages after `ByteLevel` (Falcon's `Digits` and `Split`), as patterns over the
+    /// *byte-mapped* text: each byte of a piece is one stand-in character (GPT-2's table), so
+    /// they may cut inside a UTF-8 character (`crate::pre_tokenizer::byte_mapped`).
+    pub byte_mapped_stages: Vec<String>,
     pub normalization: Normalization,
     /// A piece that is itself a vocabulary token is emitted whole (Llama 3).
     pub ignore_merges: bool,

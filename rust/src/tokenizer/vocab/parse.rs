@@ -197,6 +197,13 @@ fn hash_pre_tokenizer(h: &mut crate::util::serialize::Fnv64, p: &PreTokenizer) {
         h.write_u64(*id as u64);
         text(h, content);
     }
+    // (only when present, so that the fingerprints of other tokenizers stay as they were)
+    if !p.byte_mapped_stages.is_empty() {
+        h.write_u64(p.byte_mapped_stages.len() as u64);
+        for stage in &p.byte_mapped_stages {
+            text(h, stage);
+        }
+    }
 }
 
 /// The model type, from `model.type` and whether a `ByteLevel` component is present.

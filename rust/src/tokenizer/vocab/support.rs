@@ -24,7 +24,9 @@ pub(super) fn canonical_support(
         }
         TokenizerKind::Unigram => {
             return Some(
-                "canonical guides need a BPE merge table; this tokenizer is a Unigram model; use method=\"agnostic\""
+                "canonical guides need a BPE merge table; this tokenizer is a Unigram model, whose canonical \
+                 segmentation is a Viterbi argmax over piece scores that a character far ahead can change (not \
+                 finite-state in general); use method=\"agnostic\""
                     .into(),
             )
         }
@@ -158,19 +160,17 @@ pub(super) fn byte_level_pre_tokenizer(
         Some(p) => vec![p],
     };
     let mut stages = Vec::new();
+    let mut byte_mapped_stages = Vec::new();
     let mut excluded_chars = Vec::new();
     let mut byte_level_seen = false;
     for p in parts {
         let ty = p.get("type").and_then(Value::as_str).unwrap_or("?");
         let unsupported = |why: &str| Err(format!("the pre-tokenizer {}: {why}; {agnostic}", describe(Some(p))));
-        if byte_level_seen {
-            // Later stages see the byte-mapped text (one stand-in character per byte), where a
-            // split may fall inside a UTF-8 character (falcon's Digits after ByteLevel).
-            return unsupported(
-                "a pre-tokenizer after ByteLevel works on the byte-mapped text, which canonical guides do not model",
-            );
-        }
+        // Stages after ByteLevel see the byte-mapped text (one stand-in character per byte) and
+        // may cut inside a UTF-8 character (Falcon's Digits): patterns over that text.
+        let stages = if byte_level_seen { &mut byte_mapped_stages } else { &mut stages };
         match ty {
+            "ByteLevel" if byte_level_seen => return unsupported("ByteLevel twice is not supported"),
             "ByteLevel" => {
                 if p.get("add_prefix_space").and_then(Value::as_bool) == Some(true) {
                     return unsupported("add_prefix_space=true is not supported");
@@ -197,7 +197,10 @@ pub(super) fn byte_level_pre_tokenizer(
                 }
             }
             "Digits" => {
-                excluded_chars.extend_from_slice(DIGITS_DISAGREEMENT);
+                if !byte_level_seen {
+                    // (the stand-in characters have none of them)
+                    excluded_chars.extend_from_slice(DIGITS_DISAGREEMENT);
+                }
                 stages.push(if p.get("individual_digits").and_then(Value::as_bool) == Some(true) {
                     r"\p{N}".to_string()
                 } else {
@@ -241,7 +244,14 @@ pub(super) fn byte_level_pre_tokenizer(
         let contents: Vec<&str> = added.iter().map(|a| a.1.as_str()).collect();
         stages.insert(0, crate::pre_tokenizer::piece_machine::added_tokens_pattern(&contents));
     }
-    Ok(PreTokenizer { stages, normalization, ignore_merges, excluded_chars, added })
+    if !byte_mapped_stages.is_empty() && (normalization != Normalization::None || !added.is_empty()) {
+        // Neither occurs in a real tokenizer with such stages, and neither is modelled with them.
+        return Err(format!(
+            "pre-tokenizer stages after ByteLevel together with a normalizer or non-special added tokens are not \
+             supported by canonical guides; {agnostic}"
+        ));
+    }
+    Ok(PreTokenizer { stages, byte_mapped_stages, normalization, ignore_merges, excluded_chars, added })
 }
 
 /// Why one leftmost-longest pass over the non-special added tokens' contents would not be how

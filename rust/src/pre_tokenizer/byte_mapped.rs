@@ -26,7 +26,7 @@ use rustc_hash::FxHashMap;
 use crate::error::{Error, Result};
 use crate::pre_tokenizer::piece_machine::{PieceMachine, PieceMachineSpec, DEAD};
 use crate::pre_tokenizer::text_automaton::PieceBoundaries;
-use crate::tokenizer::vocab::byte_to_unicode_table;
+use crate::util::byte_level::byte_to_unicode_table;
 
 /// See the module docs.
 #[derive(Clone, Debug)]

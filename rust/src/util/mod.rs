@@ -1,8 +1,9 @@
-//! Small building blocks with no knowledge of tokenizers or regexes: token bitsets, a seeded
-//! random generator for tests and walks, and the versioned, checksummed container of the disk
-//! caches.
+//! Small building blocks with no knowledge of tokenizers or regexes: token bitsets, GPT-2's
+//! byte↔character table of byte-level text, a seeded random generator for tests and walks, and
+//! the versioned, checksummed container of the disk caches.
 
 pub mod bitset;
+pub mod byte_level;
 pub mod concurrent;
 pub(crate) mod random;
 pub mod serialize;

@@ -27,14 +27,13 @@
 //! prefixes, ...) makes the tokenizer refused for canonical methods with a message naming it;
 //! `agnostic` still works.
 
-mod byte_level;
 mod parse;
 mod support;
 pub mod tekken;
 
 use rustc_hash::FxHashMap;
 
-pub use byte_level::{byte_to_unicode_table, unicode_to_byte};
+pub use crate::util::byte_level::{byte_to_unicode_table, unicode_to_byte};
 
 /// How token strings map to bytes, and how text maps to base symbols.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -129,7 +129,7 @@ impl Compiler {
         let dfa = TokenizerDfa::build(&self.vocab)?;
         let tmp = dir.join(format!(".tokenizer-dfa-{:016x}.{}.tmp", self.vocab.fingerprint(), std::process::id()));
         let written = std::fs::create_dir_all(dir)
-            .and_then(|_| std::fs::write(&tmp, dfa.to_bytes(&self.vocab)))
+            .and_then(|_| dfa.write_file(&self.vocab, &tmp))
             .and_then(|_| std::fs::rename(&tmp, &path));
         if written.is_err() {
             let _ = std::fs::remove_file(&tmp);

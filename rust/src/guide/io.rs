@@ -18,6 +18,7 @@ use crate::regex::byte_dfa::ByteDfa;
 use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::TokenizerDfa;
 use crate::util::bitset;
+use crate::util::serialize::Sink;
 use crate::util::serialize::{Reader, Writer};
 
 const KIND: &[u8; 4] = b"GUID";

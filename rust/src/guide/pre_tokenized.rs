@@ -209,7 +209,7 @@ impl PreTokenizedAutomaton {
     }
 
     /// Serialises the automaton into `w` (part of a guide's serialisation).
-    pub(crate) fn write(&self, w: &mut crate::util::serialize::Writer) {
+    pub(crate) fn write(&self, w: &mut impl crate::util::serialize::Sink) {
         self.dfa.write(w);
         self.text.write(w);
         w.u32s(&self.splits.terminal.iter().map(|&t| t as u32).collect::<Vec<_>>());

@@ -337,7 +337,7 @@ impl PieceBoundaries for crate::pre_tokenizer::piece_machine::PieceMachine {
 
 impl FrozenText {
     /// Serialises the automaton into `w` (part of a guide's serialisation).
-    pub(crate) fn write(&self, w: &mut crate::util::serialize::Writer) {
+    pub(crate) fn write(&self, w: &mut impl crate::util::serialize::Sink) {
         w.u32(self.kinds as u32);
         let mut next: Vec<(u32, u8, u32)> = self.next.iter().map(|(&(z, b), &to)| (z, b, to)).collect();
         next.sort_unstable();

@@ -365,7 +365,7 @@ impl ByteDfa {
     }
 
     /// Serialises the DFA into `w` (part of a guide's serialisation).
-    pub(crate) fn write(&self, w: &mut crate::util::serialize::Writer) {
+    pub(crate) fn write(&self, w: &mut impl crate::util::serialize::Sink) {
         w.u32s(&self.classes.iter().map(|&c| c as u32).collect::<Vec<_>>());
         w.u32(self.num_classes as u32);
         w.u32s(&self.trans);

@@ -35,6 +35,15 @@
 //! one it must continue it, and a completed character leads back to class 0. Byte tokens that
 //! spell a character present in the vocabulary are never canonical and never allowed.
 //!
+//! # Memory while building
+//! Tokens are fused into classes as their sets are found (`ClassInterner`), in token order, so
+//! the class numbering (and the cache file) does not depend on how the work was split: the
+//! priority-timeline workers hand their chunks over in order, and Algorithm 3's per-state sets
+//! are converted once per state and freed. Never holding every token's set at once took the
+//! peak of a build from 3.3 to 1.1 GB for Llama 3 (380 M forbidden ids counted per token against
+//! 115 M distinct) and from 6.6 to 3.0 GB for o200k; what remains for o200k is Algorithm 3's
+//! hash sets at their largest.
+//!
 //! # Tokens that can never be emitted
 //! A token whose own text does not encode to itself (unreachable by the merges, or only ever
 //! produced inside a larger token) has no class and is never allowed.
@@ -102,6 +111,54 @@ pub struct TokenizerDfa {
 /// byte-fallback character.
 pub type TokState = u32;
 
+/// Tokens fused into classes by equal forbidden sets, interned by their hash (a collision is
+/// resolved by comparing the sets). Class 0 is the empty set (the state at the start of a
+/// continuation); other classes are numbered in the order tokens are added, so adding them in
+/// token order gives the same numbering however the sets were computed.
+struct ClassInterner {
+    class_of: Vec<u32>,
+    forbidden: ForbiddenSets,
+    by_hash: FxHashMap<u64, Vec<u32>>,
+    /// Forbidden pairs counted per token.
+    pairs: usize,
+}
+
+impl ClassInterner {
+    fn new(num_tokens: usize) -> ClassInterner {
+        let mut classes = ClassInterner {
+            class_of: vec![NO_CLASS; num_tokens],
+            forbidden: ForbiddenSets::new(),
+            by_hash: FxHashMap::default(),
+            pairs: 0,
+        };
+        classes.intern(&[], set_hash(&[]));
+        classes
+    }
+
+    fn intern(&mut self, f: &[u32], hash: u64) -> u32 {
+        let same = self.by_hash.entry(hash).or_default();
+        if let Some(&c) = same.iter().find(|&&c| self.forbidden.get(c as usize) == f) {
+            return c;
+        }
+        let c = self.forbidden.len() as u32;
+        self.forbidden.push(f);
+        same.push(c);
+        c
+    }
+
+    /// Token `t`'s forbidden set `f` (sorted, without duplicates) with its [`set_hash`].
+    fn add(&mut self, t: u32, f: &[u32], hash: u64) {
+        let c = self.intern(f, hash);
+        self.add_to_class(t, c);
+    }
+
+    /// Token `t` into a class interned already.
+    fn add_to_class(&mut self, t: u32, class: u32) {
+        self.pairs += self.forbidden.get(class as usize).len();
+        self.class_of[t as usize] = class;
+    }
+}
+
 impl TokenizerDfa {
     /// Builds the tokenizer DFA of a character-level BPE vocabulary; `Unsupported` for others.
     pub fn build(vocab: &Vocabulary) -> Result<TokenizerDfa> {
@@ -118,14 +175,25 @@ impl TokenizerDfa {
             let mut seen = rustc_hash::FxHashSet::default();
             vocab.merges().iter().all(|m| seen.insert(m.merged))
         };
-        let (construction, forbidden_by_token) = if unique_producers && MergeTable::is_well_ordered(vocab.merges()) {
-            (Construction::Algorithm3, crate::tokenizer_dfa::sequential::forbidden_by_token(vocab, &words.emittable))
+        let mut dfa = if unique_producers && MergeTable::is_well_ordered(vocab.merges()) {
+            Self::from_sequential(vocab, &words.emittable)?
         } else {
-            (Construction::PriorityTimeline, build_priority_timeline(&table, &words))
+            Self::from_priority_timeline(vocab, &table, &words)?
         };
-        let mut dfa = Self::from_forbidden(vocab, construction, &words.emittable, forbidden_by_token)?;
         dfa.build_seconds = started.elapsed().as_secs_f64();
         Ok(dfa)
+    }
+
+    /// The priority-timeline construction, its sets interned as they are found.
+    fn from_priority_timeline(vocab: &Vocabulary, table: &MergeTable, words: &Derivations) -> Result<TokenizerDfa> {
+        let mut classes = ClassInterner::new(vocab.num_tokens());
+        build_priority_timeline(table, words, |t, f, hash| {
+            if words.emittable[t as usize] {
+                classes.add(t, f, hash);
+            }
+        });
+        let ClassInterner { class_of, forbidden, pairs, .. } = classes;
+        Self::assemble(vocab, Construction::PriorityTimeline, class_of, forbidden, pairs, None)
     }
 
     /// Same as [`TokenizerDfa::build`] but forcing the priority-timeline construction (tests).
@@ -135,69 +203,32 @@ impl TokenizerDfa {
         }
         let table = MergeTable::new(vocab.merges());
         let words = Derivations::compute(vocab, &table);
-        let f = build_priority_timeline(&table, &words);
-        Self::from_forbidden(vocab, Construction::PriorityTimeline, &words.emittable, f)
+        Self::from_priority_timeline(vocab, &table, &words)
     }
 
-    /// Fuses tokens with equal forbidden sets into classes, then [`TokenizerDfa::assemble`]s
-    /// the DFA (building the byte-fallback trie: ~40 ms for Mistral-7B). The sets are sorted,
-    /// deduplicated and hashed on every core first, then interned by hash on one (Llama 3 has
-    /// ~380 M forbidden ids counted per token: this step took 0.87 s with the hashing on one
-    /// thread, 0.54 s now).
-    fn from_forbidden(
-        vocab: &Vocabulary,
-        construction: Construction,
-        emittable: &[bool],
-        mut forbidden_by_token: Vec<Vec<u32>>,
-    ) -> Result<TokenizerDfa> {
-        let n = vocab.num_tokens();
-        let threads = std::thread::available_parallelism().map_or(1, |p| p.get()).clamp(1, 16);
-        let chunk = forbidden_by_token.len().div_ceil(threads).max(1);
-        let hashes: Vec<u64> = std::thread::scope(|scope| {
-            let handles: Vec<_> = forbidden_by_token
-                .chunks_mut(chunk)
-                .map(|sets| {
-                    scope.spawn(move || {
-                        sets.iter_mut()
-                            .map(|f| {
-                                if !f.is_sorted() {
-                                    f.sort_unstable();
-                                }
-                                f.dedup();
-                                set_hash(f)
-                            })
-                            .collect::<Vec<u64>>()
-                    })
-                })
-                .collect();
-            handles.into_iter().flat_map(|h| h.join().expect("hashing worker panicked")).collect()
-        });
-        let mut class_of = vec![NO_CLASS; n];
-        let mut forbidden = ForbiddenSets::new();
-        // Classes by the hash of their set (a collision is resolved by comparing the sets).
-        let mut by_hash: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
-        let mut pairs = 0;
-        let mut intern = |f: &[u32], hash: u64, forbidden: &mut ForbiddenSets| -> u32 {
-            let same = by_hash.entry(hash).or_default();
-            if let Some(&c) = same.iter().find(|&&c| forbidden.get(c as usize) == f) {
-                return c;
-            }
-            let c = forbidden.len() as u32;
-            forbidden.push(f);
-            same.push(c);
-            c
-        };
-        // Class 0: the empty set (the state at the start of a continuation).
-        intern(&[], set_hash(&[]), &mut forbidden);
-        for (t, (f, hash)) in forbidden_by_token.iter().zip(hashes).enumerate() {
+    /// Algorithm 3 ([`sequential`]): its states' sets become classes in token order, each
+    /// converted (sorted, hashed) once and its hash set freed as soon as it is interned.
+    fn from_sequential(vocab: &Vocabulary, emittable: &[bool]) -> Result<TokenizerDfa> {
+        let sequential::States { state_of, mut forbidden } = sequential::states(vocab, emittable);
+        let mut classes = ClassInterner::new(vocab.num_tokens());
+        let mut class_of_state = vec![NO_CLASS; forbidden.len()];
+        for (t, &s) in state_of.iter().enumerate() {
             if !emittable[t] {
                 continue;
             }
-            pairs += f.len();
-            class_of[t] = intern(f, hash, &mut forbidden);
+            if s == sequential::NONE {
+                classes.add_to_class(t as u32, 0);
+                continue;
+            }
+            if class_of_state[s as usize] == NO_CLASS {
+                let mut f: Vec<u32> = std::mem::take(&mut forbidden[s as usize]).into_iter().collect();
+                f.sort_unstable();
+                class_of_state[s as usize] = classes.intern(&f, set_hash(&f));
+            }
+            classes.add_to_class(t as u32, class_of_state[s as usize]);
         }
-        drop(forbidden_by_token);
-        Self::assemble(vocab, construction, class_of, forbidden, pairs, None)
+        let ClassInterner { class_of, forbidden, pairs, .. } = classes;
+        Self::assemble(vocab, Construction::Algorithm3, class_of, forbidden, pairs, None)
     }
 
     /// The DFA of classes already fused: adds the byte-fallback tables and trie (`loaded_trie`
@@ -408,6 +439,17 @@ mod tests {
             Vocabulary::char_bpe_for_tests(&["a", "b", "c", "ab", "aa", "ac"], &[("a", "b"), ("a", "c"), ("a", "a")])
                 .unwrap();
         assert!(TokenizerDfa::from_bytes(&bytes, &other).is_err(), "another merge order is another tokenizer");
+    }
+
+    /// The streamed cache file is byte for byte what `to_bytes` gives (a trie included).
+    #[test]
+    fn written_file_equals_to_bytes() {
+        let (vocab, dfa) = vocab_with_large_forbidden_sets();
+        let path = std::env::temp_dir().join(format!("propertok-written-dfa-{}.bin", std::process::id()));
+        dfa.write_file(&vocab, &path).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), dfa.to_bytes(&vocab));
+        std::fs::remove_file(&path).unwrap();
+        assert!(dfa.write_file(&vocab, std::path::Path::new("/nonexistent-dir/x.bin")).is_err());
     }
 
     /// A small vocabulary some of whose forbidden sets reach the bitset threshold, and its DFA.

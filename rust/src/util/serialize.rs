@@ -51,28 +51,89 @@ impl Fnv64 {
 /// ones let the CPU overlap them, which matters for the tokenizer DFA's cache (41 MB for
 /// Mistral-7B: ~7 ms → ~2 ms). Not cryptographic: it detects corruption.
 fn checksum(bytes: &[u8]) -> u64 {
-    const PRIME: u64 = 0x0000_0100_0000_01b3;
-    let mut lanes = [0xcbf2_9ce4_8422_2325u64, 0x8422_2325_cbf2_9ce4, 0x9e37_79b9_7f4a_7c15, 0xbf58_476d_1ce4_e5b9];
+    let mut lanes = Checksum::default().lanes;
     let mut blocks = bytes.chunks_exact(32);
     for block in &mut blocks {
+        Checksum::block(&mut lanes, block);
+    }
+    Checksum::finish_lanes(lanes, blocks.remainder(), bytes.len() as u64)
+}
+
+/// [`checksum`] computed over a stream of byte slices: 32-byte blocks as they complete, a
+/// partial block held until the next slice or the end.
+struct Checksum {
+    lanes: [u64; 4],
+    pending: [u8; 32],
+    pending_len: usize,
+    len: u64,
+}
+
+impl Default for Checksum {
+    fn default() -> Self {
+        Checksum {
+            lanes: [0xcbf2_9ce4_8422_2325, 0x8422_2325_cbf2_9ce4, 0x9e37_79b9_7f4a_7c15, 0xbf58_476d_1ce4_e5b9],
+            pending: [0; 32],
+            pending_len: 0,
+            len: 0,
+        }
+    }
+}
+
+impl Checksum {
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+
+    #[inline(always)]
+    fn block(lanes: &mut [u64; 4], block: &[u8]) {
         for (lane, word) in lanes.iter_mut().zip(block.chunks_exact(8)) {
             *lane ^= u64::from_le_bytes(word.try_into().expect("8 bytes"));
-            *lane = lane.wrapping_mul(PRIME);
+            *lane = lane.wrapping_mul(Self::PRIME);
             *lane ^= *lane >> 29;
         }
     }
-    let mut h = Fnv64::default();
-    h.write(blocks.remainder());
-    for lane in lanes {
-        h.write_u64(lane);
+
+    fn update(&mut self, mut bytes: &[u8]) {
+        self.len += bytes.len() as u64;
+        if self.pending_len > 0 {
+            let take = (32 - self.pending_len).min(bytes.len());
+            self.pending[self.pending_len..self.pending_len + take].copy_from_slice(&bytes[..take]);
+            self.pending_len += take;
+            bytes = &bytes[take..];
+            if self.pending_len < 32 {
+                return;
+            }
+            Self::block(&mut self.lanes, &self.pending);
+            self.pending_len = 0;
+        }
+        // (the lanes in locals: kept in registers across the hot loop)
+        let mut lanes = self.lanes;
+        let mut blocks = bytes.chunks_exact(32);
+        for block in &mut blocks {
+            Self::block(&mut lanes, block);
+        }
+        self.lanes = lanes;
+        let rest = blocks.remainder();
+        self.pending[..rest.len()].copy_from_slice(rest);
+        self.pending_len = rest.len();
     }
-    h.write_u64(bytes.len() as u64);
-    h.finish()
+
+    fn finish(self) -> u64 {
+        Self::finish_lanes(self.lanes, &self.pending[..self.pending_len], self.len)
+    }
+
+    /// The lanes, the bytes after the last whole block and the total length, combined.
+    fn finish_lanes(lanes: [u64; 4], rest: &[u8], len: u64) -> u64 {
+        let mut h = Fnv64::default();
+        h.write(rest);
+        for lane in lanes {
+            h.write_u64(lane);
+        }
+        h.write_u64(len);
+        h.finish()
+    }
 }
 
 /// Appends little-endian values after room for the container header, which
-/// [`Writer::finish`] fills in place (no copy of the payload: a Llama 3 tokenizer DFA is
-/// ~460 MB).
+/// [`Writer::finish`] fills in place (no copy of the payload).
 pub struct Writer {
     buf: Vec<u8>,
 }
@@ -85,42 +146,107 @@ impl Default for Writer {
     }
 }
 
-impl Writer {
-    pub fn u8(&mut self, v: u8) {
-        self.buf.push(v);
+/// Where a [`Writer`] or a [`FileWriter`] puts the payload's bytes.
+pub trait Sink {
+    fn put(&mut self, bytes: &[u8]);
+
+    fn u8(&mut self, v: u8) {
+        self.put(&[v]);
     }
-    pub fn u32(&mut self, v: u32) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
+    fn u32(&mut self, v: u32) {
+        self.put(&v.to_le_bytes());
     }
-    pub fn u64(&mut self, v: u64) {
-        self.buf.extend_from_slice(&v.to_le_bytes());
+    fn u64(&mut self, v: u64) {
+        self.put(&v.to_le_bytes());
     }
-    pub fn u32s(&mut self, v: &[u32]) {
+    /// The length, then the values (converted a block at a time).
+    fn u32s(&mut self, v: &[u32]) {
         self.u64(v.len() as u64);
-        let start = self.buf.len();
-        self.buf.resize(start + v.len() * 4, 0);
-        for (out, &x) in self.buf[start..].chunks_exact_mut(4).zip(v) {
-            out.copy_from_slice(&x.to_le_bytes());
+        let mut block = [0u8; 4096];
+        for chunk in v.chunks(1024) {
+            for (out, &x) in block.chunks_exact_mut(4).zip(chunk) {
+                out.copy_from_slice(&x.to_le_bytes());
+            }
+            self.put(&block[..chunk.len() * 4]);
         }
     }
+}
+
+impl Sink for Writer {
+    fn put(&mut self, bytes: &[u8]) {
+        self.buf.extend_from_slice(bytes);
+    }
+}
+
+/// The container header for a payload.
+fn header(kind: &[u8; 4], version: u32, fingerprint: u64, payload_len: u64, checksum: u64) -> [u8; HEADER_BYTES] {
+    let mut header = [0u8; HEADER_BYTES];
+    let mut at = 0;
+    let mut put = |bytes: &[u8]| {
+        header[at..at + bytes.len()].copy_from_slice(bytes);
+        at += bytes.len();
+    };
+    put(MAGIC);
+    put(&[CONTAINER_VERSION]);
+    put(kind);
+    put(&version.to_le_bytes());
+    put(&fingerprint.to_le_bytes());
+    put(&payload_len.to_le_bytes());
+    put(&checksum.to_le_bytes());
+    debug_assert_eq!(at, HEADER_BYTES);
+    header
+}
+
+impl Writer {
     /// Wraps the payload in the container.
     pub fn finish(self, kind: &[u8; 4], version: u32, fingerprint: u64) -> Vec<u8> {
         let mut out = self.buf;
-        let (header, payload) = out.split_at_mut(HEADER_BYTES);
-        let mut at = 0;
-        let mut put = |bytes: &[u8]| {
-            header[at..at + bytes.len()].copy_from_slice(bytes);
-            at += bytes.len();
-        };
-        put(MAGIC);
-        put(&[CONTAINER_VERSION]);
-        put(kind);
-        put(&version.to_le_bytes());
-        put(&fingerprint.to_le_bytes());
-        put(&(payload.len() as u64).to_le_bytes());
-        put(&checksum(payload).to_le_bytes());
-        debug_assert_eq!(at, HEADER_BYTES);
+        let (head, payload) = out.split_at_mut(HEADER_BYTES);
+        head.copy_from_slice(&header(kind, version, fingerprint, payload.len() as u64, checksum(payload)));
         out
+    }
+}
+
+/// A [`Writer`] that streams the payload into a file instead of memory (the same bytes): a
+/// Llama 3 tokenizer DFA is ~460 MB, which a build would otherwise hold twice at its peak. The
+/// header is written last, over the room left for it. The first I/O error is kept and returned
+/// by [`FileWriter::finish`].
+pub struct FileWriter {
+    out: std::io::BufWriter<std::fs::File>,
+    checksum: Checksum,
+    error: Option<std::io::Error>,
+}
+
+impl FileWriter {
+    pub fn create(path: &std::path::Path) -> std::io::Result<FileWriter> {
+        use std::io::Write;
+        let mut out = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(path)?);
+        out.write_all(&[0; HEADER_BYTES])?;
+        Ok(FileWriter { out, checksum: Checksum::default(), error: None })
+    }
+
+    pub fn finish(self, kind: &[u8; 4], version: u32, fingerprint: u64) -> std::io::Result<()> {
+        use std::io::{Seek, Write};
+        if let Some(e) = self.error {
+            return Err(e);
+        }
+        let len = self.checksum.len;
+        let head = header(kind, version, fingerprint, len, self.checksum.finish());
+        let mut file = self.out.into_inner().map_err(|e| e.into_error())?;
+        file.seek(std::io::SeekFrom::Start(0))?;
+        file.write_all(&head)
+    }
+}
+
+impl Sink for FileWriter {
+    fn put(&mut self, bytes: &[u8]) {
+        use std::io::Write;
+        if self.error.is_none() {
+            self.checksum.update(bytes);
+            if let Err(e) = self.out.write_all(bytes) {
+                self.error = Some(e);
+            }
+        }
     }
 }
 
@@ -242,6 +368,22 @@ impl<'a> Reader<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The streamed checksum equals the one-slice checksum however the bytes are cut.
+    #[test]
+    fn streamed_checksum_equals_whole() {
+        let data: Vec<u8> = (0..1000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        for len in [0, 1, 31, 32, 33, 64, 100, 1000] {
+            let whole = checksum(&data[..len]);
+            for step in [1, 3, 7, 32, 33, 500] {
+                let mut c = Checksum::default();
+                for part in data[..len].chunks(step) {
+                    c.update(part);
+                }
+                assert_eq!(c.finish(), whole, "len {len}, step {step}");
+            }
+        }
+    }
 
     #[test]
     fn round_trip_and_every_corruption_is_an_error() {

@@ -151,7 +151,7 @@ impl TokenSet {
     }
 
     /// Appends the serialised set to `w`: a layout tag, then the ids or words.
-    pub(crate) fn write(&self, w: &mut crate::util::serialize::Writer) {
+    pub(crate) fn write(&self, w: &mut impl crate::util::serialize::Sink) {
         match self {
             TokenSet::Sparse(ids) => {
                 w.u8(0);
@@ -203,6 +203,7 @@ impl TokenSet {
 mod tests {
     use super::*;
     use crate::util::random::SplitMix64;
+    use crate::util::serialize::Sink;
 
     fn random_sorted(rng: &mut SplitMix64, n: usize, density: u64) -> Vec<u32> {
         (0..n as u32).filter(|_| rng.next_u64() % 1000 < density).collect()

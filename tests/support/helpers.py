@@ -221,8 +221,8 @@ class TokenizerUnderTest:
         byte-level tokenizers, whose tokenizer DFA takes seconds to build; none otherwise.
 
         The first time, the tokenizer DFA is built in a child process that writes it to the
-        cache, and this process loads it: building one takes several GB at its peak (o200k about
-        5 GB, cl100k 2.4 GB) that the allocator keeps, while a loaded one takes about 0.4 GB, and a
+        cache, and this process loads it: building one takes GBs at its peak (o200k about
+        3 GB, cl100k 1.4 GB) that the allocator keeps, while a loaded one takes about 0.4 GB, and a
         test session holds a dozen tokenizers."""
         cache = os.environ.get(TOKENIZER_DFA_CACHE_ENV)
         if not cache or self.oracle.family != "byte-level":

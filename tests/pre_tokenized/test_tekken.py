@@ -193,8 +193,12 @@ def test_bad_input_is_named(pt, tmp_path):
     with pytest.raises(ValueError, match="Tekken file: byte 0x01 is not a token"):
         pt.Vocabulary.from_json(json.dumps(doc))
 
-    class SentencePieceTokenizer:  # the name and file_path of mistral_common's other tokenizer
+    class SentencePieceTokenizer:  # the name, module and file_path of mistral_common's other tokenizer
         file_path = tmp_path / "tokenizer.model.v3"
 
+    SentencePieceTokenizer.__module__ = "mistral_common.tokens.tokenizers.sentencepiece"
     with pytest.raises(TypeError, match="not Tekken.*from_file"):
+        pt.Vocabulary.from_tokenizer(SentencePieceTokenizer())
+    SentencePieceTokenizer.__module__ = "elsewhere"  # not mistral_common's: the general refusal
+    with pytest.raises(TypeError, match="cannot build a Vocabulary from SentencePieceTokenizer"):
         pt.Vocabulary.from_tokenizer(SentencePieceTokenizer())

@@ -179,17 +179,21 @@ fn describe_tokenizer(tok: &Bound<'_, PyAny>) -> PyResult<FoundTokenizer> {
     Err(PyTypeError::new_err(format!("cannot build a Vocabulary from {name}: expected {ACCEPTED}")))
 }
 
-/// A `mistral_common` tokenizer, by duck typing: a `MistralTokenizer` (its
-/// `instruct_tokenizer.tokenizer`) or a `Tekkenizer`, whose `file_path` is read; its `eos_id` is
-/// the default EOS. `None` when `tok` is neither; `TypeError` for its SentencePiece tokenizers.
+/// A `mistral_common` tokenizer (a type of its modules), by duck typing: a `MistralTokenizer`
+/// (its `instruct_tokenizer.tokenizer`) or a `Tekkenizer`, whose `file_path` is read; its
+/// `eos_id` is the default EOS. `None` when `tok` is neither; `TypeError` for its SentencePiece
+/// tokenizers.
 fn mistral_common_tekken(tok: &Bound<'_, PyAny>) -> PyResult<Option<FoundTokenizer>> {
     let inner = match tok.getattr("instruct_tokenizer").and_then(|i| i.getattr("tokenizer")) {
         Ok(inner) => inner,
         Err(_) => tok.clone(),
     };
-    let name = inner.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-    let Ok(path) = inner.getattr("file_path").and_then(|p| p.extract::<std::path::PathBuf>()) else {
-        return Ok(None);
+    let ty = inner.get_type();
+    let module = ty.module().map(|m| m.to_string()).unwrap_or_default();
+    let name = ty.name().map(|n| n.to_string()).unwrap_or_default();
+    let path = match inner.getattr("file_path").and_then(|p| p.extract::<std::path::PathBuf>()) {
+        Ok(path) if module.starts_with("mistral_common") => path,
+        _ => return Ok(None),
     };
     if name != "Tekkenizer" {
         return Err(PyTypeError::new_err(format!(

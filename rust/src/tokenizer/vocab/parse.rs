@@ -22,9 +22,10 @@ pub(super) struct AddedToken {
 const MAX_TOKEN_IDS: usize = 16_000_000;
 
 impl Vocabulary {
-    /// Parses a `tokenizer.json` document, or a Mistral Tekken file (see [`super::tekken`]). `eos_token_ids` defaults to the first of
-    /// [`EOS_NAMES`] present among the special tokens; `vocab_size` defaults to the number of
-    /// token ids (it is the width of masks, and may be larger when the model pads its logits).
+    /// Parses a `tokenizer.json` document, or a Mistral Tekken file (see [`super::tekken`]).
+    /// `eos_token_ids` defaults to the first of [`EOS_NAMES`] present among the special tokens;
+    /// `vocab_size` defaults to the number of token ids (it is the width of masks, and may be
+    /// larger when the model pads its logits).
     pub fn from_json(json: &str, eos_token_ids: Option<Vec<u32>>, vocab_size: Option<usize>) -> Result<Vocabulary> {
         let mut root: Value =
             serde_json::from_str(json).map_err(|e| Error::MalformedTokenizer(format!("not valid JSON: {e}")))?;

@@ -16,7 +16,7 @@ propertok's reading of the file.
 * ``test_tool_call_schema``: a JSON Schema guide's random walks are canonical and valid.
 
 The guides are lazy (what a server would build); the tokenizer DFA is built once, in a child
-process, into the session's cache (3.5 GB at its peak, 8.5 s on 2 cores).
+process, into the session's cache (1.3 GB at its peak, 5.5 s on 2 cores).
 """
 
 from __future__ import annotations
@@ -53,7 +53,7 @@ ALL_CASES = {**CASES, "case_split": CASE_SPLIT}
 
 def test_mistral_common_ships_tekken_files():
     """The test dependency is installed and ships the files (so nothing below can pass vacuously)."""
-    assert [f.name for f in FILES] == ["tekken_240718.json", "tekken_240911.json"], FILES
+    assert FILES and all(f.is_file() for f in FILES), FILES
 
 
 @pytest.fixture(scope="module")

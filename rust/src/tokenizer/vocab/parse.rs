@@ -19,7 +19,7 @@ pub(super) struct AddedToken {
 }
 
 /// Ids past this are refused as implausible (a malformed or hostile file).
-const MAX_TOKEN_IDS: usize = 16_000_000;
+pub(super) const MAX_TOKEN_IDS: usize = 16_000_000;
 
 impl Vocabulary {
     /// Parses a `tokenizer.json` document, or a Mistral Tekken file (see [`super::tekken`]).

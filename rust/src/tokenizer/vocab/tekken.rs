@@ -77,6 +77,9 @@ pub(super) fn to_tokenizer_json(root: &Value) -> Result<Value> {
     let pattern = config.get("pattern").and_then(Value::as_str).ok_or_else(|| malformed("no config.pattern"))?;
     let vocab_size = number("default_vocab_size")?;
     let num_special = number("default_num_special_tokens")?;
+    if vocab_size > super::parse::MAX_TOKEN_IDS {
+        return Err(malformed(format_args!("default_vocab_size {vocab_size} is implausibly large")));
+    }
     let entries = root.get("vocab").and_then(Value::as_array).ok_or_else(|| malformed("no \"vocab\" list"))?;
     let num_ranks = vocab_size.checked_sub(num_special).filter(|&n| n <= entries.len()).ok_or_else(|| {
         malformed(format_args!(
@@ -319,6 +322,8 @@ mod tests {
             ("\"default_num_special_tokens\":3", "\"default_num_special_tokens\":-1", "default_num_special_tokens"),
             ("\"AA==\"", "\"A\"", "vocab[0].token_bytes"),
             ("\"default_vocab_size\":263", "\"default_vocab_size\":900", "does not fit"),
+            ("\"default_vocab_size\":263", "\"default_vocab_size\":99000000000", "implausibly large"),
+            ("\"default_num_special_tokens\":3", "\"default_num_special_tokens\":99000000000", "does not fit"),
         ] {
             let bad = good.replacen(from, to, 1);
             assert_ne!(bad, good, "{from}");

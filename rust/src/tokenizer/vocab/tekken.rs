@@ -116,9 +116,9 @@ pub(super) fn to_tokenizer_json(root: &Value) -> Result<Value> {
     }))
 }
 
-/// Each rank's bytes, checking that entry `i` has rank `i` and that no two ranks share bytes.
+/// Each rank's bytes, checking that entry `i` has rank `i` ([`derive_merges`] checks that no
+/// two ranks share bytes).
 fn rank_bytes(entries: &[Value]) -> Result<Vec<Vec<u8>>> {
-    let mut seen: FxHashMap<Vec<u8>, usize> = FxHashMap::default();
     let mut out = Vec::with_capacity(entries.len());
     for (i, e) in entries.iter().enumerate() {
         if e.get("rank").and_then(Value::as_u64) != Some(i as u64) {
@@ -131,9 +131,6 @@ fn rank_bytes(entries: &[Value]) -> Result<Vec<Vec<u8>>> {
         let bytes = decode_base64(encoded)
             .filter(|b| !b.is_empty())
             .ok_or_else(|| malformed(format_args!("vocab[{i}].token_bytes {encoded:?} is not non-empty base64")))?;
-        if let Some(other) = seen.insert(bytes.clone(), i) {
-            return Err(malformed(format_args!("ranks {other} and {i} have the same bytes")));
-        }
         out.push(bytes);
     }
     Ok(out)
@@ -172,7 +169,12 @@ fn special_tokens(listed: Option<&Value>, num_special: usize) -> Result<Vec<Stri
 /// parts that lowest-rank-first pair merging over the token's own bytes, using only lower ranks,
 /// ends with. Tokens it leaves in three or more parts get none (they are only ever emitted whole).
 fn derive_merges(ranks: &[Vec<u8>]) -> Result<Vec<(usize, usize)>> {
-    let rank_of: FxHashMap<&[u8], usize> = ranks.iter().enumerate().map(|(r, b)| (b.as_slice(), r)).collect();
+    let mut rank_of: FxHashMap<&[u8], usize> = FxHashMap::default();
+    for (r, bytes) in ranks.iter().enumerate() {
+        if let Some(other) = rank_of.insert(bytes, r) {
+            return Err(malformed(format_args!("ranks {other} and {r} have the same bytes")));
+        }
+    }
     if let Some(b) = (0..=255u8).find(|b| !rank_of.contains_key(&[*b][..])) {
         return Err(malformed(format_args!("byte 0x{b:02X} is not a token, so some text has no encoding")));
     }

@@ -15,6 +15,10 @@ pub enum Error {
     /// backreferences, Unicode word boundaries).
     #[error("unsupported regex feature: {0}")]
     UnsupportedRegex(String),
+    /// A grammar does not parse, or names a rule it does not define (the message gives the
+    /// line and the rule).
+    #[error("invalid grammar: {0}")]
+    InvalidGrammar(String),
     /// No string at all matches the regex (or none that the vocabulary can spell).
     #[error("empty language: {0}")]
     EmptyLanguage(String),

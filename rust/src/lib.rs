@@ -13,6 +13,7 @@
 //! * [`util`], [`error`], [`limits`] — bitsets, the disk-cache container, the one error type,
 //!   every limit and its default.
 //! * [`regex`] — regex → trimmed, minimised byte DFA (regex-automata).
+//! * [`grammar`] — Lark and GBNF grammars → rules → one regex (recursion refused or unrolled).
 //! * [`pre_tokenizer`] — a pre-tokenizer's `Split` regexes as priority NFAs, the lazy DFA of texts
 //!   marked at its piece boundaries, and its product with a regex ([`pre_tokenizer::text_automaton`]).
 //! * [`tokenizer`] — a `tokenizer.json` as a [`Vocabulary`], the reference BPE, the token trie.
@@ -81,6 +82,7 @@
 pub mod build;
 pub mod compiler;
 pub mod error;
+pub mod grammar;
 pub mod guide;
 pub mod lazy;
 pub mod limits;

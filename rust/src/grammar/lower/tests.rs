@@ -1,0 +1,281 @@
+//! `to_regex` against an independent reference: a direct interpreter of the grammar (the end
+//! positions each expression can reach, with a nesting budget), on every string up to a length
+//! over each grammar's alphabet.
+
+use std::collections::BTreeSet;
+
+use super::*;
+use crate::grammar::Rule;
+use crate::regex::byte_dfa::ByteDfa;
+
+fn lit(s: &str) -> Expr {
+    Expr::Literal(s.into())
+}
+fn r(i: usize) -> Expr {
+    Expr::Rule(i)
+}
+fn seq(items: Vec<Expr>) -> Expr {
+    Expr::Seq(items)
+}
+fn alt(items: Vec<Expr>) -> Expr {
+    Expr::Alt(items)
+}
+fn rep(e: Expr, min: u32, max: Option<u32>) -> Expr {
+    Expr::Repeat { expr: Box::new(e), min, max }
+}
+fn grammar(rules: Vec<(&str, Expr)>) -> Grammar {
+    Grammar {
+        rules: rules.into_iter().enumerate().map(|(i, (n, body))| Rule { name: n.into(), line: i + 1, body }).collect(),
+        start: 0,
+    }
+}
+
+/// The reference: end positions reachable from `at` by `expr`; `budget[r]` = how many more
+/// times rule `r` may be opened inside itself (`u32::MAX` for rules that are not limited).
+struct Reference<'g> {
+    g: &'g Grammar,
+    text: Vec<char>,
+    open: Vec<u32>,
+    limit: Vec<u32>,
+}
+
+impl Reference<'_> {
+    fn ends(&mut self, expr: &Expr, at: usize) -> BTreeSet<usize> {
+        let mut out = BTreeSet::new();
+        match expr {
+            Expr::Literal(s) => {
+                let s: Vec<char> = s.chars().collect();
+                if self.text[at..].starts_with(&s) {
+                    out.insert(at + s.len());
+                }
+            }
+            Expr::CaseInsensitiveLiteral(s) => {
+                let s: Vec<char> = s.chars().collect();
+                let fold = |c: char| c.to_lowercase().collect::<String>();
+                if self.text.len() - at >= s.len() && s.iter().zip(&self.text[at..]).all(|(a, b)| fold(*a) == fold(*b))
+                {
+                    out.insert(at + s.len());
+                }
+            }
+            Expr::Class { negated, ranges } => {
+                if let Some(&c) = self.text.get(at) {
+                    if ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != *negated {
+                        out.insert(at + 1);
+                    }
+                }
+            }
+            Expr::Regex { .. } => unreachable!("not used in these grammars"),
+            Expr::Rule(i) => {
+                // Opened more often than the text is long (plus slack) only by ε-loops, which
+                // add no new end.
+                if self.open[*i] > self.limit[*i] || self.open[*i] as usize > self.text.len() + 3 {
+                    return out;
+                }
+                self.open[*i] += 1;
+                let body = self.g.rules[*i].body.clone();
+                out = self.ends(&body, at);
+                self.open[*i] -= 1;
+            }
+            Expr::Seq(items) => {
+                let mut here = BTreeSet::from([at]);
+                for item in items {
+                    here = here.into_iter().flat_map(|p| self.ends(item, p)).collect();
+                }
+                out = here;
+            }
+            Expr::Alt(items) => {
+                for item in items {
+                    out.extend(self.ends(item, at));
+                }
+            }
+            Expr::Repeat { expr, min, max } => {
+                let mut here = BTreeSet::from([at]);
+                let mut count = 0;
+                loop {
+                    if count >= *min {
+                        out.extend(here.iter().copied());
+                    }
+                    if max.is_some_and(|m| count >= m) || here.is_empty() || count > self.text.len() as u32 + *min {
+                        break;
+                    }
+                    here = here.into_iter().flat_map(|p| self.ends(expr, p)).collect();
+                    count += 1;
+                }
+            }
+        }
+        out
+    }
+}
+
+fn strings(alphabet: &[char], max_len: usize) -> Vec<String> {
+    let mut all = vec![String::new()];
+    let mut layer = vec![String::new()];
+    for _ in 0..max_len {
+        layer = layer.iter().flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}"))).collect();
+        all.extend(layer.iter().cloned());
+    }
+    all
+}
+
+/// Checks the regex of `g` (with `depth`) against the reference on every string over
+/// `alphabet` up to `max_len`; `limited` names the rules whose nesting `depth` bounds.
+fn check(g: &Grammar, depth: Option<u32>, limited: &[usize], alphabet: &[char], max_len: usize) -> usize {
+    let options = LowerOptions { max_recursion_depth: depth, ..LowerOptions::default() };
+    let regex = to_regex(g, options).unwrap();
+    let dfa = ByteDfa::from_regex(&regex, 100_000).unwrap();
+    let mut limit = vec![u32::MAX; g.rules.len()];
+    for &i in limited {
+        limit[i] = depth.unwrap();
+    }
+    let mut accepted = 0;
+    for s in strings(alphabet, max_len) {
+        let mut reference =
+            Reference { g, text: s.chars().collect(), open: vec![0; g.rules.len()], limit: limit.clone() };
+        let expected = reference.ends(&Expr::Rule(g.start), 0).contains(&s.chars().count());
+        assert_eq!(dfa.matches(s.as_bytes()), expected, "{s:?} with regex {regex:?}");
+        accepted += usize::from(expected);
+    }
+    assert!(accepted > 0, "the reference accepts something");
+    accepted
+}
+
+#[test]
+fn regular_grammar_inlines_rules() {
+    // start ::= word ("," word){0,2} ; word ::= [a-b]+ | "Ok"i
+    let g = grammar(vec![
+        ("start", seq(vec![r(1), rep(seq(vec![lit(","), r(1)]), 0, Some(2))])),
+        (
+            "word",
+            alt(vec![
+                rep(Expr::Class { negated: false, ranges: vec![('a', 'b')] }, 1, None),
+                Expr::CaseInsensitiveLiteral("Ok".into()),
+            ]),
+        ),
+    ]);
+    check(&g, None, &[], &['a', 'b', ',', 'o', 'K'], 6);
+}
+
+#[test]
+fn negated_and_empty_classes() {
+    let any = Expr::Class { negated: true, ranges: vec![] };
+    let not_a = Expr::Class { negated: true, ranges: vec![('a', 'a')] };
+    let none = Expr::Class { negated: false, ranges: vec![] };
+    let g = grammar(vec![("start", alt(vec![seq(vec![any, not_a]), seq(vec![none, lit("b")])]))]);
+    check(&g, None, &[], &['a', 'b', '\n', 'é'], 3);
+}
+
+#[test]
+fn right_linear_recursion_is_exact() {
+    // list ::= "a" | "a" "," list
+    let g = grammar(vec![("list", alt(vec![lit("a"), seq(vec![lit("a"), lit(","), r(0)])]))]);
+    assert_eq!(check(&g, None, &[], &['a', ','], 7), 4);
+}
+
+#[test]
+fn left_linear_recursion_is_exact() {
+    // sum ::= sum "+" num | num ; num ::= [0-1]
+    let g = grammar(vec![
+        ("sum", alt(vec![seq(vec![r(0), lit("+"), r(1)]), r(1)])),
+        ("num", Expr::Class { negated: false, ranges: vec![('0', '1')] }),
+    ]);
+    check(&g, None, &[], &['0', '1', '+'], 6);
+}
+
+#[test]
+fn mutual_right_linear_recursion_and_optional_tails() {
+    // a ::= "a" b? | "" ; b ::= ("b" | "c") a
+    let g = grammar(vec![
+        ("a", alt(vec![seq(vec![lit("a"), rep(r(1), 0, Some(1))]), lit("")])),
+        ("b", seq(vec![alt(vec![lit("b"), lit("c")]), r(0)])),
+    ]);
+    check(&g, None, &[], &['a', 'b', 'c'], 6);
+}
+
+#[test]
+fn epsilon_loops_add_nothing() {
+    // x ::= x | "a" | y ; y ::= x  (both right- and left-linear)
+    let g = grammar(vec![("x", alt(vec![r(0), lit("a"), r(1)])), ("y", r(0))]);
+    assert_eq!(check(&g, None, &[], &['a'], 3), 1);
+}
+
+#[test]
+fn self_embedding_is_refused_naming_the_cycle() {
+    // value ::= "[" (value ("," value)*)? "]" | "1" ; reached through start ::= value
+    let g = grammar(vec![
+        ("start", r(1)),
+        (
+            "value",
+            alt(vec![
+                seq(vec![
+                    lit("["),
+                    rep(seq(vec![r(2), rep(seq(vec![lit(","), r(2)]), 0, None)]), 0, Some(1)),
+                    lit("]"),
+                ]),
+                lit("1"),
+            ]),
+        ),
+        ("element", r(1)),
+    ]);
+    let err = to_regex(&g, LowerOptions::default()).unwrap_err();
+    assert!(
+        matches!(&err, Error::Unsupported(m) if m.contains("value → element → value") && m.contains("max_recursion_depth")),
+        "{err}"
+    );
+}
+
+#[test]
+fn self_embedding_unrolls_to_the_depth() {
+    // s ::= "(" s ")" s | ""   (Dyck)
+    let g = grammar(vec![("s", alt(vec![seq(vec![lit("("), r(0), lit(")"), r(0)]), lit("")]))]);
+    let counts: Vec<usize> = (0..4).map(|d| check(&g, Some(d), &[0], &['(', ')'], 8)).collect();
+    assert!(counts.windows(2).all(|w| w[0] < w[1]), "deeper admits more: {counts:?}");
+}
+
+#[test]
+fn linear_component_inside_a_self_embedding_one() {
+    // v ::= "[" items? "]" | "1" ; items ::= v | v "," items
+    let g = grammar(vec![
+        ("v", alt(vec![seq(vec![lit("["), rep(r(1), 0, Some(1)), lit("]")]), lit("1")])),
+        ("items", alt(vec![r(0), seq(vec![r(0), lit(","), r(1)])])),
+    ]);
+    // One component {v, items}: not linear (v is named inside brackets), so both are limited.
+    for d in 0..3 {
+        check(&g, Some(d), &[0, 1], &['[', ']', '1', ','], 7);
+    }
+}
+
+#[test]
+fn depth_too_small_for_any_string_is_an_empty_language() {
+    // s ::= "(" s ")"   (no base case)
+    let g = grammar(vec![("s", seq(vec![lit("("), r(0), lit(")")]))]);
+    let err = to_regex(&g, LowerOptions { max_recursion_depth: Some(3), ..LowerOptions::default() }).unwrap_err();
+    assert!(matches!(err, Error::EmptyLanguage(_)), "{err}");
+    let g = grammar(vec![("s", alt(vec![]))]);
+    assert!(matches!(to_regex(&g, LowerOptions::default()), Err(Error::EmptyLanguage(_))));
+}
+
+#[test]
+fn regex_size_is_limited() {
+    let g = grammar(vec![("s", alt(vec![seq(vec![lit("(abc"), r(0), lit(")"), r(0)]), lit("")]))]);
+    let options = LowerOptions { max_recursion_depth: Some(12), max_regex_bytes: 10_000 };
+    let err = to_regex(&g, options).unwrap_err();
+    assert!(matches!(err, Error::LimitExceeded { limit: "max_regex_bytes", .. }), "{err}");
+}
+
+#[test]
+fn unreachable_recursion_is_ignored() {
+    let g = grammar(vec![("start", lit("x")), ("loop", seq(vec![lit("("), r(1), lit(")")]))]);
+    assert_eq!(to_regex(&g, LowerOptions::default()).unwrap(), "x");
+}
+
+#[test]
+fn long_rule_chains_are_an_error_not_a_stack_overflow() {
+    let n = 5_000;
+    let rules = (0..n).map(|i| if i + 1 < n { (format!("r{i}"), r(i + 1)) } else { (format!("r{i}"), lit("x")) });
+    let g = Grammar {
+        rules: rules.enumerate().map(|(i, (name, body))| Rule { name, line: i + 1, body }).collect(),
+        start: 0,
+    };
+    let err = to_regex(&g, LowerOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("nest more than 1000 deep"), "{err}");
+}

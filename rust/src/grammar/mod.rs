@@ -1,0 +1,145 @@
+//! Grammars: Lark and GBNF text → one [`Grammar`] of rules → a regex the guides compile.
+//!
+//! ## The concept
+//! A grammar names rules; each rule's body is an [`Expr`] over literals, one-character classes,
+//! regexes, repetitions and references to rules. Both front ends ([`lark`], [`gbnf`]) parse their
+//! syntax into this one representation, resolve every reference (an undefined name is an error
+//! naming it and its line) and stop there: they know nothing of tokenizers or automata.
+//!
+//! The language of a grammar is **scannerless**: a reference to a rule stands for any string of
+//! that rule's language, characters are Unicode scalar values, and a Lark terminal is just a rule
+//! whose body is regular. There is no lexer, so Lark's longest-match and priority lexing does not
+//! apply (the Lark front end refuses priorities by name; see its module docs for the rest).
+//!
+//! ## From grammar to guide
+//! [`lower::to_regex`] writes the start rule as one regex, inlining every reference. A grammar
+//! without recursion is regular, and so is one whose recursive rules name each other only at one
+//! end (`list ::= item | item "," list`): its equations are solved exactly. Nesting recursion
+//! (`value` → `array` → `value` inside brackets) has no regex; it is refused, naming a cycle,
+//! unless the caller allows a nesting depth (`max_recursion_depth`), which keeps the strings
+//! whose derivations open each such rule at most that many times inside itself: every string the
+//! guide admits is in the grammar's language, deeper ones are not admitted. The regex then goes
+//! through the regex path ([`crate::compiler::Compiler::compile_regex`]) and gets exactly
+//! canonical masks like any regex. The context-free engine of `docs/grammars.md` ("What comes
+//! next") will replace the unrolling.
+//!
+//! ## Invariants
+//! * Every [`Expr::Rule`] index is a valid index into [`Grammar::rules`]; [`Grammar::start`] too.
+//! * [`Expr::Class`] ranges are inclusive and `lo <= hi`; a range across the surrogate gap stands
+//!   for the scalar values in it.
+//! * [`Expr::Regex`] patterns parse with `regex_syntax` and use no look-around or anchor (the
+//!   front ends check this and name the terminal otherwise).
+//!
+//! ## Costs
+//! Parsing is linear in the text. Lowering copies each rule's regex once per reference, so the
+//! regex grows with the product of nesting; [`lower::LowerOptions::max_regex_bytes`] bounds it and the
+//! byte DFA's own limit (`max_byte_dfa_states`) bounds what it compiles to.
+
+pub mod gbnf;
+pub mod lark;
+pub mod lower;
+
+use crate::error::{Error, Result};
+
+/// Which syntax a grammar's text is written in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// Lark, as llguidance documents it (rules, terminals, `%import common`, `%ignore`).
+    Lark,
+    /// llama.cpp's GBNF.
+    Gbnf,
+}
+
+impl Syntax {
+    /// `"lark"` or `"gbnf"`; anything else is an [`Error::InvalidArgument`] listing both.
+    pub fn parse(name: &str) -> Result<Syntax> {
+        match name {
+            "lark" => Ok(Syntax::Lark),
+            "gbnf" => Ok(Syntax::Gbnf),
+            other => Err(Error::InvalidArgument(format!("unknown grammar syntax {other:?}: use \"lark\" or \"gbnf\""))),
+        }
+    }
+}
+
+/// A parsed grammar: named rules and the one the language starts from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grammar {
+    pub rules: Vec<Rule>,
+    /// Index into `rules` of the start rule.
+    pub start: usize,
+}
+
+/// One named rule (a Lark rule or terminal, a GBNF rule).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    pub name: String,
+    /// 1-based line of its definition, for error messages.
+    pub line: usize,
+    pub body: Expr,
+}
+
+/// A rule body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expr {
+    /// Exactly this text (empty = the empty string).
+    Literal(String),
+    /// This text with every letter in either case (Lark's `"select"i`).
+    CaseInsensitiveLiteral(String),
+    /// One character in (or, `negated`, not in) the union of these inclusive ranges.
+    Class { negated: bool, ranges: Vec<(char, char)> },
+    /// A regex in `regex_syntax`'s dialect, matched as a whole (a Lark `/.../` terminal, flags
+    /// already written into it as `(?i:...)`); `origin` names it in errors.
+    Regex { pattern: String, origin: String },
+    /// Any string of the rule with this index.
+    Rule(usize),
+    /// Concatenation (empty = the empty string).
+    Seq(Vec<Expr>),
+    /// Union (empty = no string at all).
+    Alt(Vec<Expr>),
+    /// `min` to `max` (unbounded when `None`) copies, concatenated.
+    Repeat { expr: Box<Expr>, min: u32, max: Option<u32> },
+}
+
+/// Parses `text` in `syntax`; `start` names the start rule (default: `start` for Lark, `root`
+/// for GBNF).
+pub fn parse(text: &str, syntax: Syntax, start: Option<&str>) -> Result<Grammar> {
+    match syntax {
+        Syntax::Lark => lark::parse(text, start),
+        Syntax::Gbnf => gbnf::parse(text, start),
+    }
+}
+
+/// Finds `name` among `rules` as the start rule, or says which rules there are.
+pub(crate) fn find_start(rules: &[Rule], name: &str) -> Result<usize> {
+    rules.iter().position(|r| r.name == name).ok_or_else(|| {
+        let mut names: Vec<&str> = rules.iter().map(|r| r.name.as_str()).collect();
+        names.truncate(10);
+        Error::InvalidGrammar(format!("no start rule `{name}` (rules defined: {})", names.join(", ")))
+    })
+}
+
+/// Checks a front end's regex (a Lark `/.../` terminal): it must parse, and match text only
+/// (no anchors, look-around or word boundaries, which a scannerless grammar cannot honour).
+pub(crate) fn check_regex(pattern: &str, origin: &str) -> Result<()> {
+    let hir = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(pattern)
+        .map_err(|e| Error::InvalidGrammar(format!("{origin}: invalid regex /{pattern}/: {e}")))?;
+    if !hir.properties().look_set().is_empty() {
+        return Err(Error::InvalidGrammar(format!(
+            "{origin}: the regex /{pattern}/ uses an anchor or look-around (^, $, \\b, ...), \
+             which has no meaning inside a grammar"
+        )));
+    }
+    Ok(())
+}
+
+/// Parses `text` and writes its start rule as one regex (see [`lower::to_regex`]).
+pub fn grammar_to_regex(
+    text: &str,
+    syntax: Syntax,
+    start: Option<&str>,
+    options: lower::LowerOptions,
+) -> Result<String> {
+    lower::to_regex(&parse(text, syntax, start)?, options)
+}

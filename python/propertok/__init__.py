@@ -2,7 +2,8 @@
 sequences (the ids the model's own tokenizer produces for the generated text).
 
 The heavy lifting is the Rust extension ``propertok._core``; this package re-exports it and adds the
-numpy/torch bitmask helpers, JSON Schema compilation (``Compiler.compile_json_schema``) and the
+numpy/torch bitmask helpers, JSON Schema compilation (``Compiler.compile_json_schema``),
+grammars (``Compiler.compile_grammar``, ``grammar_to_regex``) and the
 ``propertok`` command line. See README.md for a worked example.
 """
 
@@ -17,6 +18,7 @@ from ._core import (
     PropertokError,
     Vocabulary,
     __version__,
+    grammar_to_regex,
 )
 from .bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmask
 
@@ -33,6 +35,7 @@ __all__ = [
     "apply_token_bitmask_inplace",
     "default_tokenizer_path",
     "fill_next_token_bitmask",
+    "grammar_to_regex",
 ]
 
 

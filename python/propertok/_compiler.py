@@ -11,7 +11,7 @@ from . import _core
 
 
 class Compiler(_core.Compiler):
-    """Compiles regexes and JSON schemas into guides for one vocabulary (see ``_core.Compiler``).
+    """Compiles regexes, JSON schemas and grammars into guides for one vocabulary (see ``_core.Compiler``).
 
     Reusable and thread-safe: the tokenizer DFA is built (or loaded from ``cache_dir``) once, on
     the first canonical compile, and shared by every guide.
@@ -29,3 +29,28 @@ class Compiler(_core.Compiler):
         from .json_schema import schema_to_regex
 
         return self.compile_regex(schema_to_regex(schema, **options), method, lazy=lazy)
+
+    def compile_grammar(
+        self,
+        grammar: str,
+        syntax: str = "lark",
+        method: str = "cartesian",
+        *,
+        lazy: Optional[bool] = None,
+        start: Optional[str] = None,
+        max_recursion_depth: Optional[int] = None,
+        max_regex_bytes: int = 1 << 20,
+    ) -> _core.Guide:
+        """Compile a Lark or GBNF grammar: ``propertok.grammar_to_regex(grammar, syntax, start=...,
+        max_recursion_depth=..., max_regex_bytes=...)``, then ``compile_regex(regex, method,
+        lazy=lazy)``. Its masks are exactly canonical like any regex's; grammars whose rules nest
+        recursively need ``max_recursion_depth`` (see ``grammar_to_regex`` and
+        ``docs/grammars.md``)."""
+        regex = _core.grammar_to_regex(
+            grammar,
+            syntax,
+            start=start,
+            max_recursion_depth=max_recursion_depth,
+            max_regex_bytes=max_regex_bytes,
+        )
+        return self.compile_regex(regex, method, lazy=lazy)

@@ -22,6 +22,7 @@ __all__ = [
     "Guide",
     "Matcher",
     "_release_freed_memory",
+    "grammar_to_regex",
 ]
 
 __version__: str
@@ -30,6 +31,29 @@ def _release_freed_memory() -> None:
     """Return the memory the extension has freed to the OS (its allocator is mimalloc, which
     glibc's ``malloc_trim`` does not reach). For resident-memory measurements; never needed for
     correct results."""
+
+def grammar_to_regex(
+    grammar: str,
+    syntax: str = "lark",
+    *,
+    start: Optional[str] = None,
+    max_recursion_depth: Optional[int] = None,
+    max_regex_bytes: int = ...,
+) -> str:
+    """Write a Lark (``syntax="lark"``) or GBNF (``syntax="gbnf"``) grammar's start rule as one
+    regex (full match), the one ``Compiler.compile_grammar`` compiles.
+
+    ``start``: the start rule (default ``start`` for Lark, ``root`` for GBNF). Rules are inlined;
+    recursion that only continues at one end (``list: item | item "," list``) is solved exactly;
+    recursion that nests (``value`` inside ``[ ]`` inside ``value``) is refused, naming a cycle,
+    unless ``max_recursion_depth=N`` admits the derivations that nest each such rule up to N
+    times inside itself (all of them valid, deeper ones not admitted). ``max_regex_bytes`` (default
+    1 MiB) bounds the regex (``LimitExceeded`` past it).
+
+    Errors: ``ValueError`` (syntax errors and undefined or twice-defined names, with the line;
+    an empty language; an unknown ``syntax``), ``NotImplementedError`` (recursion without
+    ``max_recursion_depth``; features not supported, named), ``LimitExceeded``. Releases the
+    GIL."""
 
 class PropertokError(Exception):
     """Base class of propertok's own exceptions."""

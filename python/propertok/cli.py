@@ -64,15 +64,22 @@ def _parser() -> argparse.ArgumentParser:
     demo.set_defaults(run=_demo)
 
     comp = commands.add_parser(
-        "compile", help="compile a regex or a JSON schema; print sizes, timing and samples",
-        description="Compile REGEX, or the JSON schema of --schema FILE (converted to a regex by "
-        "propertok.json_schema), into a guide; print its size, the timings and sample outputs.")
-    comp.add_argument("regex", metavar="REGEX", nargs="?", help="the regex (full match); or --schema")
+        "compile", help="compile a regex, a JSON schema or a grammar; print sizes, timing and samples",
+        description="Compile REGEX, the JSON schema of --schema FILE (converted to a regex by "
+        "propertok.json_schema) or the Lark / GBNF grammar of --grammar FILE (by "
+        "propertok.grammar_to_regex) into a guide; print its size, the timings and sample outputs.")
+    comp.add_argument("regex", metavar="REGEX", nargs="?", help="the regex (full match); or --schema / --grammar")
     comp.add_argument("--schema", metavar="FILE", help="a JSON Schema file ('-' reads stdin) instead of REGEX")
+    comp.add_argument("--grammar", metavar="FILE", help="a Lark or GBNF grammar file ('-' reads stdin) instead of REGEX")
+    comp.add_argument("--syntax", choices=("lark", "gbnf"),
+                      help="with --grammar: its syntax (default: gbnf for a .gbnf file, else lark)")
+    comp.add_argument("--start", metavar="RULE",
+                      help="with --grammar: the start rule (default: start for Lark, root for GBNF)")
     comp.add_argument("--whitespace", metavar="R", default=r"[ ]?",
                       help="with --schema: regex allowed between JSON tokens (default '[ ]?')")
-    comp.add_argument("--max-recursion-depth", metavar="N", type=int, default=3,
-                      help="with --schema: expansions of one $ref per path, nesting of free values (default 3)")
+    comp.add_argument("--max-recursion-depth", metavar="N", type=int,
+                      help="with --schema: expansions of one $ref per path, nesting of free values (default 3); "
+                      "with --grammar: nesting of each self-embedding rule inside itself (default: refuse them)")
     comp.add_argument("--resource", metavar="URI=FILE", action="append", default=[],
                       help="with --schema: a schema document that $ref may point to, by its absolute URI "
                       "(repeatable; nothing is fetched)")
@@ -152,7 +159,9 @@ def _print_guide(vocab: Any, guide: Any, compile_s: float) -> Optional[int]:
 
 
 def _compile(args: argparse.Namespace) -> int:
-    schema_report = _schema_regex(args)
+    if sum(x is not None for x in (args.regex, args.schema, args.grammar)) != 1:
+        raise ValueError("give one of REGEX, --schema FILE or --grammar FILE")
+    schema_report = _grammar_regex(args) if args.grammar is not None else _schema_regex(args)
     vocab, path, load_s = _load_vocabulary(args.tokenizer)
     guide, compile_s = _timed_compile(pt.Compiler(vocab), args.regex, args.method)
     count = guide.count_sequences()
@@ -176,7 +185,8 @@ def _compile(args: argparse.Namespace) -> int:
         return 0
     _print_tokenizer(vocab, path, load_s)
     if schema_report:
-        print(f"schema      {schema_report['schema']}")
+        source = "grammar" if "grammar" in schema_report else "schema"
+        print(f"{source:<11} {schema_report[source]}")
         print(f"regex       {len(args.regex)} characters, converted in {_ms(schema_report['convert_seconds'])}"
               + (f": {args.regex!r}" if len(args.regex) <= 200 else ""))
     else:
@@ -192,19 +202,30 @@ def _compile(args: argparse.Namespace) -> int:
     return 0
 
 
+def _read_input(path: str) -> str:
+    """The text of ``path``, or of stdin for ``-``."""
+    if path == "-":
+        return sys.stdin.read()
+    with open(path, encoding="utf-8") as f:
+        return f.read()
+
+
+def _grammar_regex(args: argparse.Namespace) -> dict:
+    """With --grammar: convert it, store the regex in ``args.regex``, return what to report."""
+    text = _read_input(args.grammar)
+    syntax = args.syntax or ("gbnf" if args.grammar.endswith(".gbnf") else "lark")
+    start = time.perf_counter()
+    args.regex = pt.grammar_to_regex(text, syntax, start=args.start, max_recursion_depth=args.max_recursion_depth)
+    return {"grammar": args.grammar, "syntax": syntax, "convert_seconds": time.perf_counter() - start}
+
+
 def _schema_regex(args: argparse.Namespace) -> dict:
     """With --schema: convert it, store the regex in ``args.regex``, return what to report."""
-    if (args.regex is None) == (args.schema is None):
-        raise ValueError("give either a REGEX or --schema FILE")
     if args.schema is None:
         return {}
     from .json_schema import schema_to_regex
 
-    if args.schema == "-":
-        text = sys.stdin.read()
-    else:
-        with open(args.schema, encoding="utf-8") as f:
-            text = f.read()
+    text = _read_input(args.schema)
     start = time.perf_counter()
     if args.lax and args.strict:
         raise ValueError("--lax and --strict exclude each other")
@@ -219,8 +240,9 @@ def _schema_regex(args: argparse.Namespace) -> dict:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            depth = 3 if args.max_recursion_depth is None else args.max_recursion_depth
             args.regex = schema_to_regex(text, whitespace=args.whitespace,
-                                         max_recursion_depth=args.max_recursion_depth, strict=strict,
+                                         max_recursion_depth=depth, strict=strict,
                                          resources=resources)
     except ValueError as e:
         raise ValueError(str(e).replace("pass strict=False", "use --lax")

@@ -8,6 +8,7 @@
 
 mod byte_dfa;
 mod compiler;
+mod grammar;
 mod guide;
 mod matcher;
 mod vocab;
@@ -51,6 +52,7 @@ pub(crate) fn to_py(e: Error) -> PyErr {
         Error::LimitExceeded { .. } => LimitExceeded::new_err(msg),
         Error::InvalidRegex(_)
         | Error::UnsupportedRegex(_)
+        | Error::InvalidGrammar(_)
         | Error::EmptyLanguage(_)
         | Error::MalformedTokenizer(_)
         | Error::UnsupportedTokenizer(_)
@@ -74,5 +76,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<guide::PyGuide>()?;
     m.add_class::<matcher::PyMatcher>()?;
     m.add_function(wrap_pyfunction!(_release_freed_memory, m)?)?;
+    m.add_function(wrap_pyfunction!(grammar::grammar_to_regex, m)?)?;
     Ok(())
 }

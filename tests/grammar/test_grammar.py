@@ -101,11 +101,11 @@ def tokenizer(request, tokenizer_under_test):
 
 @pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
 def test_guides_are_canonical_and_parse(tokenizer, case):
-    """Complete on the examples, sound on random walks: canonical and accepted by lark. Lazy
-    guides (the same masks as eager ones, tests/methods/test_lazy.py): JSON with whitespace
-    between every token passes the suite's eager product budget on Llama 3."""
+    """Complete on the examples, sound on random walks: canonical and accepted by lark. On the
+    default guides, which are lazy for grammars."""
     o = tokenizer.oracle
-    guide = tokenizer.compiler.compile_grammar(case.lark, max_recursion_depth=case.depth, lazy=True)
+    guide = tokenizer.compiler.compile_grammar(case.lark, max_recursion_depth=case.depth)
+    assert guide.is_lazy
     for s in case.positives:
         ok, why = walk(guide, o.canonical(s))
         assert ok, f"{s!r}: its canonical encoding is refused: {why}"
@@ -128,9 +128,27 @@ def _end_state(guide, seq):
 
 def test_gbnf_and_lark_compile_to_the_same_guide(mistral):
     case = CASES[0]
-    a = mistral.compiler.compile_grammar(case.lark)
-    b = mistral.compiler.compile_grammar(case.gbnf, "gbnf", method="cartesian")
-    assert a.first_difference(b) is None
+    a = mistral.compiler.compile_grammar(case.lark, lazy=False)
+    b = mistral.compiler.compile_grammar(case.gbnf, "gbnf", lazy=False)
+    assert not a.is_lazy and a.first_difference(b) is None
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
+def test_lazy_default_is_the_eager_guide(mistral, case):
+    lazy = mistral.compiler.compile_grammar(case.lark, max_recursion_depth=case.depth)
+    eager = mistral.compiler.compile_grammar(case.lark, max_recursion_depth=case.depth, lazy=False)
+    assert lazy.is_lazy and not eager.is_lazy
+    # Masks side by side along random walks of the eager guide, EOS bits included (the whole
+    # lazy guide's `materialize()` takes minutes on the JSON grammar).
+    steps = 0
+    for seed in range(30):
+        a, b = lazy.initial_state, eager.initial_state
+        for t in eager.random_walk(seed, max_tokens=40):
+            assert (lazy.mask(a) == eager.mask(b)).all(), f"seed {seed}, step {steps}"
+            assert lazy.is_final(a) == eager.is_final(b)
+            a, b = lazy.next_state(a, t), eager.next_state(b, t)
+            steps += 1
+    assert steps > 100
 
 
 def test_recursion_needs_a_depth(pt):

@@ -1,0 +1,152 @@
+"""Grammars side by side: propertok (`compile_grammar`), llguidance (Lark) and xgrammar (GBNF /
+EBNF) on the same grammars and tokenizers, in one process per library run back to back.
+
+For each grammar: compile (median of 3 fresh compiles; propertok's includes its first mask),
+then the masks along the tokenizer's own encoding of each example (fill time per step, first
+visits included: a fresh compile per example). The grammars are those of
+`tests/grammar/test_grammar.py` (their Lark and GBNF spellings) plus llama.cpp-style JSON.
+propertok bounds nesting recursion with `max_recursion_depth` (its guides are exactly canonical);
+the peers parse unbounded nesting (and admit non-canonical token sequences).
+
+    /tmp/propertok-bench-venv/bin/python benches/grammar_compare.py --tokenizers mistral7b,llama3
+
+(the venv of `benches/setup_peers.sh`, with propertok installed into it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+compare = _load("compare", ROOT / "benches" / "compare.py")
+cases_module = _load("grammar_cases", ROOT / "tests" / "support" / "grammar_cases.py")
+
+JSON_GBNF = r'''
+root   ::= value
+value  ::= object | array | string | number | ("true" | "false" | "null")
+object ::= "{" ws ( string ws ":" ws value ws ("," ws string ws ":" ws value ws)* )? "}"
+array  ::= "[" ws ( value ws ("," ws value ws)* )? "]"
+string ::= "\"" ( [^"\\\x00-\x1F] | "\\" (["\\/bfnrt] | "u" [0-9a-fA-F]{4}) )* "\""
+number ::= "-"? ([0-9] | [1-9] [0-9]*) ("." [0-9]+)? ([eE] [-+]? [0-9]+)?
+ws     ::= [ \t\n]*
+'''
+JSON_LARK = r'''
+start: value
+value: object | array | STRING | NUMBER | "true" | "false" | "null"
+object: "{" WS? (STRING WS? ":" WS? value WS? ("," WS? STRING WS? ":" WS? value WS?)*)? "}"
+array: "[" WS? (value WS? ("," WS? value WS?)*)? "]"
+STRING: /"([^"\\\x00-\x1F]|\\(["\\\/bfnrt]|u[0-9a-fA-F]{4}))*"/
+NUMBER: /-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][-+]?[0-9]+)?/
+WS: /[ \t\n]+/
+'''
+
+
+def grammars():
+    out = []
+    for c in cases_module.CASES:
+        if c.gbnf is not None:
+            out.append({"name": c.name, "lark": c.lark, "gbnf": c.gbnf, "depth": c.depth, "examples": c.positives})
+    out.append({
+        "name": "JSON (llama.cpp style)",
+        "lark": JSON_LARK,
+        "gbnf": JSON_GBNF,
+        "depth": 3,
+        "examples": ['{"a": [1, 2.5, "x"], "b": null}', '[{"k": -1e3}, true]', '{"name": "Ada", "tags": ["x"]}'],
+    })
+    return out
+
+
+def compile_grammar(lib: str, ad, g):
+    if lib.startswith("propertok"):
+        return ad.compiler.compile_grammar(g["lark"], max_recursion_depth=g["depth"], **ad.options)
+    if lib == "llguidance":
+        m = ad.llg.LLMatcher(ad.tokenizer, ad.llg.LLMatcher.grammar_from_lark(g["lark"]), log_level=0)
+        if m.is_error():
+            raise ValueError(m.get_error())
+        return m
+    if lib == "xgrammar":
+        return ad.compiler.compile_grammar(g["gbnf"])
+    raise ValueError(lib)
+
+
+def run(lib: str, tok: str, repeats: int):
+    import propertok as pt
+
+    # The tokenizer's own continuation encoding (tests/support/oracle.py), as a decoder emits it.
+    orc = compare.load_oracle_module().Oracle.from_file(compare.tokenizer_path(tok), name=tok)
+    vocab = pt.Vocabulary.from_file(str(compare.tokenizer_path(tok)))
+    ad = compare.make_adapter(lib, tok, vocab.eos_token_ids[:1], vocab.vocab_size)
+    ad.setup()
+    rows = []
+    for g in grammars():
+        row = {"grammar": g["name"]}
+        try:
+            times = []
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                handle = compile_grammar(lib, ad, g)
+                m = ad.matcher(handle)
+                ad.fill_fn(m)()
+                times.append(time.perf_counter() - t0)
+            row["compile_first_mask_ms"] = statistics.median(times) * 1e3
+            fills = []
+            for text in g["examples"]:
+                ids = orc.canonical(text)
+                m = ad.matcher(compile_grammar(lib, ad, g))
+                fill = ad.fill_fn(m)
+                fill()
+                for t in ids:
+                    if not ad.accept(m, t):
+                        raise ValueError(f"{text!r}: token {t} refused")
+                    t0 = time.perf_counter_ns()
+                    fill()
+                    fills.append(time.perf_counter_ns() - t0)
+            row["mask_median_us"] = statistics.median(fills) / 1e3
+            row["mask_max_us"] = max(fills) / 1e3
+        except Exception as e:  # noqa: BLE001 - reported, not raised: one grammar's failure is a result
+            row["error"] = f"{type(e).__name__}: {str(e)[:120]}"
+        rows.append(row)
+    return rows
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--tokenizers", default="mistral7b,llama3")
+    p.add_argument("--libs", default="propertok-cartesian,propertok-lazy,llguidance,xgrammar")
+    p.add_argument("--repeats", type=int, default=3)
+    args = p.parse_args(argv)
+    for tok in args.tokenizers.split(","):
+        print(f"\n## {tok}\n")
+        results = {lib: run(lib, tok, args.repeats) for lib in args.libs.split(",")}
+        libs = list(results)
+        print("| grammar | " + " | ".join(f"{lib} compile+1st mask / mask median (max)" for lib in libs) + " |")
+        print("| --- |" + " --- |" * len(libs))
+        for i, g in enumerate(grammars()):
+            cells = []
+            for lib in libs:
+                r = results[lib][i]
+                if "error" in r:
+                    cells.append(r["error"])
+                else:
+                    cells.append(f"{r['compile_first_mask_ms']:.2f} ms / {r['mask_median_us']:.1f} µs ({r['mask_max_us']:.0f})")
+            print(f"| {g['name']} | " + " | ".join(cells) + " |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -45,29 +45,31 @@ def random_grammar(rng: random.Random):
     return [expr(0) for _ in range(n_rules)]
 
 
+def render(e, start: str, range_text: str, repetition) -> str:
+    """One rule body in either syntax; ``repetition(item, lo, hi)`` writes a repetition of the
+    rendered ``item``."""
+    kind = e[0]
+    if kind == "lit":
+        return f'"{e[1]}"'
+    if kind == "range":
+        return range_text
+    if kind == "ref":
+        return start if e[1] == 0 else f"r{e[1]}"
+    if kind == "seq":
+        return " ".join(render(x, start, range_text, repetition) for x in e[1])
+    if kind == "alt":
+        return "(" + " | ".join(render(x, start, range_text, repetition) for x in e[1]) + ")"
+    _, inner, lo, hi = e
+    return repetition(f"({render(inner, start, range_text, repetition)})", lo, hi)
+
+
 def lark_text(rules) -> str:
     """Each repetition becomes a rule of its own: Lark expands `~ m..n` (and `?`) into
     alternatives inside the rule that holds them, so nested counted repetitions in one rule
     multiply into thousands of alternatives and hours of grammar compilation."""
     helpers: list = []
 
-    def name(i):
-        return "start" if i == 0 else f"r{i}"
-
-    def render(e):
-        kind = e[0]
-        if kind == "lit":
-            return f'"{e[1]}"'
-        if kind == "range":
-            return '"a".."b"'
-        if kind == "ref":
-            return name(e[1])
-        if kind == "seq":
-            return " ".join(render(x) for x in e[1])
-        if kind == "alt":
-            return "(" + " | ".join(render(x) for x in e[1]) + ")"
-        _, inner, lo, hi = e
-        item = f"({render(inner)})"
+    def repetition(item, lo, hi):
         if (lo, hi) == (0, None):
             body = item + "*"
         elif hi is None:
@@ -79,30 +81,20 @@ def lark_text(rules) -> str:
         helpers.append(body)
         return f"h{len(helpers)}"
 
-    text = "".join(f"{name(i)}: {render(e)}\n" for i, e in enumerate(rules))
+    ranges = '"a".."b"'
+    text = "".join(
+        f"{'start' if i == 0 else f'r{i}'}: {render(e, 'start', ranges, repetition)}\n" for i, e in enumerate(rules)
+    )
     return text + "".join(f"h{k + 1}: {body}\n" for k, body in enumerate(helpers))
 
 
 def gbnf_text(rules) -> str:
-    def name(i):
-        return "root" if i == 0 else f"r{i}"
+    def repetition(item, lo, hi):
+        return f"{item}{{{lo},{'' if hi is None else hi}}}"
 
-    def render(e):
-        kind = e[0]
-        if kind == "lit":
-            return f'"{e[1]}"'
-        if kind == "range":
-            return "[a-b]"
-        if kind == "ref":
-            return name(e[1])
-        if kind == "seq":
-            return " ".join(render(x) for x in e[1])
-        if kind == "alt":
-            return "(" + " | ".join(render(x) for x in e[1]) + ")"
-        _, inner, lo, hi = e
-        return f"({render(inner)}){{{lo},{'' if hi is None else hi}}}"
-
-    return "".join(f"{name(i)} ::= {render(e)}\n" for i, e in enumerate(rules))
+    return "".join(
+        f"{'root' if i == 0 else f'r{i}'} ::= {render(e, 'root', '[a-b]', repetition)}\n" for i, e in enumerate(rules)
+    )
 
 
 def lark_language(text: str):

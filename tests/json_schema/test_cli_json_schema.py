@@ -47,8 +47,8 @@ def test_compile_schema_from_stdin_text_report(capsys, monkeypatch, mistral):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["compile"], "either a REGEX or --schema"),
-    (["compile", "a", "--schema", "x.json"], "either a REGEX or --schema"),
+    (["compile"], "one of REGEX, --schema FILE or --grammar FILE"),
+    (["compile", "a", "--schema", "x.json"], "one of REGEX, --schema FILE or --grammar FILE"),
     (["compile", "--schema", "/nonexistent/schema.json"], "No such file"),
 ])
 def test_compile_argument_errors(argv, message, capsys):

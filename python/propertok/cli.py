@@ -91,6 +91,12 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("--tokenizer", metavar="PATH", help=tokenizer_help)
     comp.add_argument("--method", choices=METHODS, default="cartesian",
                       help="cartesian (default), direct (explicit token DFA), auto (direct when small enough), agnostic")
+    laziness = comp.add_mutually_exclusive_group()
+    laziness.add_argument("--lazy", dest="lazy", action="store_true", default=None,
+                          help="build states as decoding reaches them (cartesian only; the default with --grammar "
+                          "and on NFC / NFKC tokenizers); states and sequences are then not counted")
+    laziness.add_argument("--eager", dest="lazy", action="store_false",
+                          help="build every state up front, then count states, transitions and sequences")
     comp.add_argument("--json", action="store_true", help="print one JSON object")
     comp.set_defaults(run=_compile)
 
@@ -163,20 +169,24 @@ def _compile(args: argparse.Namespace) -> int:
         raise ValueError("give one of REGEX, --schema FILE or --grammar FILE")
     schema_report = _grammar_regex(args) if args.grammar is not None else _schema_regex(args)
     vocab, path, load_s = _load_vocabulary(args.tokenizer)
-    guide, compile_s = _timed_compile(pt.Compiler(vocab), args.regex, args.method)
-    count = guide.count_sequences()
+    lazy = args.lazy
+    if lazy is None and args.grammar is not None and args.method == "cartesian":
+        lazy = True  # as Compiler.compile_grammar: an eager grammar guide can take seconds
+    guide, compile_s = _timed_compile(pt.Compiler(vocab), args.regex, args.method, lazy)
     samples = [guide.random_walk(seed) for seed in range(3)]
+    # Counting visits every state: a lazy guide would build them all, which is what it avoids.
+    sizes = None if guide.is_lazy else (guide.num_states, guide.num_transitions(), guide.count_sequences())
     if args.json:
         report = {
             **schema_report,
             "regex": args.regex,
             "method": guide.method,
             "requested_method": args.method,
+            "lazy": guide.is_lazy,
             "tokenizer": path,
             "vocab_size": guide.vocab_size,
-            "num_states": guide.num_states,
-            "num_transitions": guide.num_transitions(),
-            "count_sequences": count,
+            **({} if sizes is None else
+               {"num_states": sizes[0], "num_transitions": sizes[1], "count_sequences": sizes[2]}),
             "load_seconds": load_s,
             "compile_seconds": compile_s,
             "samples": [{"token_ids": s, "text": _decode(vocab, s)} for s in samples],
@@ -193,9 +203,12 @@ def _compile(args: argparse.Namespace) -> int:
         print(f"regex       {args.regex!r}")
     print(f"method      {guide.method}" + (f" (requested {args.method})" if args.method != guide.method else ""))
     print(f"compile     {_ms(compile_s)}")
-    print(f"states      {guide.num_states}")
-    print(f"transitions {guide.num_transitions()}")
-    print(f"sequences   {'infinite' if count is None else count}")
+    if sizes is None:
+        print(f"states      {guide.num_states} built by the samples (lazy guide; --eager counts them all)")
+    else:
+        print(f"states      {sizes[0]}")
+        print(f"transitions {sizes[1]}")
+        print(f"sequences   {'infinite' if sizes[2] is None else sizes[2]}")
     print("samples")
     for s in samples:
         print(f"  {_decode(vocab, s)!r}  {s}")
@@ -281,9 +294,9 @@ def _load_vocabulary(path: Optional[str]) -> Tuple[Any, str, float]:
     return vocab, path, time.perf_counter() - start
 
 
-def _timed_compile(compiler: Any, regex: str, method: str) -> Tuple[Any, float]:
+def _timed_compile(compiler: Any, regex: str, method: str, lazy: Optional[bool] = None) -> Tuple[Any, float]:
     start = time.perf_counter()
-    guide = compiler.compile_regex(regex, method=method)
+    guide = compiler.compile_regex(regex, method=method, lazy=lazy)
     return guide, time.perf_counter() - start
 
 

@@ -12,6 +12,7 @@ by hand for the same language.
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -200,3 +201,24 @@ def test_cli_compiles_a_grammar_file(tmp_path, capsys):
     assert main(["compile", "--grammar", str(path)]) == 2
     assert "max_recursion_depth" in capsys.readouterr().err
     assert main(["compile", "--grammar", str(path), "--max-recursion-depth", "1", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    # Lazy by default, as Compiler.compile_grammar: nothing is counted, every sample is a match.
+    assert report["lazy"] and "count_sequences" not in report and "num_states" not in report
+    parser = lark_parser(CASES[3])
+    assert all(lark_accepts(parser, sample["text"]) for sample in report["samples"])
+
+
+def test_cli_counts_an_eager_grammar_guide(tmp_path, capsys):
+    from propertok.cli import main
+
+    path = tmp_path / "two.lark"
+    path.write_text('start: "yes" | "no"\n')
+    assert main(["compile", "--grammar", str(path), "--eager", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert not report["lazy"] and report["count_sequences"] == 2 and report["num_states"] >= 3
+    assert main(["compile", "--grammar", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "lazy guide; --eager counts them all" in out and "sequences" not in out
+    with pytest.raises(SystemExit):
+        main(["compile", "yes|no", "--lazy", "--eager"])
+    assert "not allowed with argument --lazy" in capsys.readouterr().err

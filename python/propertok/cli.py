@@ -169,10 +169,14 @@ def _compile(args: argparse.Namespace) -> int:
         raise ValueError("give one of REGEX, --schema FILE or --grammar FILE")
     schema_report = _grammar_regex(args) if args.grammar is not None else _schema_regex(args)
     vocab, path, load_s = _load_vocabulary(args.tokenizer)
-    lazy = args.lazy
-    if lazy is None and args.grammar is not None and args.method == "cartesian":
-        lazy = True  # as Compiler.compile_grammar: an eager grammar guide can take seconds
-    guide, compile_s = _timed_compile(pt.Compiler(vocab), args.regex, args.method, lazy)
+    compiler = pt.Compiler(vocab)
+    if args.grammar is not None:  # lazy by default, as compile_grammar; special tokens need it
+        start = time.perf_counter()
+        guide = compiler.compile_grammar(args.grammar_text, args.syntax, args.method, lazy=args.lazy, start=args.start,
+                                         max_recursion_depth=args.max_recursion_depth)
+        compile_s = time.perf_counter() - start
+    else:
+        guide, compile_s = _timed_compile(compiler, args.regex, args.method, args.lazy)
     samples = [guide.random_walk(seed) for seed in range(3)]
     # Counting visits every state: a lazy guide would build them all, which is what it avoids.
     sizes = None if guide.is_lazy else (guide.num_states, guide.num_transitions(), guide.count_sequences())
@@ -197,8 +201,11 @@ def _compile(args: argparse.Namespace) -> int:
     if schema_report:
         source = "grammar" if "grammar" in schema_report else "schema"
         print(f"{source:<11} {schema_report[source]}")
-        print(f"regex       {len(args.regex)} characters, converted in {_ms(schema_report['convert_seconds'])}"
-              + (f": {args.regex!r}" if len(args.regex) <= 200 else ""))
+        if args.regex is None:
+            print("regex       none: the grammar names special tokens, which are not text")
+        else:
+            print(f"regex       {len(args.regex)} characters, converted in {_ms(schema_report['convert_seconds'])}"
+                  + (f": {args.regex!r}" if len(args.regex) <= 200 else ""))
     else:
         print(f"regex       {args.regex!r}")
     print(f"method      {guide.method}" + (f" (requested {args.method})" if args.method != guide.method else ""))
@@ -224,11 +231,18 @@ def _read_input(path: str) -> str:
 
 
 def _grammar_regex(args: argparse.Namespace) -> dict:
-    """With --grammar: convert it, store the regex in ``args.regex``, return what to report."""
-    text = _read_input(args.grammar)
-    syntax = args.syntax or ("gbnf" if args.grammar.endswith(".gbnf") else "lark")
+    """With --grammar: read it into ``args.grammar_text`` and ``args.syntax``, store its regex in
+    ``args.regex`` (``None`` when it names special tokens: only ``compile_grammar`` compiles it),
+    return what to report."""
+    args.grammar_text = text = _read_input(args.grammar)
+    args.syntax = syntax = args.syntax or ("gbnf" if args.grammar.endswith(".gbnf") else "lark")
     start = time.perf_counter()
-    args.regex = pt.grammar_to_regex(text, syntax, start=args.start, max_recursion_depth=args.max_recursion_depth)
+    try:
+        args.regex = pt.grammar_to_regex(text, syntax, start=args.start, max_recursion_depth=args.max_recursion_depth)
+    except NotImplementedError as e:
+        if "special token" not in str(e):
+            raise
+        args.regex = None
     return {"grammar": args.grammar, "syntax": syntax, "convert_seconds": time.perf_counter() - start}
 
 

@@ -12,6 +12,9 @@ use crate::build::direct::merge::direct_merge;
 use crate::build::pre_tokenized::{self, PreTokenizedTables};
 use crate::build::{cartesian, direct};
 use crate::error::{Error, Result};
+use crate::grammar::lower::{to_regex_with_tokens, GrammarRegex, LowerOptions};
+use crate::grammar::resolve::resolve_tokens;
+use crate::grammar::{Grammar, TokenName};
 use crate::guide::lazy::LazyGuide;
 use crate::guide::{Guide, Method, ProductParts};
 use crate::lazy::TokenizerParts;
@@ -273,7 +276,49 @@ impl Compiler {
         let deadline = self.deadline();
         let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
         deadline.check("the regex's byte DFA")?;
-        self.finish(LazyGuide::compile(parts, dfa, self.limits)?)
+        self.finish(LazyGuide::compile(parts, dfa, Vec::new(), self.limits)?)
+    }
+
+    /// Compiles a parsed grammar (see `crate::grammar`): its start rule written as one regex,
+    /// compiled like [`Compiler::compile_regex_lazy`] when `lazy`, else with `method` (`None`:
+    /// auto). Special tokens are resolved against this vocabulary
+    /// ([`crate::grammar::resolve`]); a grammar that keeps one needs a lazy guide.
+    pub fn compile_grammar(
+        &self,
+        grammar: &Grammar,
+        options: LowerOptions,
+        method: Option<Method>,
+        lazy: bool,
+    ) -> Result<Guide> {
+        let grammar = resolve_tokens(grammar, &self.vocab)?;
+        let GrammarRegex { regex, tokens } = to_regex_with_tokens(&grammar, options)?;
+        if tokens.is_empty() {
+            return match method {
+                Some(Method::Cartesian) if lazy => self.compile_regex_lazy(&regex),
+                Some(m) => self.compile_regex(&regex, m),
+                None => self.compile_regex_auto(&regex),
+            };
+        }
+        let ids: Vec<u32> = tokens
+            .iter()
+            .map(|t| match t {
+                TokenName::Id(id) => *id,
+                TokenName::Text(_) => unreachable!("resolve_tokens names every special token by id"),
+            })
+            .collect();
+        if !lazy || method != Some(Method::Cartesian) {
+            return Err(Error::Unsupported(format!(
+                "the grammar names the special token {} (id {}): guides with special tokens are lazy canonical \
+                 guides (method \"cartesian\", lazy)",
+                String::from_utf8_lossy(self.vocab.token_bytes(ids[0])),
+                ids[0]
+            )));
+        }
+        let parts = self.lazy_parts()?.clone();
+        let deadline = self.deadline();
+        let dfa = ByteDfa::from_regex_with_markers(&regex, self.limits.max_byte_dfa_states)?;
+        deadline.check("the grammar's byte DFA")?;
+        self.finish(LazyGuide::compile(parts, dfa, ids, self.limits)?)
     }
 
     /// Compiles a regex (full match) with the given method.

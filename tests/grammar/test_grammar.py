@@ -168,7 +168,7 @@ def test_recursion_needs_a_depth(pt):
         ("start: a\n", "lark", ValueError, "invalid grammar: line 1: `a` is not defined"),
         ('start: "x"\nstart: "y"\n', "lark", ValueError, "defined twice"),
         ("start: /a(?=b)/\n", "lark", ValueError, "look-around"),
-        ("start: <|python_tag|>\n", "lark", NotImplementedError, "special tokens"),
+        ("start: <|python_tag|>\n", "lark", NotImplementedError, "names the special token <|python_tag|>"),
         ("%import common.NUMBERS\n", "lark", ValueError, "common has no `NUMBERS`"),
         ('root ::= "a" b\n', "gbnf", ValueError, "`b` is not defined"),
         ('root ::= "a\n', "gbnf", ValueError, "line 1"),

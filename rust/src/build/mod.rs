@@ -23,11 +23,17 @@ use crate::pre_tokenizer::normal_form::Normalized;
 
 /// The eager guide of a lazy one: the same language with every state built up front, under the
 /// limits the lazy guide was compiled with (what serialisation, `direct` and whole-guide
-/// statistics need). `InvalidArgument` for a guide that is not lazy.
+/// statistics need). `InvalidArgument` for a guide that is not lazy, `Unsupported` for one
+/// whose grammar names special tokens.
 pub fn materialize(guide: &Guide) -> Result<Guide> {
     let Automaton::Lazy(lazy) = &guide.automaton else {
         return Err(Error::InvalidArgument("materialize: the guide is not lazy".into()));
     };
+    if let Some(&id) = lazy.automaton.special_tokens().first() {
+        return Err(Error::Unsupported(format!(
+            "the guide's grammar names special token {id}, which only lazy guides model: it has no eager form"
+        )));
+    }
     let engine = lazy.automaton.engine();
     let parts = engine.parts();
     let dfa = engine.space().dfa().clone();

@@ -24,8 +24,9 @@
 //! that spans the surrogates is split around them.
 //!
 //! ## Refused, and why
-//! * llama.cpp's token items `<[123]>`, `!<[123]>`, `<|name|>` ([`Error::Unsupported`]): they
-//!   constrain token ids, while a [`Grammar`] speaks only of characters.
+//! * llama.cpp's negated token items `!<[123]>`, `!<|name|>` ([`Error::Unsupported`]): "any
+//!   token but this one" constrains token ids, not text, so it has no canonical meaning. Token
+//!   items `<[123]>` and `<|name|>` are read as [`Expr::Token`].
 //! * A rule defined twice (llama.cpp lets the later one win silently; it is nearly always a
 //!   mistake), a reference to an undefined rule, unknown escapes, escapes that name a surrogate or
 //!   lie beyond U+10FFFF, reversed class ranges, `{m,n}` with `m > n`, and `{}`, which llama.cpp
@@ -43,7 +44,7 @@
 
 use std::collections::HashMap;
 
-use super::{find_start, Expr, Grammar, Rule};
+use super::{find_start, token_item, Expr, Grammar, Rule};
 use crate::error::{Error, Result};
 
 /// Deepest nesting of parentheses and repetition operators in one rule body.
@@ -363,8 +364,16 @@ impl<'a> Parser<'a> {
                 self.bump();
                 Expr::Class { negated: true, ranges: vec![] }
             }
-            Some('<') => return Err(special_token(at)),
-            Some('!') if self.peek_second() == Some('<') => return Err(special_token(at)),
+            Some('<') => {
+                // One line at most: `token_item` stops at white space.
+                let chars: Vec<char> = self.rest().chars().take_while(|&c| c != '\n').collect();
+                let (name, end) = token_item(&chars, 0).map_err(|message| self.error(at, message))?;
+                (0..end).for_each(|_| {
+                    self.bump();
+                });
+                Expr::Token(name)
+            }
+            Some('!') if self.peek_second() == Some('<') => return Err(negated_token(at)),
             Some(c) if is_name_char(c) => self.parse_reference(at),
             _ => return Ok(None),
         };
@@ -668,9 +677,10 @@ fn is_name_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '-'
 }
 
-fn special_token((line, col): Pos) -> Error {
+fn negated_token((line, col): Pos) -> Error {
     Error::Unsupported(format!(
-        "line {line}, column {col}: special tokens in GBNF grammars (`<[123]>`) are not supported yet"
+        "line {line}, column {col}: negated tokens (`!<[123]>`) stand for any other token, whatever text it \
+         spells, which has no canonical tokenization; write the text the rule allows instead"
     ))
 }
 

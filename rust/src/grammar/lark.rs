@@ -9,6 +9,8 @@
 //!   are accepted and change nothing.
 //! * `%import common.NAME`, `%import common.NAME -> ALIAS`, `%import common (A, B)`: the
 //!   terminals of Lark's `common.lark` (below), and `%ignore item`.
+//! * Special tokens in rules, as llguidance writes them: `<|python_tag|>` (any `<…>` is the
+//!   token with that text) or `<[128010]>` (by id); see [`Expr::Token`].
 //! * `//` comments.
 //!
 //! ## What the language is
@@ -24,13 +26,13 @@
 //!
 //! ## What it refuses, by name and line
 //! Templates (`name{x}`), `%declare`, `%override`, `%extend`, imports of other modules than
-//! `common`, llguidance's `%json` / `%regex` / `%llguidance` blocks and special tokens
-//! (`<|name|>`, `<[id]>`), regexes with anchors or look-around, terminals that name rules (as
-//! Lark does), undefined and twice-defined names.
+//! `common`, llguidance's `%json` / `%regex` / `%llguidance` blocks, token id ranges
+//! (`<[1-9]>`) and special tokens inside terminals, regexes with anchors or look-around,
+//! terminals that name rules (as Lark does), undefined and twice-defined names.
 
 use rustc_hash::FxHashMap;
 
-use super::{check_regex, find_start, Expr, Grammar, Rule};
+use super::{check_regex, find_start, token_item, Expr, Grammar, Rule, TokenName};
 use crate::error::{Error, Result};
 
 /// Parses Lark text; `start` defaults to `start`.
@@ -89,6 +91,8 @@ enum Kind {
     Regex(String),
     Number(u32),
     Directive(String),
+    /// A special token item, `<|name|>` or `<[id]>`.
+    Token(TokenName),
     Colon,
     Pipe,
     Open,
@@ -182,10 +186,9 @@ fn lex(text: &str) -> Result<Vec<Token>> {
                 Kind::Name(name)
             }
             '<' => {
-                return Err(unsupported(
-                    line,
-                    "special tokens (`<|name|>`, `<[id]>`) in grammars are not supported yet",
-                ))
+                let (name, end) = token_item(&chars, i).map_err(|message| error(line, message))?;
+                i = end;
+                Kind::Token(name)
             }
             '{' => return Err(unsupported(line, "templates and `{…}` blocks are not supported")),
             _ => {
@@ -659,6 +662,16 @@ impl Parser {
                 self.at += 1;
                 definitions.use_name(&name, line, in_terminal)
             }
+            Kind::Token(name) => {
+                if in_terminal {
+                    return Err(error(
+                        line,
+                        format!("special token {name} inside a terminal: a terminal is text; name the token in a rule"),
+                    ));
+                }
+                self.at += 1;
+                Expr::Token(name)
+            }
             Kind::Open | Kind::OpenOptional => {
                 self.at += 1;
                 self.depth += 1;
@@ -693,6 +706,7 @@ fn describe(kind: &Kind) -> String {
         Kind::Str(s, _) => format!("{s:?}"),
         Kind::Regex(p) => format!("/{p}/"),
         Kind::Number(n) => n.to_string(),
+        Kind::Token(t) => format!("the special token {t}"),
         Kind::Directive(d) => format!("%{d}"),
         Kind::Newline => "the end of the line".into(),
         Kind::Colon => "`:`".into(),

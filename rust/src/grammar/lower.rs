@@ -29,8 +29,9 @@ use std::fmt::Write as _;
 
 use rustc_hash::FxHashMap;
 
-use super::{Expr, Grammar};
+use super::{Expr, Grammar, TokenName};
 use crate::error::{Error, Result};
+use crate::regex::byte_dfa::{MAX_GRAMMAR_TOKENS, TOKEN_MARKER, TOKEN_MARKER_INDEX};
 
 /// Default of [`LowerOptions::max_regex_bytes`]: 1 MiB of regex text.
 pub const DEFAULT_MAX_GRAMMAR_REGEX_BYTES: usize = 1 << 20;
@@ -56,8 +57,30 @@ impl Default for LowerOptions {
     }
 }
 
-/// The start rule of `grammar` as one regex (matched as a whole).
+/// The start rule of `grammar` as one regex (matched as a whole). A grammar that names special
+/// tokens has none ([`Error::Unsupported`]): see [`to_regex_with_tokens`].
 pub fn to_regex(grammar: &Grammar, options: LowerOptions) -> Result<String> {
+    let lowered = to_regex_with_tokens(grammar, options)?;
+    match lowered.tokens.first() {
+        None => Ok(lowered.regex),
+        Some(name) => Err(Error::Unsupported(format!(
+            "the grammar names the special token {name}, which is not text, so no regex can say it; \
+             Compiler.compile_grammar compiles such grammars"
+        ))),
+    }
+}
+
+/// A grammar's start rule as a regex in which special token `j` of `tokens` is written as
+/// the marker bytes [`TOKEN_MARKER`], [`TOKEN_MARKER_INDEX`]` + j` (never UTF-8 text; compile
+/// it with [`crate::regex::byte_dfa::ByteDfa::from_regex_with_markers`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrammarRegex {
+    pub regex: String,
+    pub tokens: Vec<TokenName>,
+}
+
+/// [`to_regex`], with special tokens written as markers.
+pub fn to_regex_with_tokens(grammar: &Grammar, options: LowerOptions) -> Result<GrammarRegex> {
     let components = Components::of(grammar);
     if options.max_recursion_depth.is_none() {
         if let Some(cycle) = components.reachable_cycle(grammar) {
@@ -78,9 +101,10 @@ pub fn to_regex(grammar: &Grammar, options: LowerOptions) -> Result<String> {
         depth: 0,
         memo: FxHashMap::default(),
         solved: FxHashMap::default(),
+        tokens: Vec::new(),
     };
     match lowering.rule(grammar.start)? {
-        Some(piece) => Ok(piece.text),
+        Some(piece) => Ok(GrammarRegex { regex: piece.text, tokens: lowering.tokens }),
         None => Err(Error::EmptyLanguage(match options.max_recursion_depth {
             Some(d) => format!(
                 "no string of the grammar's start rule `{}` nests its recursive rules at most \
@@ -222,7 +246,11 @@ fn references(expr: &Expr, out: &mut Vec<usize>) {
         Expr::Rule(r) => out.push(*r),
         Expr::Seq(items) | Expr::Alt(items) => items.iter().for_each(|e| references(e, out)),
         Expr::Repeat { expr, .. } => references(expr, out),
-        Expr::Literal(_) | Expr::CaseInsensitiveLiteral(_) | Expr::Class { .. } | Expr::Regex { .. } => {}
+        Expr::Literal(_)
+        | Expr::CaseInsensitiveLiteral(_)
+        | Expr::Class { .. }
+        | Expr::Regex { .. }
+        | Expr::Token(_) => {}
     }
 }
 
@@ -232,7 +260,11 @@ fn mentions(expr: &Expr, inside: &dyn Fn(usize) -> bool) -> bool {
         Expr::Rule(r) => inside(*r),
         Expr::Seq(items) | Expr::Alt(items) => items.iter().any(|e| mentions(e, inside)),
         Expr::Repeat { expr, .. } => mentions(expr, inside),
-        Expr::Literal(_) | Expr::CaseInsensitiveLiteral(_) | Expr::Class { .. } | Expr::Regex { .. } => false,
+        Expr::Literal(_)
+        | Expr::CaseInsensitiveLiteral(_)
+        | Expr::Class { .. }
+        | Expr::Regex { .. }
+        | Expr::Token(_) => false,
     }
 }
 
@@ -244,7 +276,8 @@ fn is_linear(expr: &Expr, side: Side, inside: &dyn Fn(usize) -> bool) -> bool {
         | Expr::Literal(_)
         | Expr::CaseInsensitiveLiteral(_)
         | Expr::Class { .. }
-        | Expr::Regex { .. } => true,
+        | Expr::Regex { .. }
+        | Expr::Token(_) => true,
         Expr::Alt(items) => items.iter().all(|e| is_linear(e, side, inside)),
         Expr::Seq(items) => match split_edge(items, side) {
             Some((edge, rest)) => !rest.iter().any(|e| mentions(e, inside)) && is_linear(edge, side, inside),
@@ -369,6 +402,8 @@ struct Lowering<'g> {
     memo: FxHashMap<(usize, Vec<u32>), Lowered>,
     /// The regexes of the rules of linear components, solved once per component.
     solved: FxHashMap<usize, Lowered>,
+    /// The special tokens named so far, in marker order.
+    tokens: Vec<TokenName>,
 }
 
 /// A rule body of a linear component as `Σ coefficient·X_target + base` (`Side::Right`) or
@@ -407,6 +442,25 @@ impl Lowering<'_> {
         Ok(lowered)
     }
 
+    /// The marker of a special token (numbered in order of first use).
+    fn token_marker(&mut self, name: &TokenName) -> Result<String> {
+        let j = match self.tokens.iter().position(|t| t == name) {
+            Some(j) => j,
+            None if self.tokens.len() < MAX_GRAMMAR_TOKENS => {
+                self.tokens.push(name.clone());
+                self.tokens.len() - 1
+            }
+            None => {
+                return Err(Error::LimitExceeded {
+                    limit: "special tokens of a grammar",
+                    value: MAX_GRAMMAR_TOKENS.to_string(),
+                    what: format!("{name} is one more"),
+                })
+            }
+        };
+        Ok(format!("(?-u:\\x{:02X}\\x{:02X})", TOKEN_MARKER, TOKEN_MARKER_INDEX + j as u8))
+    }
+
     fn expr(&mut self, expr: &Expr) -> Result<Lowered> {
         if self.depth >= MAX_EXPANSION_DEPTH {
             return Err(Error::Unsupported(format!(
@@ -427,6 +481,7 @@ impl Lowering<'_> {
             Expr::Regex { pattern, .. } => {
                 Some(Piece { text: format!("(?:{pattern})"), binding: Binding::Atom, depth: 1 })
             }
+            Expr::Token(name) => Some(Piece::atom(self.token_marker(name)?)),
             Expr::Rule(r) => self.rule(*r)?,
             Expr::Seq(items) => {
                 let mut parts = Vec::with_capacity(items.len());
@@ -544,7 +599,11 @@ impl Lowering<'_> {
                 }
                 Ok(inner)
             }
-            Expr::Literal(_) | Expr::CaseInsensitiveLiteral(_) | Expr::Class { .. } | Expr::Regex { .. } => {
+            Expr::Literal(_)
+            | Expr::CaseInsensitiveLiteral(_)
+            | Expr::Class { .. }
+            | Expr::Regex { .. }
+            | Expr::Token(_) => {
                 unreachable!("a leaf names no rule")
             }
         }

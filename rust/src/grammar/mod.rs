@@ -4,7 +4,9 @@
 //! A grammar names rules; each rule's body is an [`Expr`] over literals, one-character classes,
 //! regexes, repetitions and references to rules. Both front ends ([`lark`], [`gbnf`]) parse their
 //! syntax into this one representation, resolve every reference (an undefined name is an error
-//! naming it and its line) and stop there: they know nothing of tokenizers or automata.
+//! naming it and its line) and stop there: they know nothing of tokenizers or automata. Special
+//! tokens ([`Expr::Token`]) are the one place a grammar meets a tokenizer: [`resolve`] looks
+//! their names up in a vocabulary.
 //!
 //! The language of a grammar is **scannerless**: a reference to a rule stands for any string of
 //! that rule's language, characters are Unicode scalar values, and a Lark terminal is just a rule
@@ -38,6 +40,7 @@
 pub mod gbnf;
 pub mod lark;
 pub mod lower;
+pub mod resolve;
 
 use crate::error::{Error, Result};
 
@@ -98,6 +101,49 @@ pub enum Expr {
     Alt(Vec<Expr>),
     /// `min` to `max` (unbounded when `None`) copies, concatenated.
     Repeat { expr: Box<Expr>, min: u32, max: Option<u32> },
+    /// One special token (a tool-call or turn marker), named as the grammar wrote it. It is not
+    /// text: the tokenizer splits special tokens out before it tokenizes, so the text on either
+    /// side is tokenized on its own (`crate::compiler::Compiler::compile_grammar` resolves the
+    /// name against a vocabulary; `lower::to_regex` has no way to write it).
+    Token(TokenName),
+}
+
+/// How a grammar names a token: `<[128010]>` by id, `<|python_tag|>` by its text.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum TokenName {
+    Id(u32),
+    /// The token's text, angle brackets included (`<|python_tag|>`, `<think>`).
+    Text(String),
+}
+
+impl std::fmt::Display for TokenName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TokenName::Id(id) => write!(f, "<[{id}]>"),
+            TokenName::Text(text) => f.write_str(text),
+        }
+    }
+}
+
+/// Reads a token item starting at `<` in `chars[at..]`: `<[ID]>` or `<TEXT>` (no white space or
+/// `>` inside). Returns the name and the index past `>`, or a message for the caller to place.
+pub(crate) fn token_item(chars: &[char], at: usize) -> std::result::Result<(TokenName, usize), String> {
+    let end = (at + 1..chars.len()).find(|&j| chars[j] == '>' || chars[j].is_whitespace());
+    let Some(end) = end.filter(|&j| chars[j] == '>') else {
+        return Err("a `<` starts a special token (`<|name|>`, `<[id]>`), which needs a closing `>` on the same line \
+                    and no white space"
+            .into());
+    };
+    let inner: String = chars[at + 1..end].iter().collect();
+    let name = match inner.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+        Some(digits) => match digits.parse::<u32>() {
+            Ok(id) if digits.bytes().all(|b| b.is_ascii_digit()) => TokenName::Id(id),
+            _ => return Err(format!("`<{inner}>`: a token id is `<[N]>` with one decimal number (no ranges)")),
+        },
+        None if inner.is_empty() => return Err("`<>` names no token".into()),
+        None => TokenName::Text(format!("<{inner}>")),
+    };
+    Ok((name, end + 1))
 }
 
 /// Parses `text` in `syntax`; `start` names the start rule (default: `start` for Lark, `root`
@@ -132,6 +178,20 @@ pub(crate) fn check_regex(pattern: &str, origin: &str) -> Result<()> {
         )));
     }
     Ok(())
+}
+
+/// Whether `expr` names a special token anywhere.
+pub fn names_token(expr: &Expr) -> bool {
+    match expr {
+        Expr::Token(_) => true,
+        Expr::Seq(items) | Expr::Alt(items) => items.iter().any(names_token),
+        Expr::Repeat { expr, .. } => names_token(expr),
+        Expr::Literal(_)
+        | Expr::CaseInsensitiveLiteral(_)
+        | Expr::Class { .. }
+        | Expr::Regex { .. }
+        | Expr::Rule(_) => false,
+    }
 }
 
 /// Parses `text` and writes its start rule as one regex (see [`lower::to_regex`]).

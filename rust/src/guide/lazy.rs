@@ -21,11 +21,15 @@ pub(crate) struct LazyGuide {
 impl LazyGuide {
     /// A lazy guide for `dfa` over the tokenizer of `parts`, with its initial state (and
     /// nothing else) built: `EmptyLanguage` when no canonical sequence is accepted.
-    pub(crate) fn compile(parts: Arc<TokenizerParts>, dfa: ByteDfa, limits: Limits) -> Result<Guide> {
+    ///
+    /// `tokens`: the ids of the special tokens whose markers `dfa` takes (a grammar's, see
+    /// `crate::grammar::lower::GrammarRegex`), in marker order; empty for a regex.
+    pub(crate) fn compile(parts: Arc<TokenizerParts>, dfa: ByteDfa, tokens: Vec<u32>, limits: Limits) -> Result<Guide> {
         let vocab = parts.vocab.clone();
-        let space = TextSpace::new(dfa, parts.pieces.clone(), parts.contents.clone(), parts.normal)?;
+        let space =
+            TextSpace::new(dfa, parts.pieces.clone(), parts.contents.clone(), parts.normal)?.with_tokens(tokens.len());
         let engine = Engine::new(parts, space, limits.max_product_states, limits.max_guide_bytes);
-        let automaton = LazyAutomaton::new(engine)?;
+        let automaton = LazyAutomaton::new(engine, tokens)?;
         Ok(Guide::new(Method::Cartesian, vocab, Automaton::Lazy(LazyGuide { automaton, limits }), 0))
     }
 }

@@ -10,6 +10,9 @@
 //! * after a lone token, only the first tokens after a boundary;
 //! * inside a byte-fallback character, the byte tokens that continue it.
 //!
+//! A grammar's special token is in the mask when a member may end its text there and the text
+//! after the token can start afresh (`Engine::token_successor`); its successor is that start.
+//!
 //! A token's successor is computed on request (`next_state`) with the same liveness facts the
 //! masks use, so a token is in the mask exactly when it has a successor.
 
@@ -29,26 +32,35 @@ type Member = (TextId, u32);
 /// See the module docs.
 pub(crate) struct LazyAutomaton {
     engine: Engine,
+    /// The ids of the grammar's special tokens, by marker index (see [`TextSpace::token`]).
+    ///
+    /// [`TextSpace::token`]: super::text::TextSpace::token
+    tokens: Vec<u32>,
     sets: Interner<Box<[Member]>>,
     states: Interner<(u32, u32)>,
 }
 
 impl LazyAutomaton {
     /// The automaton with its initial state (0): the start text state at the tokenizer's
-    /// initial side (`START` with a pre-tokenizer). `EmptyLanguage` when nothing is accepted.
-    pub(crate) fn new(engine: Engine) -> Result<LazyAutomaton> {
-        let pre_tokenized = engine.space().num_stages() > 0;
-        let (side, split) = if pre_tokenized { (START, ROOT) } else { (engine.parts().tok.initial(), NONE) };
-        let initial = Node { text: engine.start(), side, split };
+    /// initial side (`START` with a pre-tokenizer). `tokens` are the ids of the special tokens
+    /// the regex's markers name, in marker order. `EmptyLanguage` when nothing is accepted.
+    pub(crate) fn new(engine: Engine, tokens: Vec<u32>) -> Result<LazyAutomaton> {
+        debug_assert_eq!(tokens.len(), engine.space().num_tokens());
+        let initial = engine.text_start(engine.start());
         if !engine.live(initial)? {
             return Err(Error::EmptyLanguage(
                 "no canonical token sequence spells a string of the regex (its strings are not representable by this tokenizer, or its pre-tokenizer never splits them so)".into(),
             ));
         }
-        let automaton = LazyAutomaton { engine, sets: Interner::default(), states: Interner::default() };
+        let automaton = LazyAutomaton { engine, tokens, sets: Interner::default(), states: Interner::default() };
         let set = automaton.intern_set(vec![(initial.text, initial.split)])?;
-        automaton.intern_state(set, side)?;
+        automaton.intern_state(set, initial.side)?;
         Ok(automaton)
+    }
+
+    /// The grammar's special tokens, by marker index.
+    pub(crate) fn special_tokens(&self) -> &[u32] {
+        &self.tokens
     }
 
     pub(crate) fn engine(&self) -> &Engine {
@@ -150,7 +162,27 @@ impl LazyAutomaton {
                 }
             }
         }
+        for (j, &id) in self.tokens.iter().enumerate() {
+            if !self.token_successors(members, side, j)?.is_empty() {
+                bitset::set(out, id as usize);
+            }
+        }
         Ok(())
+    }
+
+    /// The live members after the grammar's special token `j`, from each member that may take it.
+    fn token_successors(&self, members: &[Member], side: u32, j: usize) -> Result<Vec<Member>> {
+        let mut out = Vec::new();
+        for &(text, split) in members {
+            if let Some(n) = self.engine.token_successor(Node { text, side, split }, j)? {
+                if self.engine.live(n)? {
+                    out.push((n.text, n.split));
+                }
+            }
+        }
+        out.sort_unstable();
+        out.dedup();
+        Ok(out)
     }
 
     /// The state after a non-EOS token, `None` when it is not allowed.
@@ -159,6 +191,15 @@ impl LazyAutomaton {
         let parts = engine.parts();
         let tok = &*parts.tok;
         let (members, side) = self.members(state);
+        if let Some(j) = self.tokens.iter().position(|&t| t == token) {
+            let after = self.token_successors(members, side, j)?;
+            if after.is_empty() {
+                return Ok(None);
+            }
+            let side = engine.text_start(after[0].0).side;
+            let set = self.intern_set(after)?;
+            return Ok(Some(self.intern_state(set, side)?));
+        }
         if let Some(b) = tok.fallback_byte(token) {
             // Byte fallback: only without a pre-tokenizer, where a state has one member.
             let mut targets = FxHashSet::default();
@@ -247,10 +288,16 @@ impl LazyAutomaton {
         starts.sort_unstable();
         starts.dedup();
         let vocab = &engine.parts().vocab;
-        let after = |t: u32| {
-            let bytes = vocab.token_bytes(t);
-            let walked = starts.iter().filter_map(|&z| space.walk(z, bytes));
-            walked.map(|to| space.distance(to)).min().unwrap_or(u32::MAX)
+        let after = |t: u32| match self.tokens.iter().position(|&s| s == t) {
+            Some(j) => {
+                let after = members.iter().filter_map(|&(z, _)| space.token(engine.key(z), j));
+                after.map(|to| space.distance(to)).min().unwrap_or(u32::MAX)
+            }
+            None => {
+                let bytes = vocab.token_bytes(t);
+                let walked = starts.iter().filter_map(|&z| space.walk(z, bytes));
+                walked.map(|to| space.distance(to)).min().unwrap_or(u32::MAX)
+            }
         };
         Ok(tokens.iter().map(|&t| after(t)).collect())
     }

@@ -298,11 +298,36 @@ impl Engine {
 
     /// Whether the text may end at `n`.
     pub(crate) fn accepts(&self, n: Node) -> bool {
-        let z = self.key(n.text);
+        self.tokens_end(n) && self.space.accepting(self.key(n.text))
+    }
+
+    /// Whether the tokens so far may end at `n` as they do at the end of the text (the regex
+    /// aside): the last token is complete and the pre-tokenizer may end a piece.
+    fn tokens_end(&self, n: Node) -> bool {
         !matches!(self.side(n.side), Side::InChar(_))
             && !self.parts.splits.spells_lone_token(n.split)
-            && self.space.accepting(z)
-            && mark_allowed(0, self.space.spells_content(z), n.side)
+            && mark_allowed(0, self.space.spells_content(self.key(n.text)), n.side)
+    }
+
+    /// The node where text starts afresh in text state `z`: the guide's start, or after a
+    /// special token.
+    pub(crate) fn text_start(&self, z: TextId) -> Node {
+        match self.space.num_stages() > 0 {
+            true => Node { text: z, side: START, split: ROOT },
+            false => Node { text: z, side: self.parts.tok.initial(), split: NONE },
+        }
+    }
+
+    /// The node after the grammar's special token `j` at `n`, if the tokens may end there and
+    /// the grammar takes the token (see [`TextSpace::token`]).
+    pub(crate) fn token_successor(&self, n: Node, j: usize) -> Result<Option<Node>> {
+        if !self.tokens_end(n) {
+            return Ok(None);
+        }
+        match self.space.token(self.key(n.text), j) {
+            Some(to) => Ok(Some(self.text_start(self.text_id(to)?))),
+            None => Ok(None),
+        }
     }
 
     /// The groups of text state `z`: its slice's shared groups and a walk of the slice's exit
@@ -386,8 +411,8 @@ impl Engine {
 
     /// The next successor of `n` at `cursor`, advancing it; `None` when there are no more.
     ///
-    /// Order: boundaries, token groups (nearest to acceptance first), byte-fallback tokens, then
-    /// tokens continuing a lone token's merge-only split. The order never changes an answer,
+    /// Order: boundaries, token groups (nearest to acceptance first), byte-fallback tokens,
+    /// tokens continuing a lone token's merge-only split, then the grammar's special tokens. The order never changes an answer,
     /// only how much a search explores before it meets a live node: lone-split continuations
     /// come in token-id order, so trying them first sent searches deep into regions that only
     /// lead back to a node still on the stack (a 7 s first mask on Llama 3, see
@@ -453,7 +478,8 @@ impl Engine {
                 3 => {
                     let conts = parts.splits.next_tokens(n.split);
                     if at as usize >= conts.len() || matches!(side, Side::AfterLone | Side::InChar(_)) {
-                        return Ok(None);
+                        *cursor = Cursor { phase: 4, at: 0 };
+                        continue;
                     }
                     let (t, child) = conts[at as usize];
                     let allowed = self.allows_token(side, t);
@@ -461,7 +487,16 @@ impl Engine {
                         return Ok(Some(Node { text: self.text_id(to)?, side: class_or_lone(tok, t), split: child }));
                     }
                 }
-                _ => unreachable!("four phases"),
+                // The grammar's special tokens.
+                4 => {
+                    if at as usize >= self.space.num_tokens() {
+                        return Ok(None);
+                    }
+                    if let Some(m) = self.token_successor(n, at as usize)? {
+                        return Ok(Some(m));
+                    }
+                }
+                _ => unreachable!("five phases"),
             }
         }
     }
@@ -508,8 +543,9 @@ impl Engine {
     }
 
     /// The successors of `n` that follow a shortest way to acceptance from its text (see
-    /// [`Engine::probe`]), in the order a probe tries them: boundaries, tokens spelling a prefix of
-    /// that way (longest first), its first byte as a byte-fallback token. Each obeys the rules of
+    /// [`Engine::probe`]), in the order a probe tries them: boundaries, the grammar's special
+    /// tokens, tokens spelling a prefix of that way (longest first), its first byte as a
+    /// byte-fallback token. Each obeys the rules of
     /// [`Engine::next_successor`]: this is a subset of its successors.
     fn probe_successors(&self, n: Node, out: &mut Vec<Node>) -> Result<()> {
         let parts = &*self.parts;
@@ -522,6 +558,9 @@ impl Engine {
         };
         for kind in 0..self.space.num_stages() {
             out.extend(self.boundary(n, kind)?);
+        }
+        for j in 0..self.space.num_tokens() {
+            out.extend(self.token_successor(n, j)?);
         }
         let conts = parts.splits.next_tokens(n.split);
         for &(t, to) in tokens.iter().rev() {
@@ -551,7 +590,7 @@ impl Engine {
                 at = self.space.byte(at, b).expect("a way's bytes are text transitions");
                 Some(b)
             }
-            Ok(Step::Mark(_) | Step::Done | Step::Stuck) => None,
+            Ok(Step::Mark(_) | Step::Token(_) | Step::Done | Step::Stuck) => None,
             Err(e) => {
                 failed = Some(e);
                 None

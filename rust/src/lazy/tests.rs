@@ -148,3 +148,46 @@ fn sliced_text_states_give_the_eager_masks() {
         assert!(sliced >= 3 && sliced < built, "{sliced} of {built} text states sliced");
     }
 }
+
+/// A grammar's special token between two regexes: before it the masks are the left regex's
+/// eager guide's (with the token wherever that guide takes EOS), after it the right one's, bit
+/// for bit; the real tokenizer splits special tokens out and tokenizes each side on its own.
+#[test]
+fn a_special_token_joins_two_independently_canonical_texts() {
+    let (left, right) = (r#"\{"a": [0-9]{1,3}\}"#, r"(yes|no)( [a-z]{2,6})?");
+    let compiler = Compiler::new(mistral(), Limits::default());
+    let grammar =
+        crate::grammar::parse(&format!("start: /{left}/ <s> /{right}/\n"), crate::grammar::Syntax::Lark, None);
+    let options = crate::grammar::lower::LowerOptions::default();
+    let guide = compiler.compile_grammar(&grammar.unwrap(), options, Some(Method::Cartesian), true).unwrap();
+    let (a, b) = (
+        compiler.compile_regex(left, Method::Cartesian).unwrap(),
+        compiler.compile_regex(right, Method::Cartesian).unwrap(),
+    );
+    let (bos, eos) = (1u32, 2u32);
+    let with_token = |mut mask: Vec<u32>| {
+        if mask[(eos / 32) as usize] & (1 << (eos % 32)) != 0 {
+            mask[(eos / 32) as usize] &= !(1 << (eos % 32));
+            mask[(bos / 32) as usize] |= 1 << (bos % 32);
+        }
+        mask
+    };
+    for seed in 0..8 {
+        let (wa, wb) = (a.random_walk(seed, 10).unwrap(), b.random_walk(seed, 10).unwrap());
+        let mut walk = wa.clone();
+        walk.push(bos);
+        walk.extend(&wb);
+        let got = masks_along(&guide, &walk);
+        let want: Vec<Vec<u32>> =
+            masks_along(&a, &wa).into_iter().map(with_token).chain(masks_along(&b, &wb)).collect();
+        assert_eq!(got, want, "seed {seed}");
+    }
+    assert!(matches!(crate::build::materialize(&guide), Err(Error::Unsupported(_))));
+    let eager = compiler.compile_grammar(
+        &crate::grammar::parse("start: \"a\" <s>\n", crate::grammar::Syntax::Lark, None).unwrap(),
+        options,
+        Some(Method::Cartesian),
+        false,
+    );
+    assert!(matches!(eager, Err(Error::Unsupported(_))));
+}

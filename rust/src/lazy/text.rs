@@ -13,6 +13,11 @@
 //!
 //! Without a pre-tokenizer (SentencePiece BPE) the pre-tokenizer side is a single state that
 //! never places a mark.
+//!
+//! A grammar's special tokens are marker bytes in the regex ([`TOKEN_MARKER`]), never text: a
+//! byte step refuses the marker, and [`TextSpace::token`] takes a whole marker where the text
+//! so far may end (as at acceptance) and restarts every other component, because the
+//! tokenizer splits special tokens out first and tokenizes the text on each side on its own.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -24,7 +29,7 @@ use crate::error::{Error, Result};
 use crate::pre_tokenizer::normal_form::NormalForm;
 use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::{ContentTrie, NOT_A_PREFIX};
-use crate::regex::byte_dfa::{ByteDfa, DEAD};
+use crate::regex::byte_dfa::{ByteDfa, DEAD, TOKEN_MARKER, TOKEN_MARKER_INDEX};
 
 const Q_BITS: u32 = 21;
 const M_BITS: u32 = 22;
@@ -104,6 +109,8 @@ pub enum Step {
     Byte(u8),
     /// A boundary of this kind.
     Mark(usize),
+    /// The grammar's special token with this index.
+    Token(usize),
     /// The text may end here.
     Done,
     /// No text reaches acceptance from here: every node at this text state is dead.
@@ -130,6 +137,8 @@ pub struct TextSpace {
     /// The tokenizer's normalizer: the text must be a string it leaves unchanged.
     normal: Option<&'static NormalForm>,
     start: TextKey,
+    /// How many special tokens the regex's markers name.
+    tokens: usize,
 }
 
 impl TextSpace {
@@ -166,7 +175,18 @@ impl TextSpace {
             ));
         }
         let start = TextKey::pack(dfa.start(), 0, n0).with_normal(NormalForm::START, 0);
-        Ok(TextSpace { dfa, pieces, contents, normal, start })
+        Ok(TextSpace { dfa, pieces, contents, normal, start, tokens: 0 })
+    }
+
+    /// The same space, reading the markers of `tokens` special tokens in its regex.
+    pub fn with_tokens(mut self, tokens: usize) -> TextSpace {
+        self.tokens = tokens;
+        self
+    }
+
+    /// How many special tokens the regex names.
+    pub fn num_tokens(&self) -> usize {
+        self.tokens
     }
 
     pub fn start(&self) -> TextKey {
@@ -186,7 +206,7 @@ impl TextSpace {
     #[inline]
     pub fn byte(&self, z: TextKey, b: u8) -> Option<TextKey> {
         let q = self.dfa.next(z.q(), b);
-        if q == DEAD {
+        if q == DEAD || b == TOKEN_MARKER {
             return None;
         }
         let m = match &self.pieces {
@@ -228,6 +248,23 @@ impl TextSpace {
     /// Whether the text may end here (regex accepts, every pre-tokenizer decision resolves).
     pub fn accepting(&self, z: TextKey) -> bool {
         self.dfa.is_accepting(z.q()) && self.pieces.as_ref().is_none_or(|p| p.accepts_end(z.m()))
+    }
+
+    /// Whether the text before a special token may end here: every pre-tokenizer decision
+    /// resolves, between characters.
+    fn ends_segment(&self, z: TextKey) -> bool {
+        z.partial() == 0 && self.pieces.as_ref().is_none_or(|p| p.accepts_end(z.m()))
+    }
+
+    /// The state after special token `j`, where the text so far may end and the regex takes
+    /// its marker: the start state of every other component.
+    pub fn token(&self, z: TextKey, j: usize) -> Option<TextKey> {
+        if j >= self.tokens || !self.ends_segment(z) {
+            return None;
+        }
+        let q = self.dfa.next(z.q(), TOKEN_MARKER);
+        let q = if q == DEAD { DEAD } else { self.dfa.next(q, TOKEN_MARKER_INDEX + j as u8) };
+        (q != DEAD).then(|| self.start.with_regex_state(q))
     }
 
     /// Whether the stage-0 piece so far spells an added token's content.
@@ -290,6 +327,11 @@ impl TextSpace {
                     relax(to, 1, Step::Byte(b));
                 }
             }
+            for j in 0..self.tokens {
+                if let Some(to) = self.token(k, j) {
+                    relax(to, 2, Step::Token(j)); // the marker's two bytes: the estimate stays consistent
+                }
+            }
         }
         WaySearch::NoWay
     }
@@ -303,9 +345,13 @@ impl TextSpace {
         if d == 0 || d == u32::MAX {
             return Step::Done;
         }
-        (0..=255u8)
-            .find(|&b| self.byte(z, b).is_some_and(|to| self.distance(to) + 1 == d))
-            .map_or(Step::Done, Step::Byte)
+        let byte = (0..=255u8).find(|&b| self.byte(z, b).is_some_and(|to| self.distance(to) + 1 == d));
+        let token = || (0..self.tokens).find(|&j| self.token(z, j).is_some_and(|to| self.distance(to) + 2 == d));
+        match (byte, token()) {
+            (Some(b), _) => Step::Byte(b),
+            (None, Some(j)) => Step::Token(j),
+            (None, None) => Step::Done,
+        }
     }
 
     /// Fewest bytes from `z`'s regex state to acceptance (`u32::MAX`: none).

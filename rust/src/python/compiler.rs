@@ -10,6 +10,8 @@ use super::guide::PyGuide;
 use super::to_py;
 use super::vocab::PyVocabulary;
 use crate::compiler::Compiler;
+use crate::grammar::lower::{LowerOptions, DEFAULT_MAX_GRAMMAR_REGEX_BYTES};
+use crate::grammar::{parse as parse_grammar, Syntax};
 use crate::guide::Method;
 use crate::limits::Limits;
 
@@ -76,25 +78,43 @@ impl PyCompiler {
         let method = Method::parse(method).map_err(to_py)?;
         // Lazy guides are opt-in until they meet issue 17's mask targets (median 3 µs, p99 30 µs
         // along documents; ~10 µs and 2-5 ms on byte-level tokenizers, `benches/RESULTS.md`),
-        // except with a normalizer (`Compiler::lazy_by_default`). `direct`, `agnostic` and `auto`
-        // (which may build a direct DFA) are eager by construction.
-        let lazy = match (lazy, method) {
-            (None, Some(Method::Cartesian)) => self.inner.lazy_by_default(),
-            (None, _) => false,
-            (Some(true), Some(Method::Cartesian)) => true,
-            (Some(true), _) => {
-                return Err(PyValueError::new_err(
-                    "lazy=True needs method='cartesian': the other methods build their whole automaton up front",
-                ))
-            }
-            (Some(false), _) => false,
-        };
+        // except with a normalizer (`Compiler::lazy_by_default`).
+        let lazy = lazy_for(lazy, method, self.inner.lazy_by_default())?;
         let compiler = self.inner.clone();
         let guide = py
             .detach(move || match method {
                 Some(Method::Cartesian) if lazy => compiler.compile_regex_lazy(&pattern),
                 Some(m) => compiler.compile_regex(&pattern, m),
                 None => compiler.compile_regex_auto(&pattern),
+            })
+            .map_err(to_py)?;
+        Ok(PyGuide { inner: Arc::new(guide) })
+    }
+    /// Compiles a Lark or GBNF grammar; see `propertok.Compiler.compile_grammar` in the stubs.
+    #[pyo3(signature = (grammar, syntax="lark", method="cartesian", *, lazy=None, start=None, max_recursion_depth=None, max_regex_bytes=DEFAULT_MAX_GRAMMAR_REGEX_BYTES))]
+    #[allow(clippy::too_many_arguments)] // Python keyword arguments
+    fn compile_grammar(
+        &self,
+        py: Python<'_>,
+        grammar: String,
+        syntax: &str,
+        method: &str,
+        lazy: Option<bool>,
+        start: Option<String>,
+        max_recursion_depth: Option<u32>,
+        max_regex_bytes: usize,
+    ) -> PyResult<PyGuide> {
+        let syntax = Syntax::parse(syntax).map_err(to_py)?;
+        let method = Method::parse(method).map_err(to_py)?;
+        // Lazy by default with cartesian, unlike `compile_regex`: a grammar's regex repeats every
+        // rule it inlines, and its eager guide can take seconds on a 128k vocabulary.
+        let lazy = lazy_for(lazy, method, true)?;
+        let options = LowerOptions { max_recursion_depth, max_regex_bytes };
+        let compiler = self.inner.clone();
+        let guide = py
+            .detach(move || {
+                let grammar = parse_grammar(&grammar, syntax, start.as_deref())?;
+                compiler.compile_grammar(&grammar, options, method, lazy)
             })
             .map_err(to_py)?;
         Ok(PyGuide { inner: Arc::new(guide) })
@@ -146,5 +166,18 @@ impl PyCompiler {
         let compiler = self.inner.clone();
         let dfa = py.detach(move || compiler.tokenizer_dfa().cloned()).map_err(to_py)?;
         Ok(dfa.construction().name())
+    }
+}
+
+/// Whether a compile builds a lazy guide: `requested`, else `default` for `cartesian`. `direct`,
+/// `agnostic` and `auto` (`None`, which may build a direct DFA) are eager by construction.
+fn lazy_for(requested: Option<bool>, method: Option<Method>, default: bool) -> PyResult<bool> {
+    match (requested, method) {
+        (None, Some(Method::Cartesian)) => Ok(default),
+        (None, _) | (Some(false), _) => Ok(false),
+        (Some(true), Some(Method::Cartesian)) => Ok(true),
+        (Some(true), _) => Err(PyValueError::new_err(
+            "lazy=True needs method='cartesian': the other methods build their whole automaton up front",
+        )),
     }
 }

@@ -64,7 +64,19 @@ impl ByteDfa {
 
     /// Compiles `pattern` (full-match semantics) with at most `max_states` states.
     pub fn from_regex(pattern: &str, max_states: usize) -> Result<ByteDfa> {
-        let hir = parse_regex(pattern)?;
+        Self::from_parsed(pattern, parse_regex(pattern), max_states)
+    }
+
+    /// [`ByteDfa::from_regex`] for a grammar's regex, in which special tokens are written as
+    /// marker bytes ([`TOKEN_MARKER`]): the only bytes outside UTF-8 it may match. Only
+    /// `crate::grammar::lower` writes such regexes; a user's regex goes through `from_regex`,
+    /// which refuses anything but UTF-8.
+    pub fn from_regex_with_markers(pattern: &str, max_states: usize) -> Result<ByteDfa> {
+        Self::from_parsed(pattern, translate(pattern, false), max_states)
+    }
+
+    fn from_parsed(pattern: &str, hir: Result<Hir>, max_states: usize) -> Result<ByteDfa> {
+        let hir = hir?;
         let dfa = ByteDfa::from_hir(&hir, max_states)?;
         if dfa.is_empty() {
             return Err(Error::EmptyLanguage(format!("no string matches the regex {pattern:?}")));
@@ -443,8 +455,20 @@ impl ByteDfa {
     }
 }
 
+/// The first byte of a special-token marker: 0xFF never occurs in UTF-8, so no text walks it.
+pub const TOKEN_MARKER: u8 = 0xFF;
+/// The second byte of the marker of special token `j` is `TOKEN_MARKER_INDEX + j`.
+pub const TOKEN_MARKER_INDEX: u8 = 0x80;
+/// Special tokens one grammar may name (second marker bytes 0x80..=0xBF).
+pub const MAX_GRAMMAR_TOKENS: usize = 64;
+
 /// Parses and translates a regex, turning syntax errors into precise messages.
 pub fn parse_regex(pattern: &str) -> Result<Hir> {
+    translate(pattern, true)
+}
+
+/// [`parse_regex`]; `utf8 = false` lets `(?-u:\xFF)` escapes match bytes outside UTF-8.
+fn translate(pattern: &str, utf8: bool) -> Result<Hir> {
     let ast = ast::parse::ParserBuilder::new().build().parse(pattern).map_err(|e| match e.kind() {
         ast::ErrorKind::UnsupportedLookAround => Error::UnsupportedRegex(format!(
             "look-around (look-ahead / look-behind) is not supported by finite automata, in {pattern:?}"
@@ -455,7 +479,7 @@ pub fn parse_regex(pattern: &str) -> Result<Hir> {
         _ => Error::InvalidRegex(e.to_string()),
     })?;
     let hir = regex_syntax::hir::translate::TranslatorBuilder::new()
-        .utf8(true)
+        .utf8(utf8)
         .build()
         .translate(pattern, &ast)
         .map_err(|e| Error::InvalidRegex(e.to_string()))?;

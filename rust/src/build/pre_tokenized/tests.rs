@@ -181,9 +181,11 @@ fn check_tokenizer(
         .unwrap()
     };
     let lazy =
-        crate::guide::lazy::LazyGuide::compile(Arc::new(parts()), dfa.clone(), crate::Limits::default()).unwrap();
+        crate::guide::lazy::LazyGuide::compile(Arc::new(parts()), dfa.clone(), Vec::new(), crate::Limits::default())
+            .unwrap();
     let unsliced = Arc::new(parts().without_slices());
-    let unsliced = crate::guide::lazy::LazyGuide::compile(unsliced, dfa.clone(), crate::Limits::default()).unwrap();
+    let unsliced =
+        crate::guide::lazy::LazyGuide::compile(unsliced, dfa.clone(), Vec::new(), crate::Limits::default()).unwrap();
     assert_eq!(unsliced.first_difference(&lazy), Ok(None), "{pattern}: with and without slices");
     let machine = Normalized::new(SpaceJoinsWord, normal);
     let tables = PreTokenizedTables { machine, contents: ContentTrie::default(), splits, trie };

@@ -1,6 +1,7 @@
 //! The GBNF front end: IR built by hand, errors, limits.
 
 use super::*;
+use crate::grammar::TokenName;
 
 fn lit(s: &str) -> Expr {
     Expr::Literal(s.to_string())
@@ -306,19 +307,25 @@ fn bad_escapes() {
 }
 
 #[test]
-fn special_tokens_are_unsupported() {
-    for item in ["<[123]>", "!<[123]>", "<|end|>"] {
-        let text = format!("root ::= \"a\"\nx ::= \"b\" {item}");
-        match parse(&text, None) {
+fn special_tokens_are_read_and_negated_ones_refused() {
+    for (item, name) in [("<[123]>", TokenName::Id(123)), ("<|end|>", TokenName::Text("<|end|>".into()))] {
+        let g = parse(&format!("root ::= \"a\" {item}+ \"b\""), None).unwrap();
+        let want = Expr::Seq(vec![
+            Expr::Literal("a".into()),
+            Expr::Repeat { expr: Box::new(Expr::Token(name)), min: 1, max: None },
+            Expr::Literal("b".into()),
+        ]);
+        assert_eq!(g.rules[0].body, want, "{item}");
+    }
+    for item in ["!<[123]>", "!<|end|>"] {
+        match parse(&format!("root ::= \"a\"\nx ::= \"b\" {item}"), None) {
             Err(Error::Unsupported(message)) => {
-                assert_eq!(
-                    message,
-                    "line 2, column 11: special tokens in GBNF grammars (`<[123]>`) are not supported yet"
-                );
+                assert!(message.starts_with("line 2, column 11: negated tokens"), "{message}");
             }
             other => panic!("{item}: {other:?}"),
         }
     }
+    assert!(invalid("root ::= \"a\" <|end").contains("line 1, column 14: a `<` starts a special token"));
     assert!(invalid("root ::= \"a\" !").contains("found `!`"));
 }
 

@@ -131,7 +131,10 @@ fn errors_name_the_line_and_the_problem() {
         ("start: \"a\" ~ 20000\n", "above 10000"),
         ("start \"a\"\n", "expected `:` after `start`"),
         ("start: \"a\" )\n", "unexpected `)`"),
-        ("start: <|python_tag|>\n", "special tokens"),
+        ("start: \"a\" <|python_tag\n", "needs a closing `>`"),
+        ("start: <[1-9]>\n", "a token id is `<[N]>` with one decimal number"),
+        ("start: <>\n", "`<>` names no token"),
+        ("start: A\nA: \"a\" <[7]>\n", "line 2: special token <[7]> inside a terminal"),
         ("start: sep{\"a\"}\n", "templates"),
         ("%json {}\n", "%json"),
         ("%declare X\n", "%declare"),
@@ -154,4 +157,20 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
     assert!(parse_error(&text).contains("nest deeper than 256"));
     let text = format!("start: \"a\"{}\n", "?".repeat(10_000));
     assert!(parse_error(&text).contains("nest deeper than 256"));
+}
+
+#[test]
+fn special_tokens_by_text_and_by_id() {
+    let g = parse("start: <|python_tag|> \"x\" (<[128010]> | <think>)*\n", None).unwrap();
+    let token = |name: &str| Expr::Token(TokenName::Text(name.into()));
+    let want = Expr::Seq(vec![
+        token("<|python_tag|>"),
+        Expr::Literal("x".into()),
+        Expr::Repeat {
+            expr: Box::new(Expr::Alt(vec![Expr::Token(TokenName::Id(128010)), token("<think>")])),
+            min: 0,
+            max: None,
+        },
+    ]);
+    assert_eq!(g.rules[g.start].body, want);
 }

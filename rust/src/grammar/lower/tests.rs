@@ -65,6 +65,11 @@ impl Reference<'_> {
                 }
             }
             Expr::Regex { .. } => unreachable!("not used in these grammars"),
+            Expr::Token(name) => {
+                if self.text.get(at) == Some(&sentinel(name)) {
+                    out.insert(at + 1);
+                }
+            }
             Expr::Rule(i) => {
                 // Opened more often than the text is long (plus slack) only by ε-loops, which
                 // add no new end.
@@ -107,6 +112,14 @@ impl Reference<'_> {
     }
 }
 
+/// The character the reference reads special token `<[k]>` as (never in these grammars' text).
+fn sentinel(name: &TokenName) -> char {
+    match name {
+        TokenName::Id(k) => char::from_u32(0xE000 + k).unwrap(),
+        TokenName::Text(_) => unreachable!("the tests name tokens by id"),
+    }
+}
+
 fn strings(alphabet: &[char], max_len: usize) -> Vec<String> {
     let mut all = vec![String::new()];
     let mut layer = vec![String::new()];
@@ -121,8 +134,19 @@ fn strings(alphabet: &[char], max_len: usize) -> Vec<String> {
 /// `alphabet` up to `max_len`; `limited` names the rules whose nesting `depth` bounds.
 fn check(g: &Grammar, depth: Option<u32>, limited: &[usize], alphabet: &[char], max_len: usize) -> usize {
     let options = LowerOptions { max_recursion_depth: depth, ..LowerOptions::default() };
-    let regex = to_regex(g, options).unwrap();
-    let dfa = ByteDfa::from_regex(&regex, 100_000).unwrap();
+    let GrammarRegex { regex, tokens } = to_regex_with_tokens(g, options).unwrap();
+    let dfa = ByteDfa::from_regex_with_markers(&regex, 100_000).unwrap();
+    // The text the DFA reads: special tokens as their markers.
+    let bytes = |s: &str| -> Vec<u8> {
+        let mut out = Vec::new();
+        for c in s.chars() {
+            match tokens.iter().position(|t| sentinel(t) == c) {
+                Some(j) => out.extend([TOKEN_MARKER, TOKEN_MARKER_INDEX + j as u8]),
+                None => out.extend(c.to_string().bytes()),
+            }
+        }
+        out
+    };
     let mut limit = vec![u32::MAX; g.rules.len()];
     for &i in limited {
         limit[i] = depth.unwrap();
@@ -132,7 +156,7 @@ fn check(g: &Grammar, depth: Option<u32>, limited: &[usize], alphabet: &[char], 
         let mut reference =
             Reference { g, text: s.chars().collect(), open: vec![0; g.rules.len()], limit: limit.clone() };
         let expected = reference.ends(&Expr::Rule(g.start), 0).contains(&s.chars().count());
-        assert_eq!(dfa.matches(s.as_bytes()), expected, "{s:?} with regex {regex:?}");
+        assert_eq!(dfa.matches(&bytes(&s)), expected, "{s:?} with regex {regex:?}");
         accepted += usize::from(expected);
     }
     assert!(accepted > 0, "the reference accepts something");
@@ -278,4 +302,30 @@ fn long_rule_chains_are_an_error_not_a_stack_overflow() {
     };
     let err = to_regex(&g, LowerOptions::default()).unwrap_err();
     assert!(err.to_string().contains("nest more than 1000 deep"), "{err}");
+}
+
+#[test]
+fn special_tokens_are_markers_and_have_no_plain_regex() {
+    // start ::= "a"+ (<[1]> "b" | <[2]>)* <[1]>? ; tokens inside a right-linear recursion too.
+    let token = |k: u32| Expr::Token(TokenName::Id(k));
+    let g = grammar(vec![
+        ("start", seq(vec![rep(lit("a"), 1, None), r(1), rep(token(1), 0, Some(1))])),
+        ("tail", alt(vec![lit(""), seq(vec![alt(vec![seq(vec![token(1), lit("b")]), token(2)]), r(1)])])),
+    ]);
+    let (t1, t2) = (sentinel(&TokenName::Id(1)), sentinel(&TokenName::Id(2)));
+    check(&g, None, &[], &['a', 'b', t1, t2], 6);
+    let lowered = to_regex_with_tokens(&g, LowerOptions::default()).unwrap();
+    assert_eq!(lowered.tokens, vec![TokenName::Id(1), TokenName::Id(2)], "numbered in order of first use");
+    assert!(lowered.regex.contains(r"(?-u:\xFF\x80)") && lowered.regex.contains(r"(?-u:\xFF\x81)"));
+    match to_regex(&g, LowerOptions::default()) {
+        Err(Error::Unsupported(m)) => assert!(m.contains("special token <[1]>"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    // A user's regex cannot spell a marker.
+    assert!(ByteDfa::from_regex(&lowered.regex, 1000).is_err());
+    let many = grammar(vec![("start", seq((0..=MAX_GRAMMAR_TOKENS as u32).map(token).collect()))]);
+    match to_regex_with_tokens(&many, LowerOptions::default()) {
+        Err(Error::LimitExceeded { limit, .. }) => assert_eq!(limit, "special tokens of a grammar"),
+        other => panic!("{other:?}"),
+    }
 }

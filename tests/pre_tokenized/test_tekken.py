@@ -182,6 +182,48 @@ def test_tool_call_schema(tekken):
     assert walk(guide, canonical)[0]
 
 
+def test_tool_call_grammar_with_the_special_token(tekken):
+    """``[TOOL_CALLS]`` (id 9, below the vocabulary) named in a grammar as llguidance writes it:
+    allowed exactly there, and the JSON after it canonical on its own (mistral_common never makes
+    a special token from text, so each text run is judged alone)."""
+    o, compiler, _ = tekken
+    grammar = r'''
+start: ANSWER | <TOOL_CALLS> "[" call (", " call)* "]"
+call: "{\"name\": \"" NAME "\", \"arguments\": {\"city\": \"" CITY "\"}}"
+NAME: /[a-z_]{1,16}/
+CITY: /[A-Z][a-z]{1,12}/
+ANSWER: /[A-Za-z ,.]{1,40}/
+'''
+    guide = compiler.compile_grammar(grammar)
+    call = '[{"name": "get_weather", "arguments": {"city": "Paris"}}]'
+    assert walk(guide, [9] + o.canonical(call))[0]
+    assert walk(guide, o.canonical("It is sunny."))[0]
+    state = guide.next_state(guide.initial_state, 9)
+    assert 9 not in guide.allowed_tokens(state)
+    walks, runs = [], []
+    for seed in range(40):
+        w = guide.random_walk(seed, max_tokens=60)
+        assert 9 not in w[1:], w
+        runs.append(w[1:] if w[:1] == [9] else w)
+        walks.append(w)
+    assert all(o.is_canonical_batch(runs))
+    for w, run in zip(walks, runs):
+        text = o.decode(run)
+        if w[:1] == [9]:
+            calls = json.loads(text)
+            assert all(set(c) == {"name", "arguments"} for c in calls)
+    # Random walks rarely pick the one special token among ~100,000: walk from after it too.
+    state = guide.next_state(guide.initial_state, 9)
+    tokens = [9]
+    while not guide.is_final(state):
+        allowed = [t for t in guide.allowed_tokens(state) if t != 2]
+        t = allowed[len(tokens) * 7919 % len(allowed)]
+        tokens.append(t)
+        state = guide.next_state(state, t)
+    assert o.is_canonical_batch([tokens[1:]])[0]
+    assert json.loads(o.decode(tokens[1:]))[0]["arguments"]["city"]
+
+
 def test_bad_input_is_named(pt, tmp_path):
     """A malformed Tekken file names the field; mistral_common's SentencePiece tokenizers (found by
     duck typing, like its Tekkenizer) are refused with a pointer to their tokenizer.json."""

@@ -24,6 +24,7 @@ SCHEMA = {"type": "object", "properties": {"name": {"enum": ["Ada Lovelace", "Al
                                            "born": {"type": "integer", "minimum": 1800, "maximum": 1999}},
           "required": ["name", "born"]}
 REGEX = r"(yes|no|maybe)( [0-9]{1,3})?"
+EBNF = 'root ::= answer ("," answer)?\nanswer ::= ("yes" | "no") " " [0-9]{1,2}\n'
 
 
 @pytest.fixture
@@ -86,7 +87,7 @@ def test_make_backend_from_a_transformers_tokenizer(sgl, pt):
 def test_bad_constraints_fail_only_that_request(sgl):
     for grammar in (sgl.backend.dispatch_regex("(unclosed"), sgl.backend.dispatch_json("{not json"),
                     sgl.backend.dispatch_json('{"type": "integer", "minimum": 3, "maximum": 1}'),
-                    sgl.backend.dispatch_ebnf('root ::= "a"')):
+                    sgl.backend.dispatch_ebnf('root ::= ('), sgl.backend.dispatch_ebnf('root ::= "a" <|nope|>')):
         assert isinstance(grammar, sgl.base.InvalidGrammarObject)
         assert grammar.error_message.startswith("propertok:"), grammar.error_message
     assert isinstance(sgl.backend.dispatch_regex("yes|no"), sgl.module.PropertokGrammar)
@@ -121,11 +122,14 @@ def test_decoding_is_constrained_and_canonical(sgl, mistral, jump_forward):
     rng = np.random.default_rng(3)
     regex_proto = sgl.backend.dispatch_regex(REGEX)
     json_proto = sgl.backend.dispatch_json(json.dumps(SCHEMA))
+    ebnf_proto = sgl.backend.dispatch_ebnf(EBNF)
     dfa = __import__("propertok").ByteDfa(REGEX)
+    ebnf_dfa = __import__("propertok").ByteDfa(__import__("propertok").grammar_to_regex(EBNF, "gbnf"))
     total_jumped = 0
     for _ in range(4):
         for proto, check in ((regex_proto, lambda t: dfa.matches(t.encode())),
-                             (json_proto, lambda t: validator(SCHEMA).is_valid(json.loads(t)))):
+                             (json_proto, lambda t: validator(SCHEMA).is_valid(json.loads(t))),
+                             (ebnf_proto, lambda t: ebnf_dfa.matches(t.encode()))):
             grammar = proto.copy()  # SGLang copies the cached prototype for every request
             assert grammar.matcher is not proto.matcher and grammar.guide is proto.guide
             ids, jumped = decode_loop(grammar, mistral.vocab, rng, jump_forward)
@@ -136,7 +140,7 @@ def test_decoding_is_constrained_and_canonical(sgl, mistral, jump_forward):
             assert check(text), text
             assert mistral.oracle.is_canonical(body), (text, body)
     assert (total_jumped > 0) == jump_forward
-    assert sgl.backend.guides.compiles == 2
+    assert sgl.backend.guides.compiles == 3
 
 
 def test_rollback_and_retokenize(sgl, mistral):

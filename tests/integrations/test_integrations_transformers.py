@@ -99,6 +99,29 @@ def test_json_schema_processor_with_beam_style_reordering(pt, mistral, integrati
         assert mistral.oracle.is_canonical(seq), text
 
 
+def test_grammar_processor_with_a_special_token(pt, mistral, integration):
+    """A grammar (GBNF) that may switch to a special token: every row is canonical text, or text,
+    ``<s>`` (id 1) and canonical text after it, each run judged on its own."""
+    grammar = 'root ::= word | word <s> "{" [0-9]{1,3} "}"\nword ::= [a-z]{1,5}\n'
+    processor = integration.PropertokLogitsProcessor(mistral.compiler, grammar=grammar, syntax="gbnf")
+    assert processor.guide.is_lazy
+    eos = mistral.vocab.eos_token_ids[0]
+    prompt = np.array([[1, 415]] * 8)
+    rng = np.random.default_rng(11)
+    ids = fake_generate(processor, prompt, width=32000, eos=eos, rng=rng, max_new_tokens=30)
+    import re
+
+    rows = generated(ids, prompt.shape[1], eos)
+    assert any(1 in seq for seq in rows) and any(1 not in seq for seq in rows)
+    for seq in rows:
+        runs = [seq] if 1 not in seq else [seq[: seq.index(1)], seq[seq.index(1) + 1:]]
+        texts = [mistral.oracle.decode(r).decode() for r in runs]
+        assert re.fullmatch(r"[a-z]{1,5}", texts[0]) and (len(texts) == 1 or re.fullmatch(r"\{[0-9]{1,3}\}", texts[1]))
+        assert all(mistral.oracle.is_canonical(r) for r in runs), seq
+    with pytest.raises(TypeError, match="exactly one"):
+        integration.PropertokLogitsProcessor(mistral.compiler, regex="a", grammar=grammar)
+
+
 def test_reuse_restart_reset_and_pad_tokens(mistral, integration):
     processor = integration.PropertokLogitsProcessor(mistral.compiler.compile_regex("(yes|no)"))
     eos = mistral.vocab.eos_token_ids[0]

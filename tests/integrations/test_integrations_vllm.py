@@ -24,6 +24,7 @@ from oracle import EMBEDDED_MISTRAL
 SCHEMA = {"type": "object", "properties": {"id": {"type": "integer", "minimum": 0, "maximum": 999},
                                            "ok": {"type": "boolean"}}, "required": ["id", "ok"]}
 REGEX = r"(yes|no|maybe)( [0-9]{1,3})?"
+GRAMMAR = 'start: answer (", " answer)~0..2\nanswer: ("yes" | "no") " " INT\nINT: /[0-9]{1,2}/\n'
 VOCAB = 32000
 
 
@@ -118,12 +119,17 @@ def test_extra_args_and_validate_params(vllm_mod):
     P = vllm_mod.PropertokLogitsProcessor
     assert vllm_mod.extra_args(regex="a+") == {"propertok_regex": "a+"}
     assert json.loads(vllm_mod.extra_args(json_schema=SCHEMA)["propertok_json_schema"]) == SCHEMA
+    assert vllm_mod.extra_args(grammar='root ::= "a"', syntax="gbnf") == {
+        "propertok_grammar": 'root ::= "a"', "propertok_grammar_syntax": "gbnf"}
     P.validate_params(params())  # no constraint: nothing to check
     P.validate_params(SimpleNamespace(extra_args=None))
     P.validate_params(params(other_plugin=1))
     P.validate_params(params(propertok_regex=REGEX))
     P.validate_params(params(propertok_json_schema=json.dumps(SCHEMA), propertok_whitespace=""))
     P.validate_params(params(propertok_json_schema=SCHEMA, propertok_method="direct"))
+    P.validate_params(params(propertok_grammar=GRAMMAR))
+    P.validate_params(params(propertok_grammar='root ::= [a-z]+', propertok_grammar_syntax="gbnf"))
+    P.validate_params(params(propertok_grammar='start: "a" <|any_special|>\n'))  # resolved at compile
     for bad, words in (
         (params(propertok_regex="(unclosed"), "invalid regex"),
         (params(propertok_regex="a(?=b)"), "invalid regex"),
@@ -134,7 +140,13 @@ def test_extra_args_and_validate_params(vllm_mod):
                                        "required": ["a"]}), "invalid json"),
         (params(propertok_json_schema={"type": "strin"}), "invalid json"),
         (params(propertok_json_schema=[1]), "object or a boolean"),
-        (params(propertok_regex="a", propertok_json_schema=SCHEMA), "not both"),
+        (params(propertok_regex="a", propertok_json_schema=SCHEMA), "not a regex and a JSON schema"),
+        (params(propertok_regex="a", propertok_grammar=GRAMMAR), "not a regex and a grammar"),
+        (params(propertok_grammar="start: (\n"), "invalid grammar constraint"),
+        (params(propertok_grammar='start: "(" start ")" | "x"\n'), "recursive"),
+        (params(propertok_grammar=GRAMMAR, propertok_grammar_syntax="ebnf"), "unknown grammar syntax"),
+        (params(propertok_regex="a", propertok_grammar_syntax="gbnf"), "syntax applies to a grammar"),
+        (params(propertok_grammar=GRAMMAR, propertok_whitespace=""), "whitespace applies"),
         (params(propertok_regex="a", propertok_method="fast"), "unknown method"),
         (params(propertok_regex=5), "must be a string"),
         (params(propertok_method="direct"), "without a regex"),
@@ -153,10 +165,12 @@ def test_mixed_batch_is_constrained_canonical_and_leaves_other_rows_alone(proces
     eos = mistral.vocab.eos_token_ids[0]
     engine = FakeEngine(processor, seed=1)
     dfa = __import__("propertok").ByteDfa(REGEX)
+    grammar_dfa = __import__("propertok").ByteDfa(__import__("propertok").grammar_to_regex(GRAMMAR))
     specs = {
         "r1": params(propertok_regex=REGEX), "r2": params(propertok_regex=REGEX),
         "j": params(propertok_json_schema=json.dumps(SCHEMA)), "free1": params(), "free2": params(other=1),
         "time": params(propertok_regex=r"[0-2][0-9]:[0-5][0-9]"),
+        "g": params(propertok_grammar=GRAMMAR),
     }
     outputs = {}
     waiting = list(specs)
@@ -191,14 +205,15 @@ def test_mixed_batch_is_constrained_canonical_and_leaves_other_rows_alone(proces
     assert not any(engine.slots) and not waiting
     checks = {"r1": lambda t: dfa.matches(t.encode()), "r2": lambda t: dfa.matches(t.encode()),
               "j": lambda t: validator(SCHEMA).is_valid(json.loads(t)),
-              "time": lambda t: __import__("re").fullmatch(r"[0-2][0-9]:[0-5][0-9]", t)}
+              "time": lambda t: __import__("re").fullmatch(r"[0-2][0-9]:[0-5][0-9]", t),
+              "g": lambda t: grammar_dfa.matches(t.encode())}
     for name, check in checks.items():
         ids = outputs[name]
         assert ids[-1] == eos, (name, ids)
         body = ids[:-1]
         assert check(text_of(mistral, body, eos)), (name, text_of(mistral, body, eos))
         assert mistral.oracle.is_canonical(body), (name, body)
-    assert processor.cache.compiles == 3  # REGEX shared by r1 and r2
+    assert processor.cache.compiles == 4  # REGEX shared by r1 and r2
     assert processor.rows == {}
 
 

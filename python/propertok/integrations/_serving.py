@@ -2,10 +2,12 @@
 
 Nothing here imports an engine, torch or transformers, so it is unit-tested everywhere.
 
-* :class:`Constraint` is what a request asks for (a regex or a JSON Schema, the method, the
-  schema options); it is hashable, and equal constraints share one compiled guide.
+* :class:`Constraint` is what a request asks for (a regex, a JSON Schema or a Lark / GBNF
+  grammar, the method, the schema or grammar options); it is hashable, and equal constraints
+  share one compiled guide.
 * :func:`check_constraint` is the *static* check an engine runs when a request arrives (vLLM's
-  ``validate_params``): the regex parses and has a non-empty language, the schema converts.
+  ``validate_params``): the regex parses and has a non-empty language, the schema converts, the
+  grammar parses.
   It needs no tokenizer, so it runs in the engine's front end, where a ``ValueError`` becomes a
   client error (HTTP 400). What depends on the tokenizer or on size limits is found only when
   the guide is compiled, in the engine core.
@@ -28,13 +30,15 @@ import propertok as pt
 logger = logging.getLogger("propertok.integrations")
 
 METHODS = ("cartesian", "direct", "auto", "agnostic")
-KINDS = ("regex", "json")
+KINDS = ("regex", "json", "grammar")
+SYNTAXES = ("lark", "gbnf")
 
 
 class Constraint(NamedTuple):
-    """One request's constraint. ``spec``: the regex, or the schema as canonical JSON text
-    (sorted keys), so that equal schemas written differently share a guide. ``options``: sorted
-    ``(name, value)`` pairs for ``schema_to_regex`` (``whitespace``)."""
+    """One request's constraint. ``spec``: the regex, the schema as canonical JSON text (sorted
+    keys), so that equal schemas written differently share a guide, or the grammar's text.
+    ``options``: sorted ``(name, value)`` pairs for ``schema_to_regex`` (``whitespace``) or
+    ``compile_grammar`` (``syntax``)."""
 
     kind: str
     spec: str
@@ -47,20 +51,41 @@ class Constraint(NamedTuple):
 
 
 def make_constraint(
-    *, regex: Any = None, json_schema: Any = None, method: Any = None, whitespace: Any = None
+    *,
+    regex: Any = None,
+    json_schema: Any = None,
+    grammar: Any = None,
+    method: Any = None,
+    whitespace: Any = None,
+    syntax: Any = None,
 ) -> Optional[Constraint]:
-    """A :class:`Constraint` from request arguments, ``None`` when neither ``regex`` nor
-    ``json_schema`` is given; ``ValueError`` naming the argument for wrong types or values.
-    ``json_schema``: a dict, a bool or JSON text."""
-    if regex is None and json_schema is None:
-        if method is not None or whitespace is not None:
-            raise ValueError("propertok: a method or whitespace was given without a regex or a JSON schema")
+    """A :class:`Constraint` from request arguments, ``None`` when none of ``regex``,
+    ``json_schema`` and ``grammar`` is given; ``ValueError`` naming the argument for wrong types
+    or values. ``json_schema``: a dict, a bool or JSON text; ``grammar``: Lark (default) or GBNF
+    (``syntax="gbnf"``) text."""
+    given = [name for name, x in (("a regex", regex), ("a JSON schema", json_schema), ("a grammar", grammar))
+             if x is not None]
+    if not given:
+        if method is not None or whitespace is not None or syntax is not None:
+            raise ValueError("propertok: a method, whitespace or syntax was given without a regex, a JSON schema "
+                             "or a grammar")
         return None
-    if regex is not None and json_schema is not None:
-        raise ValueError("propertok: give either a regex or a JSON schema, not both")
+    if len(given) > 1:
+        raise ValueError(f"propertok: give one of a regex, a JSON schema or a grammar, not {' and '.join(given)}")
     method = "cartesian" if method is None else method
     if method not in METHODS:
         raise ValueError(f"propertok: unknown method {method!r} (one of {', '.join(METHODS)})")
+    if syntax is not None and grammar is None:
+        raise ValueError("propertok: syntax applies to a grammar")
+    if grammar is not None:
+        if not isinstance(grammar, str):
+            raise ValueError(f"propertok: the grammar must be a string, got {type(grammar).__name__}")
+        if whitespace is not None:
+            raise ValueError("propertok: whitespace applies to a JSON schema, not to a grammar")
+        syntax = "lark" if syntax is None else syntax
+        if syntax not in SYNTAXES:
+            raise ValueError(f"propertok: unknown grammar syntax {syntax!r} (one of {', '.join(SYNTAXES)})")
+        return Constraint("grammar", grammar, method, (("syntax", syntax),))
     if regex is not None:
         if not isinstance(regex, str):
             raise ValueError(f"propertok: the regex must be a string, got {type(regex).__name__}")
@@ -93,6 +118,8 @@ def constraint_regex(constraint: Constraint) -> str:
         from propertok.json_schema import schema_to_regex
 
         return schema_to_regex(json.loads(constraint.spec), **dict(constraint.options))
+    if constraint.kind == "grammar":
+        return pt.grammar_to_regex(constraint.spec, **dict(constraint.options))
     raise ValueError(f"propertok: unknown constraint kind {constraint.kind!r}")
 
 
@@ -105,10 +132,16 @@ STATIC_CHECK_MAX_DFA_STATES = 250_000
 def check_constraint(constraint: Constraint) -> None:
     """``ValueError`` (with a message meant for the client) when the constraint can never compile
     for any tokenizer: invalid or unsupported regex syntax, an empty language, a schema that does
-    not convert, a byte DFA past :data:`STATIC_CHECK_MAX_DFA_STATES`."""
+    not convert, a grammar that does not parse or has no regex, a byte DFA past
+    :data:`STATIC_CHECK_MAX_DFA_STATES`. A grammar that names special tokens has no regex to
+    check; they are resolved against the tokenizer at compile time."""
     try:
         regex = constraint_regex(constraint)
         pt.ByteDfa(regex, STATIC_CHECK_MAX_DFA_STATES)
+    except NotImplementedError as e:
+        if constraint.kind == "grammar" and "special token" in str(e):
+            return
+        raise ValueError(f"propertok: invalid {constraint.kind} constraint: {e}") from None
     except (ValueError, TypeError, pt.LimitExceeded) as e:
         raise ValueError(f"propertok: invalid {constraint.kind} constraint: {e}") from None
 
@@ -117,6 +150,8 @@ def compile_constraint(compiler: Any, constraint: Constraint) -> Any:
     """Compile ``constraint`` with ``compiler`` (a :class:`propertok.Compiler`)."""
     if constraint.kind == "regex":
         return compiler.compile_regex(constraint.spec, method=constraint.method)
+    if constraint.kind == "grammar":
+        return compiler.compile_grammar(constraint.spec, method=constraint.method, **dict(constraint.options))
     return compiler.compile_json_schema(json.loads(constraint.spec), method=constraint.method, **dict(constraint.options))
 
 

@@ -1,4 +1,4 @@
-"""An SGLang grammar backend named ``propertok``: canonical masks for regex and JSON requests.
+"""An SGLang grammar backend named ``propertok``: canonical masks for regex, JSON and EBNF requests.
 
     import propertok.integrations.sglang        # registers the backend (sglang installed)
     # then: python -m sglang.launch_server ... --grammar-backend propertok
@@ -13,7 +13,8 @@ drives the objects below:
   result per key, copying it for every request); the same constraint is compiled once here too
   (:class:`~propertok.integrations._serving.GuideCache`). A constraint that cannot be compiled
   returns SGLang's ``InvalidGrammarObject`` carrying the error (older SGLang: ``None``), which
-  fails that request only. ``dispatch_ebnf`` is not supported yet.
+  fails that request only. ``dispatch_ebnf`` reads the request's EBNF as GBNF (xgrammar's
+  dialect is GBNF-style: ``root ::= ...``).
 * :class:`PropertokGrammar` (``BaseGrammarObject``): one matcher per request.
   ``accept_token``, ``rollback(k)``, ``is_terminated``, ``allocate_vocab_mask`` (int32 bitmask,
   xgrammar's layout), ``fill_vocab_mask``, ``move_vocab_mask``, ``apply_vocab_mask``, ``copy``
@@ -173,7 +174,8 @@ class PropertokGrammarBackend(_BackendBase):
         return self._dispatch(json_schema=key_string, whitespace=self.whitespace)
 
     def dispatch_ebnf(self, key_string: str) -> Any:
-        return _invalid("propertok: EBNF grammars are not supported yet (regex and JSON Schema are)")
+        # SGLang's EBNF is xgrammar's, GBNF-style (`root ::= ...`).
+        return self._dispatch(grammar=key_string, syntax="gbnf")
 
     def dispatch_structural_tag(self, key_string: str) -> Any:
         return _invalid("propertok: structural tags are not supported")

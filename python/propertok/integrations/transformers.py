@@ -56,6 +56,7 @@ except ImportError:
 __all__ = [
     "PropertokLogitsProcessor",
     "compiler_for",
+    "grammar_logits_processor",
     "json_schema_logits_processor",
     "regex_logits_processor",
 ]
@@ -65,8 +66,9 @@ class PropertokLogitsProcessor(_Base):
     """Masks ``generate``'s logits to the tokens a propertok guide allows, one matcher per row.
 
     ``guide_or_compiler``: a :class:`propertok.Guide`, or a :class:`propertok.Compiler` together
-    with exactly one of ``regex=`` or ``schema=`` (``method`` and ``schema_options``, e.g.
-    ``whitespace=``, are passed to the compiler). Reusable across ``generate`` calls (it starts
+    with exactly one of ``regex=``, ``schema=`` or ``grammar=`` (``method`` and ``options`` are
+    passed to the compiler: ``whitespace=`` for a schema, ``syntax=``, ``start=``,
+    ``max_recursion_depth=`` for a grammar). Reusable across ``generate`` calls (it starts
     over when the input does not continue the previous call; :meth:`reset` forces it).
     """
 
@@ -76,22 +78,26 @@ class PropertokLogitsProcessor(_Base):
         *,
         regex: Optional[str] = None,
         schema: Any = None,
+        grammar: Optional[str] = None,
         method: str = "cartesian",
-        **schema_options: Any,
+        **options: Any,
     ):
+        given = sum(x is not None for x in (regex, schema, grammar))
         if isinstance(guide_or_compiler, pt.Guide):
-            if regex is not None or schema is not None or schema_options:
-                raise TypeError("pass regex=/schema= only with a Compiler, not with a Guide")
+            if given or options:
+                raise TypeError("pass regex=/schema=/grammar= only with a Compiler, not with a Guide")
             self.guide = guide_or_compiler
         elif isinstance(guide_or_compiler, pt.Compiler):
-            if (regex is None) == (schema is None):
-                raise TypeError("with a Compiler, pass exactly one of regex= or schema=")
+            if given != 1:
+                raise TypeError("with a Compiler, pass exactly one of regex=, schema= or grammar=")
             if regex is not None:
-                if schema_options:
-                    raise TypeError(f"unexpected options for a regex: {sorted(schema_options)}")
+                if options:
+                    raise TypeError(f"unexpected options for a regex: {sorted(options)}")
                 self.guide = guide_or_compiler.compile_regex(regex, method=method)
+            elif grammar is not None:
+                self.guide = guide_or_compiler.compile_grammar(grammar, method=method, **options)
             else:
-                self.guide = guide_or_compiler.compile_json_schema(schema, method=method, **schema_options)
+                self.guide = guide_or_compiler.compile_json_schema(schema, method=method, **options)
         else:
             raise TypeError(f"expected a propertok Guide or Compiler, got {type(guide_or_compiler).__name__}")
         self.reset()
@@ -240,3 +246,20 @@ def json_schema_logits_processor(
     :func:`propertok.json_schema.schema_to_regex`."""
     compiler = compiler_for(tokenizer, vocab_size=vocab_size, eos_token_ids=eos_token_ids)
     return PropertokLogitsProcessor(compiler, schema=schema, method=method, **schema_options)
+
+
+def grammar_logits_processor(
+    tokenizer: Any,
+    grammar: str,
+    syntax: str = "lark",
+    method: str = "cartesian",
+    *,
+    vocab_size: Optional[int] = None,
+    eos_token_ids: Optional[Sequence[int]] = None,
+    **grammar_options: Any,
+) -> PropertokLogitsProcessor:
+    """A processor constraining generation to a Lark or GBNF ``grammar`` (special tokens such as
+    ``<|python_tag|>`` included); ``grammar_options`` (``start=``, ``max_recursion_depth=``,
+    ``lazy=``) go to :meth:`propertok.Compiler.compile_grammar`."""
+    compiler = compiler_for(tokenizer, vocab_size=vocab_size, eos_token_ids=eos_token_ids)
+    return PropertokLogitsProcessor(compiler, grammar=grammar, method=method, syntax=syntax, **grammar_options)

@@ -8,8 +8,10 @@ in through ``SamplingParams.extra_args`` (``vllm_xargs`` in an OpenAI request bo
 
     SamplingParams(extra_args={"propertok_regex": r"[0-9]{3}-[0-9]{4}"})
     SamplingParams(extra_args={"propertok_json_schema": schema})   # a dict, or JSON text
+    SamplingParams(extra_args={"propertok_grammar": lark_text})    # Lark, or GBNF with the syntax
     # optional: "propertok_method" ("cartesian", "direct", "auto", "agnostic"),
-    #           "propertok_whitespace" (a regex between JSON tokens, default "[ ]?")
+    #           "propertok_whitespace" (a regex between JSON tokens, default "[ ]?"),
+    #           "propertok_grammar_syntax" ("lark", the default, or "gbnf")
 
 Other requests' rows are never touched, and with no propertok request in the batch ``apply``
 returns at once.
@@ -72,7 +74,8 @@ logger = logging.getLogger("propertok.integrations.vllm")
 __all__ = ["EXTRA_ARGS", "PropertokLogitsProcessor", "constraint_from_params", "extra_args"]
 
 #: The ``SamplingParams.extra_args`` keys this processor reads.
-EXTRA_ARGS = ("propertok_regex", "propertok_json_schema", "propertok_method", "propertok_whitespace")
+EXTRA_ARGS = ("propertok_regex", "propertok_json_schema", "propertok_grammar", "propertok_grammar_syntax",
+              "propertok_method", "propertok_whitespace")
 
 DEFAULT_COMPILE_TIMEOUT = 30.0
 DEFAULT_CACHE_ENTRIES = 256
@@ -99,7 +102,13 @@ _BASES = tuple(b for b in (_V1Base, _V2Base) if b is not None and b is not _Plai
 
 
 def extra_args(
-    *, regex: Optional[str] = None, json_schema: Any = None, method: Optional[str] = None, whitespace: Optional[str] = None
+    *,
+    regex: Optional[str] = None,
+    json_schema: Any = None,
+    grammar: Optional[str] = None,
+    syntax: Optional[str] = None,
+    method: Optional[str] = None,
+    whitespace: Optional[str] = None,
 ) -> Dict[str, Any]:
     """The ``extra_args`` (or ``vllm_xargs``) entries for a constraint, e.g.
     ``SamplingParams(extra_args=extra_args(regex=r"[0-9]+"))``. A schema given as a dict is
@@ -111,11 +120,16 @@ def extra_args(
         out["propertok_regex"] = regex
     if json_schema is not None:
         out["propertok_json_schema"] = json_schema if isinstance(json_schema, str) else json.dumps(json_schema)
+    if grammar is not None:
+        out["propertok_grammar"] = grammar
+    if syntax is not None:
+        out["propertok_grammar_syntax"] = syntax
     if method is not None:
         out["propertok_method"] = method
     if whitespace is not None:
         out["propertok_whitespace"] = whitespace
-    make_constraint(regex=regex, json_schema=json_schema, method=method, whitespace=whitespace)  # validate
+    make_constraint(regex=regex, json_schema=json_schema, grammar=grammar, syntax=syntax, method=method,
+                    whitespace=whitespace)  # validate
     return out
 
 
@@ -128,6 +142,8 @@ def constraint_from_params(sampling_params: Any) -> Optional[Constraint]:
     return make_constraint(
         regex=args.get("propertok_regex"),
         json_schema=args.get("propertok_json_schema"),
+        grammar=args.get("propertok_grammar"),
+        syntax=args.get("propertok_grammar_syntax"),
         method=args.get("propertok_method"),
         whitespace=args.get("propertok_whitespace"),
     )

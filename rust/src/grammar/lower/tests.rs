@@ -1,12 +1,11 @@
-//! `to_regex` against an independent reference: a direct interpreter of the grammar (the end
-//! positions each expression can reach, with a nesting budget), on every string up to a length
-//! over each grammar's alphabet.
-
-use std::collections::BTreeSet;
+//! `to_regex` against an independent reference: a direct interpreter of the grammar
+//! (`crate::testing::grammar::Reference`: the end positions each expression can reach, with a
+//! nesting budget), on every string up to a length over each grammar's alphabet.
 
 use super::*;
 use crate::grammar::Rule;
 use crate::regex::byte_dfa::ByteDfa;
+use crate::testing::grammar::{marked, sentinel, strings, Reference};
 
 fn lit(s: &str) -> Expr {
     Expr::Literal(s.into())
@@ -30,133 +29,21 @@ fn grammar(rules: Vec<(&str, Expr)>) -> Grammar {
     }
 }
 
-/// The reference: end positions reachable from `at` by `expr`; `budget[r]` = how many more
-/// times rule `r` may be opened inside itself (`u32::MAX` for rules that are not limited).
-struct Reference<'g> {
-    g: &'g Grammar,
-    text: Vec<char>,
-    open: Vec<u32>,
-    limit: Vec<u32>,
-}
-
-impl Reference<'_> {
-    fn ends(&mut self, expr: &Expr, at: usize) -> BTreeSet<usize> {
-        let mut out = BTreeSet::new();
-        match expr {
-            Expr::Literal(s) => {
-                let s: Vec<char> = s.chars().collect();
-                if self.text[at..].starts_with(&s) {
-                    out.insert(at + s.len());
-                }
-            }
-            Expr::CaseInsensitiveLiteral(s) => {
-                let s: Vec<char> = s.chars().collect();
-                let fold = |c: char| c.to_lowercase().collect::<String>();
-                if self.text.len() - at >= s.len() && s.iter().zip(&self.text[at..]).all(|(a, b)| fold(*a) == fold(*b))
-                {
-                    out.insert(at + s.len());
-                }
-            }
-            Expr::Class { negated, ranges } => {
-                if let Some(&c) = self.text.get(at) {
-                    if ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi) != *negated {
-                        out.insert(at + 1);
-                    }
-                }
-            }
-            Expr::Regex { .. } => unreachable!("not used in these grammars"),
-            Expr::Token(name) => {
-                if self.text.get(at) == Some(&sentinel(name)) {
-                    out.insert(at + 1);
-                }
-            }
-            Expr::Rule(i) => {
-                // Opened more often than the text is long (plus slack) only by ε-loops, which
-                // add no new end.
-                if self.open[*i] > self.limit[*i] || self.open[*i] as usize > self.text.len() + 3 {
-                    return out;
-                }
-                self.open[*i] += 1;
-                let body = self.g.rules[*i].body.clone();
-                out = self.ends(&body, at);
-                self.open[*i] -= 1;
-            }
-            Expr::Seq(items) => {
-                let mut here = BTreeSet::from([at]);
-                for item in items {
-                    here = here.into_iter().flat_map(|p| self.ends(item, p)).collect();
-                }
-                out = here;
-            }
-            Expr::Alt(items) => {
-                for item in items {
-                    out.extend(self.ends(item, at));
-                }
-            }
-            Expr::Repeat { expr, min, max } => {
-                let mut here = BTreeSet::from([at]);
-                let mut count = 0;
-                loop {
-                    if count >= *min {
-                        out.extend(here.iter().copied());
-                    }
-                    if max.is_some_and(|m| count >= m) || here.is_empty() || count > self.text.len() as u32 + *min {
-                        break;
-                    }
-                    here = here.into_iter().flat_map(|p| self.ends(expr, p)).collect();
-                    count += 1;
-                }
-            }
-        }
-        out
-    }
-}
-
-/// The character the reference reads special token `<[k]>` as (never in these grammars' text).
-fn sentinel(name: &TokenName) -> char {
-    match name {
-        TokenName::Id(k) => char::from_u32(0xE000 + k).unwrap(),
-        TokenName::Text(_) => unreachable!("the tests name tokens by id"),
-    }
-}
-
-fn strings(alphabet: &[char], max_len: usize) -> Vec<String> {
-    let mut all = vec![String::new()];
-    let mut layer = vec![String::new()];
-    for _ in 0..max_len {
-        layer = layer.iter().flat_map(|s| alphabet.iter().map(move |c| format!("{s}{c}"))).collect();
-        all.extend(layer.iter().cloned());
-    }
-    all
-}
-
 /// Checks the regex of `g` (with `depth`) against the reference on every string over
 /// `alphabet` up to `max_len`; `limited` names the rules whose nesting `depth` bounds.
 fn check(g: &Grammar, depth: Option<u32>, limited: &[usize], alphabet: &[char], max_len: usize) -> usize {
     let options = LowerOptions { max_recursion_depth: depth, ..LowerOptions::default() };
     let GrammarRegex { regex, tokens } = to_regex_with_tokens(g, options).unwrap();
     let dfa = ByteDfa::from_regex_with_markers(&regex, 100_000).unwrap();
-    // The text the DFA reads: special tokens as their markers.
-    let bytes = |s: &str| -> Vec<u8> {
-        let mut out = Vec::new();
-        for c in s.chars() {
-            match tokens.iter().position(|t| sentinel(t) == c) {
-                Some(j) => out.extend([TOKEN_MARKER, TOKEN_MARKER_INDEX + j as u8]),
-                None => out.extend(c.to_string().bytes()),
-            }
-        }
-        out
-    };
     let mut limit = vec![u32::MAX; g.rules.len()];
     for &i in limited {
         limit[i] = depth.unwrap();
     }
     let mut accepted = 0;
+    let mut reference = Reference::new(g, limit);
     for s in strings(alphabet, max_len) {
-        let mut reference =
-            Reference { g, text: s.chars().collect(), open: vec![0; g.rules.len()], limit: limit.clone() };
-        let expected = reference.ends(&Expr::Rule(g.start), 0).contains(&s.chars().count());
-        assert_eq!(dfa.matches(&bytes(&s)), expected, "{s:?} with regex {regex:?}");
+        let expected = reference.accepts(&s).expect("the reference decides these grammars");
+        assert_eq!(dfa.matches(&marked(&s, &tokens)), expected, "{s:?} with regex {regex:?}");
         accepted += usize::from(expected);
     }
     assert!(accepted > 0, "the reference accepts something");

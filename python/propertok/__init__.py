@@ -9,7 +9,7 @@ grammars (``Compiler.compile_grammar``, ``grammar_to_regex``) and the
 
 import os
 
-from ._compiler import Compiler
+from ._compiler import Compiler, grammar_to_regex
 from ._core import (
     ByteDfa,
     Guide,
@@ -18,7 +18,6 @@ from ._core import (
     PropertokError,
     Vocabulary,
     __version__,
-    grammar_to_regex,
 )
 from .bitmask import allocate_token_bitmask, apply_token_bitmask_inplace, fill_next_token_bitmask
 

@@ -5,9 +5,10 @@ The extension never imports this package; JSON Schema compilation is added here,
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any, List, Optional, Tuple
 
 from . import _core
+from ._lark_json import expand_json_items, with_lines_mapped
 
 
 class Compiler(_core.Compiler):
@@ -30,3 +31,46 @@ class Compiler(_core.Compiler):
 
         return self.compile_regex(schema_to_regex(schema, **options), method, lazy=lazy)
 
+    def compile_grammar(
+        self,
+        grammar: str,
+        syntax: str = "lark",
+        method: str = "cartesian",
+        *,
+        lazy: Optional[bool] = None,
+        start: Optional[str] = None,
+        max_recursion_depth: Optional[int] = None,
+        max_regex_bytes: int = 1 << 20,
+    ) -> _core.Guide:
+        """``_core.Compiler.compile_grammar`` (see its docs), with llguidance's ``%json {schema}``
+        items of Lark grammars expanded first (``propertok.grammar_to_regex`` says how)."""
+        text, lines = _expand(grammar, syntax, max_recursion_depth)
+        return with_lines_mapped(lines, lambda: _core.Compiler.compile_grammar(
+            self, text, syntax, method, lazy=lazy, start=start, max_recursion_depth=max_recursion_depth,
+            max_regex_bytes=max_regex_bytes))
+
+
+def grammar_to_regex(
+    grammar: str,
+    syntax: str = "lark",
+    *,
+    start: Optional[str] = None,
+    max_recursion_depth: Optional[int] = None,
+    max_regex_bytes: int = 1 << 20,
+) -> str:
+    """A Lark or GBNF grammar's start rule as one regex: ``_core.grammar_to_regex`` (see its
+    docs), with llguidance's ``%json {schema}`` items of Lark grammars expanded first: each
+    stands for the JSON instances of its schema, as ``propertok.json_schema.schema_to_regex``
+    writes them (its defaults; ``max_recursion_depth``, when given, also bounds the schema's
+    ``$ref`` recursion)."""
+    text, lines = _expand(grammar, syntax, max_recursion_depth)
+    return with_lines_mapped(lines, lambda: _core.grammar_to_regex(
+        text, syntax, start=start, max_recursion_depth=max_recursion_depth, max_regex_bytes=max_regex_bytes))
+
+
+def _expand(grammar: str, syntax: str, max_recursion_depth: Optional[int]) -> Tuple[str, List[int]]:
+    """The grammar with its ``%json`` items expanded (Lark only), and the line map."""
+    if syntax != "lark" or not isinstance(grammar, str) or "%json" not in grammar:
+        return grammar, []
+    options = {} if max_recursion_depth is None else {"max_recursion_depth": max_recursion_depth}
+    return expand_json_items(grammar, **options)

@@ -26,7 +26,8 @@
 //!
 //! ## What it refuses, by name and line
 //! Templates (`name{x}`), `%declare`, `%override`, `%extend`, imports of other modules than
-//! `common`, llguidance's `%json` / `%regex` / `%llguidance` blocks, token id ranges
+//! `common`, llguidance's `%regex` / `%llguidance` blocks (`%json` items are expanded before this
+//! parser by the Python package, which has the JSON Schema converter), token id ranges
 //! (`<[1-9]>`) and special tokens inside terminals, regexes with anchors or look-around,
 //! terminals that name rules (as Lark does), undefined and twice-defined names.
 
@@ -166,7 +167,15 @@ fn lex(text: &str) -> Result<Vec<Token>> {
             '%' => {
                 let end = (i + 1..chars.len()).find(|&j| !is_name_char(chars[j])).unwrap_or(chars.len());
                 let name: String = chars[i + 1..end].iter().collect();
-                if matches!(name.as_str(), "json" | "regex" | "llguidance" | "lark") {
+                if name == "json" {
+                    // Expanded before parsing by the Python package (`propertok._lark_json`).
+                    return Err(unsupported(
+                        line,
+                        "%json items are expanded by the Python package (propertok.grammar_to_regex, \
+                         Compiler.compile_grammar), not by the Rust parser",
+                    ));
+                }
+                if matches!(name.as_str(), "regex" | "llguidance" | "lark") {
                     // Refused here: their `{…}` bodies are not Lark tokens.
                     return Err(unsupported(line, format!("llguidance's %{name} blocks are not supported yet")));
                 }
@@ -704,6 +713,9 @@ fn describe(kind: &Kind) -> String {
     match kind {
         Kind::Name(n) => format!("`{n}`"),
         Kind::Str(s, _) => format!("{s:?}"),
+        Kind::Regex(p) if p.chars().count() > 40 => {
+            format!("/{}…/ (a regex of {} characters)", p.chars().take(30).collect::<String>(), p.chars().count())
+        }
         Kind::Regex(p) => format!("/{p}/"),
         Kind::Number(n) => n.to_string(),
         Kind::Token(t) => format!("the special token {t}"),

@@ -56,7 +56,21 @@ WS: /[ \t\n]+/
 '''
 
 
-def grammars():
+# A tool call: free text, or a special token then JSON arguments (`%json`, as llguidance writes
+# it). `{token}` is the tokenizer's special token of TOOL_TOKEN; examples are lists of texts and
+# TOKEN (that token).
+TOOL_CALL_LARK = r'''
+start: ANSWER | {token} %json {{"type": "object", "properties": {{"name": {{"enum": ["get_weather", "get_time"]}},
+  "arguments": {{"type": "object", "properties": {{"city": {{"type": "string", "maxLength": 30}},
+  "days": {{"type": "integer", "minimum": 1, "maximum": 14}}}}, "required": ["city", "days"]}}}},
+  "required": ["name", "arguments"]}}
+ANSWER: /[A-Za-z ,.]{{1,60}}/
+'''
+TOOL_TOKEN = {"mistral7b": "<s>", "llama3": "<|start_header_id|>", "qwen2": "<|im_start|>"}
+TOKEN = object()
+
+
+def grammars(tok: str = ""):
     out = []
     for c in cases_module.CASES:
         if c.gbnf is not None:
@@ -68,6 +82,15 @@ def grammars():
         "depth": 3,
         "examples": ['{"a": [1, 2.5, "x"], "b": null}', '[{"k": -1e3}, true]', '{"name": "Ada", "tags": ["x"]}'],
     })
+    if tok in TOOL_TOKEN:
+        out.append({
+            "name": f"tool call ({TOOL_TOKEN[tok]} + %json)",
+            "lark": TOOL_CALL_LARK.format(token=TOOL_TOKEN[tok]),
+            "gbnf": None,
+            "depth": None,
+            "examples": [[TOKEN, '{"name": "get_weather", "arguments": {"city": "Paris", "days": 3}}'],
+                         ["It will be sunny, no call needed."]],
+        })
     return out
 
 
@@ -80,11 +103,13 @@ def compile_grammar(lib: str, ad, g):
             raise ValueError(m.get_error())
         return m
     if lib == "xgrammar":
+        if g["gbnf"] is None:
+            raise ValueError("no GBNF spelling (special tokens, %json)")
         return ad.compiler.compile_grammar(g["gbnf"])
     raise ValueError(lib)
 
 
-def run(lib: str, tok: str, repeats: int):
+def run(lib: str, tok: str, repeats: int, only: str = ""):
     import propertok as pt
 
     # The tokenizer's own continuation encoding (tests/support/oracle.py), as a decoder emits it.
@@ -93,7 +118,11 @@ def run(lib: str, tok: str, repeats: int):
     ad = compare.make_adapter(lib, tok, vocab.eos_token_ids[:1], vocab.vocab_size)
     ad.setup()
     rows = []
-    for g in grammars():
+    token = vocab.special_token_ids[[vocab.token_bytes(i) for i in vocab.special_token_ids].index(
+        TOOL_TOKEN[tok].encode())] if tok in TOOL_TOKEN else None
+    for g in grammars(tok):
+        if only not in g["name"]:
+            continue
         row = {"grammar": g["name"]}
         try:
             times = []
@@ -106,7 +135,8 @@ def run(lib: str, tok: str, repeats: int):
             row["compile_first_mask_ms"] = statistics.median(times) * 1e3
             fills = []
             for text in g["examples"]:
-                ids = orc.canonical(text)
+                parts = [text] if isinstance(text, str) else text
+                ids = [i for part in parts for i in ([token] if part is TOKEN else orc.canonical(part))]
                 m = ad.matcher(compile_grammar(lib, ad, g))
                 fill = ad.fill_fn(m)
                 fill()
@@ -129,14 +159,15 @@ def main(argv=None) -> int:
     p.add_argument("--tokenizers", default="mistral7b,llama3")
     p.add_argument("--libs", default="propertok-cartesian,propertok-lazy,llguidance,xgrammar")
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--only", default="", help="run the grammars whose name contains this text")
     args = p.parse_args(argv)
     for tok in args.tokenizers.split(","):
         print(f"\n## {tok}\n")
-        results = {lib: run(lib, tok, args.repeats) for lib in args.libs.split(",")}
+        results = {lib: run(lib, tok, args.repeats, args.only) for lib in args.libs.split(",")}
         libs = list(results)
         print("| grammar | " + " | ".join(f"{lib} compile+1st mask / mask median (max)" for lib in libs) + " |")
         print("| --- |" + " --- |" * len(libs))
-        for i, g in enumerate(grammars()):
+        for i, g in enumerate(g for g in grammars(tok) if args.only in g["name"]):
             cells = []
             for lib in libs:
                 r = results[lib][i]

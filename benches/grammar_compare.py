@@ -157,7 +157,7 @@ def run(lib: str, tok: str, repeats: int, only: str = ""):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tokenizers", default="mistral7b,llama3")
-    p.add_argument("--libs", default="propertok-cartesian,propertok-lazy,llguidance,xgrammar")
+    p.add_argument("--libs", default="propertok-eager,propertok-lazy,llguidance,xgrammar")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--only", default="", help="run the grammars whose name contains this text")
     args = p.parse_args(argv)

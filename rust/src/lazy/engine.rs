@@ -412,11 +412,11 @@ impl Engine {
     /// The next successor of `n` at `cursor`, advancing it; `None` when there are no more.
     ///
     /// Order: boundaries, token groups (nearest to acceptance first), byte-fallback tokens,
-    /// tokens continuing a lone token's merge-only split, then the grammar's special tokens. The order never changes an answer,
-    /// only how much a search explores before it meets a live node: lone-split continuations
-    /// come in token-id order, so trying them first sent searches deep into regions that only
-    /// lead back to a node still on the stack (a 7 s first mask on Llama 3, see
-    /// `docs/design.md` §8).
+    /// tokens continuing a lone token's merge-only split, then the grammar's special tokens.
+    /// The order never changes an answer, only how much a search explores before it meets a
+    /// live node: lone-split continuations come in token-id order, so trying them first sent
+    /// searches deep into regions that only lead back to a node still on the stack (a 7 s first
+    /// mask on Llama 3, see `docs/design.md` §8).
     fn next_successor(&self, n: Node, cursor: &mut Cursor, held: &mut Option<Arc<Groups>>) -> Result<Option<Node>> {
         let parts = &*self.parts;
         let tok = &*parts.tok;
@@ -545,8 +545,8 @@ impl Engine {
     /// The successors of `n` that follow a shortest way to acceptance from its text (see
     /// [`Engine::probe`]), in the order a probe tries them: boundaries, the grammar's special
     /// tokens, tokens spelling a prefix of that way (longest first), its first byte as a
-    /// byte-fallback token. Each obeys the rules of
-    /// [`Engine::next_successor`]: this is a subset of its successors.
+    /// byte-fallback token. Each obeys the rules of [`Engine::next_successor`]: this is a
+    /// subset of its successors.
     fn probe_successors(&self, n: Node, out: &mut Vec<Node>) -> Result<()> {
         let parts = &*self.parts;
         let tok = &*parts.tok;

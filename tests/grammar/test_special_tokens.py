@@ -181,30 +181,30 @@ def test_non_special_added_tokens_are_their_text(tokenizer_under_test):
     assert all(o.is_canonical_batch(walks))
 
 
-def test_bad_token_names_are_refused_by_name(pt, mistral):
-    c = mistral.compiler
-    with pytest.raises(ValueError, match=r"rule `start` \(line 1\): </s> .* end-of-sequence token"):
-        c.compile_grammar('start: "a" </s>\n')
-    with pytest.raises(ValueError, match=r"<\|nope\|> is not the text of any token"):
-        c.compile_grammar('start: "a" <|nope|>\n')
-    with pytest.raises(ValueError, match=r"<\[1000\]> \(id 1000, .*\) is an ordinary token"):
-        c.compile_grammar('start: "a" <[1000]>\n')
-    with pytest.raises(ValueError, match=r"<\[99999999\]> is past the tokenizer's 32000 token ids"):
-        c.compile_grammar('start: "a" <[99999999]>\n')
-    with pytest.raises(ValueError, match=r"line 2: special token <s> inside a terminal"):
-        c.compile_grammar('start: A\nA: "a" <s>\n')
-    with pytest.raises(ValueError, match=r"a token id is `<\[N\]>` with one decimal number"):
-        c.compile_grammar('start: "a" <[1-5]>\n')
-    with pytest.raises(ValueError, match=r"needs a closing `>`"):
-        c.compile_grammar('start: "a" < s>\n')
-    with pytest.raises(NotImplementedError, match=r"negated tokens"):
-        c.compile_grammar('root ::= "a" !<[1]>\n', "gbnf")
-    with pytest.raises(NotImplementedError, match=r"special token <s>.*lazy canonical guides"):
-        c.compile_grammar('start: "a" <s>\n', lazy=False)
-    with pytest.raises(NotImplementedError, match=r"special token <s>.*lazy canonical guides"):
-        c.compile_grammar('start: "a" <s>\n', method="direct")
+BAD = [
+    ('start: "a" </s>\n', {}, ValueError, r"rule `start` \(line 1\): </s> .* end-of-sequence token"),
+    ('start: "a" <|nope|>\n', {}, ValueError, r"<\|nope\|> is not the text of any token"),
+    ('start: "a" <[1000]>\n', {}, ValueError, r"<\[1000\]> \(id 1000, .*\) is an ordinary token"),
+    ('start: "a" <[99999999]>\n', {}, ValueError, r"<\[99999999\]> is past the tokenizer's 32000 token ids"),
+    ('start: A\nA: "a" <s>\n', {}, ValueError, r"line 2: special token <s> inside a terminal"),
+    ('start: "a" <[1-5]>\n', {}, ValueError, r"a token id is `<\[N\]>` with one decimal number"),
+    ('start: "a" < s>\n', {}, ValueError, r"needs a closing `>`"),
+    ('root ::= "a" !<[1]>\n', {"syntax": "gbnf"}, NotImplementedError, r"negated tokens"),
+    ('start: "a" <s>\n', {"lazy": False}, NotImplementedError, r"special token <s>.*lazy canonical guides"),
+    ('start: "a" <s>\n', {"method": "direct"}, NotImplementedError, r"special token <s>.*lazy canonical guides"),
+]
+
+
+@pytest.mark.parametrize("grammar, options, error, message", BAD, ids=[b[3][:24] for b in BAD])
+def test_bad_token_names_are_refused_by_name(mistral, grammar, options, error, message):
+    with pytest.raises(error, match=message):
+        mistral.compiler.compile_grammar(grammar, **options)
+
+
+def test_special_tokens_have_no_regex_and_no_eager_form(pt, mistral):
     with pytest.raises(NotImplementedError, match=r"names the special token <s>.*Compiler.compile_grammar"):
         pt.grammar_to_regex('start: "a" <s>\n')
+    c = mistral.compiler
     guide = c.compile_grammar('root ::= "a" <[1]> "b"\n', "gbnf")
     assert walk(guide, mistral.oracle.canonical("a") + [1] + mistral.oracle.canonical("b"))[0]
     with pytest.raises(NotImplementedError, match="no eager form"):

@@ -256,6 +256,40 @@ def test_main_byte_level_tokenizers_are_supported(byte_level, slug):
 
 
 @pytest.mark.parametrize("slug", SLUGS)
+def test_a_grammar_special_token_between_canonical_texts(byte_level, slug):
+    """Every byte-level tokenizer: a grammar names a special token (the first that is not EOS)
+    between two texts. The guide allows it exactly there, and each text run of its walks is the
+    real tokenizer's own encoding (the tokenizer splits special tokens out first); a refused
+    tokenizer refuses the grammar too."""
+    import re
+
+    tut, reason = byte_level(slug)
+    compiler = tut.generous_compiler()
+    vocab = compiler.vocabulary
+    specials = [i for i in vocab.special_token_ids if i not in vocab.eos_token_ids]
+    if not specials:  # GPT-2: its one special token ends every sequence
+        with pytest.raises(ValueError, match="end-of-sequence token"):
+            compiler.compile_grammar(f"start: /[a-z]+/ <[{vocab.eos_token_ids[0]}]>\n")
+        return
+    t = specials[0]
+    grammar = f"start: /[a-z ]{{1,6}}/ <[{t}]> /[a-z0-9 ]{{1,6}}/\n"
+    if reason is not None:
+        with pytest.raises(NotImplementedError):
+            compiler.compile_grammar(grammar)
+        return
+    o = tut.oracle
+    guide = compiler.compile_grammar(grammar)
+    assert walk(guide, o.canonical("ab c") + [t] + o.canonical(" x1"))[0]
+    for seed in range(12):
+        seq = guide.random_walk(seed, max_tokens=20)
+        assert seq.count(t) == 1, seq
+        left, right = seq[: seq.index(t)], seq[seq.index(t) + 1 :]
+        assert all(o.is_canonical_batch([left, right])), (slug, seq)
+        assert re.fullmatch(r"[a-z ]{1,6}", o.decode(left).decode()) and re.fullmatch(
+            r"[a-z0-9 ]{1,6}", o.decode(right).decode()), (slug, seq)
+
+
+@pytest.mark.parametrize("slug", SLUGS)
 def test_unsupported_component_is_named(pt, byte_level, slug, record_property):
     """A refused tokenizer's reason and NotImplementedError name a component it has; the
     agnostic method still works there. A supported one compiles canonical guides."""

@@ -28,6 +28,30 @@ fn masks_along(guide: &Guide, walk: &[u32]) -> Vec<Vec<u32>> {
     out
 }
 
+/// The masks along 16 walks, walked by 8 threads at once on one shared guide: thread `k` walks
+/// `2k` and `2k + 1`, in opposite orders on odd threads.
+fn masks_from_threads(guide: &Arc<Guide>, walks: &[Vec<u32>]) -> Vec<Vec<Vec<u32>>> {
+    assert_eq!(walks.len(), 16);
+    std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..8)
+            .map(|k| {
+                let guide = guide.clone();
+                scope.spawn(move || {
+                    let mine = if k % 2 == 0 { [2 * k, 2 * k + 1] } else { [2 * k + 1, 2 * k] };
+                    mine.map(|i| (i, masks_along(&guide, &walks[i])))
+                })
+            })
+            .collect();
+        let mut got = vec![Vec::new(); walks.len()];
+        for h in handles {
+            for (i, masks) in h.join().unwrap() {
+                got[i] = masks;
+            }
+        }
+        got
+    })
+}
+
 #[test]
 fn threads_sharing_a_fresh_guide_see_the_eager_masks() {
     let compiler = Compiler::new(mistral(), Limits::default());
@@ -36,26 +60,7 @@ fn threads_sharing_a_fresh_guide_see_the_eager_masks() {
     let want: Vec<Vec<Vec<u32>>> = walks.iter().map(|w| masks_along(&eager, w)).collect();
     for _round in 0..3 {
         let lazy = Arc::new(compiler.compile_regex_lazy(REGEX).unwrap());
-        let got: Vec<Vec<Vec<u32>>> = std::thread::scope(|scope| {
-            let handles: Vec<_> = (0..8)
-                .map(|k| {
-                    let (lazy, walks) = (lazy.clone(), &walks);
-                    // Thread k walks 2k and 2k+1, in opposite orders on odd threads.
-                    scope.spawn(move || {
-                        let mine = if k % 2 == 0 { [2 * k, 2 * k + 1] } else { [2 * k + 1, 2 * k] };
-                        mine.map(|i| (i, masks_along(&lazy, &walks[i])))
-                    })
-                })
-                .collect();
-            let mut got = vec![Vec::new(); walks.len()];
-            for h in handles {
-                for (i, masks) in h.join().unwrap() {
-                    got[i] = masks;
-                }
-            }
-            got
-        });
-        assert_eq!(got, want);
+        assert_eq!(masks_from_threads(&lazy, &walks), want);
     }
 }
 
@@ -190,4 +195,23 @@ fn a_special_token_joins_two_independently_canonical_texts() {
         false,
     );
     assert!(matches!(eager, Err(Error::Unsupported(_))));
+}
+
+/// Threads sharing a fresh guide whose grammar names special tokens see the masks a guide used
+/// from one thread gives, whatever the interleaving (the token successors are lazy facts too).
+#[test]
+fn threads_sharing_a_guide_with_special_tokens_agree() {
+    let text = format!("start: (/{REGEX}/ <s>)+ /[a-z]{{1,8}}/ <unk>?\n");
+    let grammar = crate::grammar::parse(&text, crate::grammar::Syntax::Lark, None).unwrap();
+    let options = crate::grammar::lower::LowerOptions::default();
+    let compiler = Compiler::new(mistral(), Limits::default());
+    let compile = || compiler.compile_grammar(&grammar, options, Some(Method::Cartesian), true).unwrap();
+    let reference = compile();
+    let walks: Vec<Vec<u32>> = (0..16).map(|seed| reference.random_walk(seed, 60).unwrap()).collect();
+    assert!(walks.iter().all(|w| w.contains(&1)), "every walk takes <s>");
+    let want: Vec<Vec<Vec<u32>>> = walks.iter().map(|w| masks_along(&reference, w)).collect();
+    for _round in 0..2 {
+        let shared = Arc::new(compile());
+        assert_eq!(masks_from_threads(&shared, &walks), want);
+    }
 }

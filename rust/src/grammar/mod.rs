@@ -180,20 +180,6 @@ pub(crate) fn check_regex(pattern: &str, origin: &str) -> Result<()> {
     Ok(())
 }
 
-/// Whether `expr` names a special token anywhere.
-pub fn names_token(expr: &Expr) -> bool {
-    match expr {
-        Expr::Token(_) => true,
-        Expr::Seq(items) | Expr::Alt(items) => items.iter().any(names_token),
-        Expr::Repeat { expr, .. } => names_token(expr),
-        Expr::Literal(_)
-        | Expr::CaseInsensitiveLiteral(_)
-        | Expr::Class { .. }
-        | Expr::Regex { .. }
-        | Expr::Rule(_) => false,
-    }
-}
-
 /// Parses `text` and writes its start rule as one regex (see [`lower::to_regex`]).
 pub fn grammar_to_regex(
     text: &str,

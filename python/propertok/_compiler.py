@@ -68,6 +68,18 @@ def grammar_to_regex(
         text, syntax, start=start, max_recursion_depth=max_recursion_depth, max_regex_bytes=max_regex_bytes))
 
 
+def grammar_regex_or_none(grammar: str, syntax: str = "lark", **options: Any) -> Optional[str]:
+    """``grammar_to_regex(grammar, syntax, **options)``, or ``None`` when the grammar names
+    special tokens: it parses and lowers, but a special token is not text, so only
+    ``Compiler.compile_grammar`` (which resolves it against a tokenizer) compiles it."""
+    try:
+        return grammar_to_regex(grammar, syntax, **options)
+    except NotImplementedError as e:
+        if "names the special token" not in str(e):
+            raise
+        return None
+
+
 def _expand(grammar: str, syntax: str, max_recursion_depth: Optional[int]) -> Tuple[str, List[int]]:
     """The grammar with its ``%json`` items expanded (Lark only), and the line map."""
     if syntax != "lark" or not isinstance(grammar, str) or "%json" not in grammar:

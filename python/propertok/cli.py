@@ -19,6 +19,7 @@ from typing import Any, List, Optional, Sequence, Tuple
 import propertok as pt
 
 from ._explore import accepted_sequences, spellings
+from ._compiler import grammar_regex_or_none
 
 DEMO_REGEX = "boolean: ((true)|(false))"
 MAX_LISTED_SEQUENCES = 10
@@ -237,12 +238,7 @@ def _grammar_regex(args: argparse.Namespace) -> dict:
     args.grammar_text = text = _read_input(args.grammar)
     args.syntax = syntax = args.syntax or ("gbnf" if args.grammar.endswith(".gbnf") else "lark")
     start = time.perf_counter()
-    try:
-        args.regex = pt.grammar_to_regex(text, syntax, start=args.start, max_recursion_depth=args.max_recursion_depth)
-    except NotImplementedError as e:
-        if "special token" not in str(e):
-            raise
-        args.regex = None
+    args.regex = grammar_regex_or_none(text, syntax, start=args.start, max_recursion_depth=args.max_recursion_depth)
     return {"grammar": args.grammar, "syntax": syntax, "convert_seconds": time.perf_counter() - start}
 
 

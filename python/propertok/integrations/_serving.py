@@ -26,6 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, Callable, NamedTuple, Optional, Tuple
 
 import propertok as pt
+from propertok._compiler import grammar_regex_or_none
 
 logger = logging.getLogger("propertok.integrations")
 
@@ -110,8 +111,9 @@ def make_constraint(
     return Constraint("json", spec, method, options)
 
 
-def constraint_regex(constraint: Constraint) -> str:
-    """The regex the guide is compiled from (a schema converted; ``ValueError`` if it cannot be)."""
+def constraint_regex(constraint: Constraint) -> Optional[str]:
+    """The regex the guide is compiled from (a schema or grammar converted; ``ValueError`` if it
+    cannot be); ``None`` for a grammar that names special tokens, which has none."""
     if constraint.kind == "regex":
         return constraint.spec
     if constraint.kind == "json":
@@ -119,7 +121,7 @@ def constraint_regex(constraint: Constraint) -> str:
 
         return schema_to_regex(json.loads(constraint.spec), **dict(constraint.options))
     if constraint.kind == "grammar":
-        return pt.grammar_to_regex(constraint.spec, **dict(constraint.options))
+        return grammar_regex_or_none(constraint.spec, **dict(constraint.options))
     raise ValueError(f"propertok: unknown constraint kind {constraint.kind!r}")
 
 
@@ -137,12 +139,9 @@ def check_constraint(constraint: Constraint) -> None:
     check; they are resolved against the tokenizer at compile time."""
     try:
         regex = constraint_regex(constraint)
-        pt.ByteDfa(regex, STATIC_CHECK_MAX_DFA_STATES)
-    except NotImplementedError as e:
-        if constraint.kind == "grammar" and "special token" in str(e):
-            return
-        raise ValueError(f"propertok: invalid {constraint.kind} constraint: {e}") from None
-    except (ValueError, TypeError, pt.LimitExceeded) as e:
+        if regex is not None:
+            pt.ByteDfa(regex, STATIC_CHECK_MAX_DFA_STATES)
+    except (ValueError, TypeError, NotImplementedError, pt.LimitExceeded) as e:
         raise ValueError(f"propertok: invalid {constraint.kind} constraint: {e}") from None
 
 

@@ -69,13 +69,14 @@ def grammar_to_regex(
 
 
 def grammar_regex_or_none(grammar: str, syntax: str = "lark", **options: Any) -> Optional[str]:
-    """``grammar_to_regex(grammar, syntax, **options)``, or ``None`` when the grammar names
-    special tokens: it parses and lowers, but a special token is not text, so only
-    ``Compiler.compile_grammar`` (which resolves it against a tokenizer) compiles it."""
+    """``grammar_to_regex(grammar, syntax, **options)``, or ``None`` when the grammar has no
+    regex but parses: it names special tokens (not text; ``Compiler.compile_grammar`` resolves
+    them against a tokenizer) or nests rules without ``max_recursion_depth`` (lazy guides run
+    it as a pushdown automaton)."""
     try:
         return grammar_to_regex(grammar, syntax, **options)
     except NotImplementedError as e:
-        if "names the special token" not in str(e):
+        if "names the special token" not in str(e) and "no regex says nesting" not in str(e):
             raise
         return None
 

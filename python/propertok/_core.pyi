@@ -231,11 +231,17 @@ class Compiler:
         max_recursion_depth: Optional[int] = None,
         max_regex_bytes: int = 1 << 20,
     ) -> "Guide":
-        """Compile a Lark or GBNF grammar (``syntax``): its start rule (``start``; default
-        ``start`` for Lark, ``root`` for GBNF) as ``propertok.grammar_to_regex`` writes it, then
-        the guide as ``compile_regex(regex, method, lazy=lazy)`` builds it. Its masks are
-        exactly canonical like any regex's; grammars whose rules nest recursively need
-        ``max_recursion_depth`` (see ``grammar_to_regex`` and ``docs/grammars.md``).
+        """Compile a Lark or GBNF grammar (``syntax``) from its start rule (``start``; default
+        ``start`` for Lark, ``root`` for GBNF) into a guide with exactly canonical masks.
+
+        Lazy guides (the default with ``"cartesian"``) take the grammar as it is: rules that
+        nest (``value`` → ``array`` → ``value``) nest without bound, run as a pushdown
+        automaton whose stacks the guide builds as the text opens them; ``max_recursion_depth=N``
+        bounds the nesting instead (each rule open at most N + 1 times). A rule that names
+        itself before any text (left recursion inside nesting, ``sum: sum "+" sum | ...``) is a
+        ``NotImplementedError`` naming the cycle; write such lists with ``*``. Eager guides
+        (``lazy=False``) and other methods compile the start rule as ``grammar_to_regex`` writes
+        it, so nesting needs ``max_recursion_depth`` there. See ``docs/grammars.md``.
 
         Special tokens (``<|python_tag|>`` or ``<[128010]>``, in Lark and GBNF alike) are
         resolved against this compiler's tokenizer. A special token (``"special": true``: turn,
@@ -250,9 +256,12 @@ class Compiler:
         ``lazy`` defaults to ``True`` with ``"cartesian"`` (unlike ``compile_regex``): a grammar's
         regex repeats every rule it inlines, and an eager guide of it can take seconds on a
         128k-vocabulary tokenizer (JSON nested 3 deep on Llama 3: 15 s eager, 17 ms lazy,
-        ``benches/RESULTS.md``). ``lazy=False`` asks for the eager guide.
+        ``benches/RESULTS.md``). ``lazy=False`` asks for the eager guide. A guide of a nesting
+        grammar has no eager form (``materialize()`` and ``to_bytes()`` refuse it).
 
-        Errors: as ``grammar_to_regex`` and ``compile_regex``. Releases the GIL.
+        Errors: as ``grammar_to_regex`` and ``compile_regex``; ``LimitExceeded`` when a lazy
+        guide's automaton passes ``max_product_states`` (states or stack frames) or 1,024
+        configurations in one state (an ambiguous grammar). Releases the GIL.
         """
     def guide_from_bytes(self, data: bytes) -> "Guide":
         """Load a guide saved by ``Guide.to_bytes()`` for the same tokenizer; ``ValueError`` for
@@ -317,7 +326,8 @@ class Guide:
     def is_final(self, state: int) -> bool: ...
     def count_sequences(self) -> Optional[int]:
         """Number of accepted token sequences (EOS not counted), ``None`` if infinite.
-        Saturates at 2**64-1."""
+        Saturates at 2**64-1. Walks every state: ``NotImplementedError`` for a guide whose
+        grammar nests without bound (its states never run out)."""
     def random_walk(self, seed: int, max_tokens: int = 64) -> list[int]:
         """A random accepted token sequence (EOS not included): uniform choices among allowed tokens,
         stopping at a final state with probability 1/4, and past ``max_tokens`` a shortest way to a
@@ -325,7 +335,8 @@ class Guide:
     def first_difference(self, other: "Guide") -> Optional[list[int]]:
         """``None`` when both guides accept the same token sequences (a walk of their product,
         comparing masks at every reachable pair of states), else a shortest token sequence after
-        which their masks differ. Costs the product's transitions: for tests and diagnostics."""
+        which their masks differ. Costs the product's transitions: for tests and diagnostics.
+        ``NotImplementedError`` for a guide whose grammar nests without bound."""
     def to_bytes(self) -> bytes:
         """The guide in a versioned, checksummed binary format, keyed by the tokenizer's
         fingerprint; load it with ``Compiler.guide_from_bytes``. A lazy guide raises

@@ -80,7 +80,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="with --schema: regex allowed between JSON tokens (default '[ ]?')")
     comp.add_argument("--max-recursion-depth", metavar="N", type=int,
                       help="with --schema: expansions of one $ref per path, nesting of free values (default 3); "
-                      "with --grammar: nesting of each self-embedding rule inside itself (default: refuse them)")
+                      "with --grammar: nesting of each self-embedding rule inside itself (default: unbounded in a lazy "
+                      "guide, refused with --eager)")
     comp.add_argument("--resource", metavar="URI=FILE", action="append", default=[],
                       help="with --schema: a schema document that $ref may point to, by its absolute URI "
                       "(repeatable; nothing is fetched)")
@@ -203,7 +204,7 @@ def _compile(args: argparse.Namespace) -> int:
         source = "grammar" if "grammar" in schema_report else "schema"
         print(f"{source:<11} {schema_report[source]}")
         if args.regex is None:
-            print("regex       none: the grammar names special tokens, which are not text")
+            print("regex       none: the grammar names special tokens or nests rules, which no regex says")
         else:
             print(f"regex       {len(args.regex)} characters, converted in {_ms(schema_report['convert_seconds'])}"
                   + (f": {args.regex!r}" if len(args.regex) <= 200 else ""))
@@ -233,7 +234,8 @@ def _read_input(path: str) -> str:
 
 def _grammar_regex(args: argparse.Namespace) -> dict:
     """With --grammar: read it into ``args.grammar_text`` and ``args.syntax``, store its regex in
-    ``args.regex`` (``None`` when it names special tokens: only ``compile_grammar`` compiles it),
+    ``args.regex`` (``None`` when it names special tokens or nests rules: only ``compile_grammar``
+    compiles it),
     return what to report."""
     args.grammar_text = text = _read_input(args.grammar)
     args.syntax = syntax = args.syntax or ("gbnf" if args.grammar.endswith(".gbnf") else "lark")

@@ -12,11 +12,13 @@ use crate::build::direct::merge::direct_merge;
 use crate::build::pre_tokenized::{self, PreTokenizedTables};
 use crate::build::{cartesian, direct};
 use crate::error::{Error, Result};
-use crate::grammar::lower::{to_regex_with_tokens, GrammarRegex, LowerOptions};
+use crate::grammar::lower::{to_regex_with_tokens, to_rule_regexes, GrammarRegex, LowerOptions, RuleRegexes};
 use crate::grammar::resolve::resolve_tokens;
 use crate::grammar::{Grammar, TokenName};
 use crate::guide::lazy::LazyGuide;
 use crate::guide::{Guide, Method, ProductParts};
+use crate::lazy::pushdown::PushdownDfa;
+use crate::lazy::text::{TextRegex, TextSpace};
 use crate::lazy::TokenizerParts;
 use crate::limits::{Deadline, Limits, MAX_PRE_TOKENIZER_STATES};
 use crate::pre_tokenizer::byte_mapped::PreTokenizerMachine;
@@ -279,9 +281,12 @@ impl Compiler {
         self.finish(LazyGuide::compile(parts, dfa, Vec::new(), self.limits)?)
     }
 
-    /// Compiles a parsed grammar (see `crate::grammar`): its start rule written as one regex,
-    /// compiled like [`Compiler::compile_regex_lazy`] when `lazy`, else with `method` (`None`:
-    /// auto). Special tokens are resolved against this vocabulary
+    /// Compiles a parsed grammar (see `crate::grammar`). Lazy (`lazy` and `method` cartesian):
+    /// the grammar's rules as a pushdown automaton ([`crate::lazy::pushdown`]), nesting
+    /// unbounded unless `options.max_recursion_depth` bounds it, or, for a grammar whose rules
+    /// do not nest, its one regex DFA: the same engine either way. Otherwise its start rule
+    /// written as one regex (nesting needs `max_recursion_depth`), compiled with `method`
+    /// (`None`: auto). Special tokens are resolved against this vocabulary
     /// ([`crate::grammar::resolve`]); a grammar that keeps one needs a lazy guide.
     pub fn compile_grammar(
         &self,
@@ -291,34 +296,44 @@ impl Compiler {
         lazy: bool,
     ) -> Result<Guide> {
         let grammar = resolve_tokens(grammar, &self.vocab)?;
+        if lazy && method == Some(Method::Cartesian) {
+            let deadline = self.deadline();
+            let RuleRegexes { rules, tokens } = to_rule_regexes(&grammar, options)?;
+            let regex: TextRegex = match &rules[..] {
+                [(name, regex)] => match regex {
+                    Some(regex) => ByteDfa::from_regex_with_markers(regex, self.limits.max_byte_dfa_states)?.into(),
+                    None => {
+                        return Err(Error::EmptyLanguage(format!(
+                            "the grammar's start rule `{name}` matches no string"
+                        )))
+                    }
+                },
+                _ => TextRegex::Grammar(Box::new(PushdownDfa::new(
+                    &rules,
+                    options.max_recursion_depth,
+                    self.limits.max_byte_dfa_states,
+                    self.limits.max_product_states.min(TextSpace::MAX_REGEX_STATES),
+                )?)),
+            };
+            deadline.check("the grammar's automata")?;
+            let parts = self.lazy_parts()?.clone();
+            return self.finish(LazyGuide::compile(parts, regex, token_ids(&tokens), self.limits)?);
+        }
         let GrammarRegex { regex, tokens } = to_regex_with_tokens(&grammar, options)?;
-        if tokens.is_empty() {
-            return match method {
-                Some(Method::Cartesian) if lazy => self.compile_regex_lazy(&regex),
+        match tokens.first() {
+            None => match method {
                 Some(m) => self.compile_regex(&regex, m),
                 None => self.compile_regex_auto(&regex),
-            };
+            },
+            Some(_) => {
+                let id = token_ids(&tokens)[0];
+                Err(Error::Unsupported(format!(
+                    "the grammar names the special token {} (id {id}): guides with special tokens are lazy \
+                     canonical guides (method \"cartesian\", lazy)",
+                    String::from_utf8_lossy(self.vocab.token_bytes(id)),
+                )))
+            }
         }
-        let ids: Vec<u32> = tokens
-            .iter()
-            .map(|t| match t {
-                TokenName::Id(id) => *id,
-                TokenName::Text(_) => unreachable!("resolve_tokens names every special token by id"),
-            })
-            .collect();
-        if !lazy || method != Some(Method::Cartesian) {
-            return Err(Error::Unsupported(format!(
-                "the grammar names the special token {} (id {}): guides with special tokens are lazy canonical \
-                 guides (method \"cartesian\", lazy)",
-                String::from_utf8_lossy(self.vocab.token_bytes(ids[0])),
-                ids[0]
-            )));
-        }
-        let parts = self.lazy_parts()?.clone();
-        let deadline = self.deadline();
-        let dfa = ByteDfa::from_regex_with_markers(&regex, self.limits.max_byte_dfa_states)?;
-        deadline.check("the grammar's byte DFA")?;
-        self.finish(LazyGuide::compile(parts, dfa, ids, self.limits)?)
     }
 
     /// Compiles a regex (full match) with the given method.
@@ -418,6 +433,16 @@ fn load_cached(path: &std::path::Path, vocab: &Vocabulary) -> Option<TokenizerDf
         Ok(map) => TokenizerDfa::from_mapped_file(Arc::new(map), vocab).ok(),
         Err(_) => TokenizerDfa::from_bytes(&std::fs::read(path).ok()?, vocab).ok(),
     }
+}
+
+/// The ids of special tokens resolved by [`resolve_tokens`].
+fn token_ids(tokens: &[TokenName]) -> Vec<u32> {
+    (tokens.iter())
+        .map(|t| match t {
+            TokenName::Id(id) => *id,
+            TokenName::Text(_) => unreachable!("resolve_tokens names every special token by id"),
+        })
+        .collect()
 }
 
 #[cfg(test)]

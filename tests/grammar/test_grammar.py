@@ -198,13 +198,17 @@ def test_cli_compiles_a_grammar_file(tmp_path, capsys):
     assert "grammar     " in out and "samples" in out
     path = tmp_path / "nested.lark"
     path.write_text(CASES[3].lark)
-    assert main(["compile", "--grammar", str(path)]) == 2
+    # Nesting: unbounded in a lazy guide (no regex to show), refused eagerly without a depth.
+    assert main(["compile", "--grammar", str(path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    parser = lark_parser(CASES[3])
+    assert report["regex"] is None and all(lark_accepts(parser, s["text"]) for s in report["samples"])
+    assert main(["compile", "--grammar", str(path), "--eager"]) == 2
     assert "max_recursion_depth" in capsys.readouterr().err
     assert main(["compile", "--grammar", str(path), "--max-recursion-depth", "1", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     # Lazy by default, as Compiler.compile_grammar: nothing is counted, every sample is a match.
     assert report["lazy"] and "count_sequences" not in report and "num_states" not in report
-    parser = lark_parser(CASES[3])
     assert all(lark_accepts(parser, sample["text"]) for sample in report["samples"])
 
 

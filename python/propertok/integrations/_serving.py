@@ -113,7 +113,7 @@ def make_constraint(
 
 def constraint_regex(constraint: Constraint) -> Optional[str]:
     """The regex the guide is compiled from (a schema or grammar converted; ``ValueError`` if it
-    cannot be); ``None`` for a grammar that names special tokens, which has none."""
+    cannot be); ``None`` for a grammar that names special tokens or nests rules, which has none."""
     if constraint.kind == "regex":
         return constraint.spec
     if constraint.kind == "json":
@@ -135,8 +135,8 @@ def check_constraint(constraint: Constraint) -> None:
     """``ValueError`` (with a message meant for the client) when the constraint can never compile
     for any tokenizer: invalid or unsupported regex syntax, an empty language, a schema that does
     not convert, a grammar that does not parse or has no regex, a byte DFA past
-    :data:`STATIC_CHECK_MAX_DFA_STATES`. A grammar that names special tokens has no regex to
-    check; they are resolved against the tokenizer at compile time."""
+    :data:`STATIC_CHECK_MAX_DFA_STATES`. A grammar that names special tokens or nests rules has no regex to
+    check; such a grammar is checked when it compiles."""
     try:
         regex = constraint_regex(constraint)
         if regex is not None:

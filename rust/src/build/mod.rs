@@ -36,7 +36,13 @@ pub fn materialize(guide: &Guide) -> Result<Guide> {
     }
     let engine = lazy.automaton.engine();
     let parts = engine.parts();
-    let dfa = engine.space().dfa().clone();
+    let Some(dfa) = engine.space().dfa().as_dfa().cloned() else {
+        return Err(Error::Unsupported(
+            "the guide's grammar nests rules (a context-free grammar), which only lazy guides model: it has no \
+             eager form"
+                .into(),
+        ));
+    };
     let limits = lazy.limits.search(Deadline::after_seconds(lazy.limits.max_compile_seconds));
     let eager = match &parts.pieces {
         Some(pieces) => {

@@ -31,7 +31,7 @@ use rustc_hash::FxHashMap;
 
 use super::{Expr, Grammar, TokenName};
 use crate::error::{Error, Result};
-use crate::regex::byte_dfa::{MAX_GRAMMAR_TOKENS, TOKEN_MARKER, TOKEN_MARKER_INDEX};
+use crate::regex::byte_dfa::{CALL_MARKER, MAX_GRAMMAR_TOKENS, MAX_RULES_CALLED, TOKEN_MARKER, TOKEN_MARKER_INDEX};
 
 /// Default of [`LowerOptions::max_regex_bytes`]: 1 MiB of regex text.
 pub const DEFAULT_MAX_GRAMMAR_REGEX_BYTES: usize = 1 << 20;
@@ -85,8 +85,9 @@ pub fn to_regex_with_tokens(grammar: &Grammar, options: LowerOptions) -> Result<
     if options.max_recursion_depth.is_none() {
         if let Some(cycle) = components.reachable_cycle(grammar) {
             return Err(Error::Unsupported(format!(
-                "grammar rule `{}` is recursive ({}); grammars compile to a finite automaton for \
-                 now: pass max_recursion_depth=N to admit derivations that nest it up to N times \
+                "grammar rule `{}` is recursive ({}), and no regex says nesting: lazy guides \
+                 (Compiler.compile_grammar) take it without a bound; for a regex or an eager \
+                 guide, pass max_recursion_depth=N to admit derivations that nest it up to N times \
                  inside itself",
                 cycle[0],
                 cycle.join(" → ")
@@ -102,6 +103,7 @@ pub fn to_regex_with_tokens(grammar: &Grammar, options: LowerOptions) -> Result<
         memo: FxHashMap::default(),
         solved: FxHashMap::default(),
         tokens: Vec::new(),
+        calls: None,
     };
     match lowering.rule(grammar.start)? {
         Some(piece) => Ok(GrammarRegex { regex: piece.text, tokens: lowering.tokens }),
@@ -114,6 +116,49 @@ pub fn to_regex_with_tokens(grammar: &Grammar, options: LowerOptions) -> Result<
             None => format!("the grammar's start rule `{}` matches no string", grammar.rules[grammar.start].name),
         })),
     }
+}
+
+/// A grammar as a recursive transition network's rules (see `crate::lazy::pushdown`): rule 0
+/// is the start rule; every reference to a *self-embedding* rule (one in a recursive component
+/// that is not solved as a regex, `value` → `array` → `value`) is written as a call marker
+/// ([`CALL_MARKER`] then two bytes naming the rule), and everything else is inlined as in
+/// [`to_regex`]. A grammar without such rules is one rule, its regex exactly `to_regex`'s.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RuleRegexes {
+    /// Each rule's name and regex (`None`: the rule matches no string at all).
+    pub rules: Vec<(String, Option<String>)>,
+    /// The special tokens named, in marker order (as [`GrammarRegex::tokens`]).
+    pub tokens: Vec<TokenName>,
+}
+
+/// [`RuleRegexes`] of `grammar`; `options.max_recursion_depth` is not used (the pushdown
+/// automaton bounds nesting itself, if asked to).
+pub fn to_rule_regexes(grammar: &Grammar, options: LowerOptions) -> Result<RuleRegexes> {
+    let components = Components::of(grammar);
+    let mut lowering = Lowering {
+        grammar,
+        components: &components,
+        options: LowerOptions { max_recursion_depth: None, ..options },
+        on_stack: vec![0; grammar.rules.len()],
+        depth: 0,
+        memo: FxHashMap::default(),
+        solved: FxHashMap::default(),
+        tokens: Vec::new(),
+        calls: Some(Vec::new()),
+    };
+    let root = lowering.expr(&Expr::Rule(grammar.start))?;
+    let mut rules = vec![(grammar.rules[grammar.start].name.clone(), root.map(|p| p.text))];
+    // Rules called so far are lowered in turn; lowering one may call new ones.
+    while let Some(&rule) = lowering.calls.as_ref().expect("calls mode").get(rules.len() - 1) {
+        let body = lowering.expr(&grammar.rules[rule].body)?;
+        rules.push((grammar.rules[rule].name.clone(), body.map(|p| p.text)));
+    }
+    Ok(RuleRegexes { rules, tokens: lowering.tokens })
+}
+
+/// The marker of a call to rule `id` of a [`RuleRegexes`].
+fn call_marker(id: usize) -> String {
+    format!("(?-u:\\x{:02X}\\x{:02X}\\x{:02X})", CALL_MARKER, 0x80 + (id >> 6), 0x80 + (id & 63))
 }
 
 /// The strongly connected components of the rule reference graph.
@@ -404,6 +449,9 @@ struct Lowering<'g> {
     solved: FxHashMap<usize, Lowered>,
     /// The special tokens named so far, in marker order.
     tokens: Vec<TokenName>,
+    /// In [`to_rule_regexes`]: the self-embedding rules called so far (rule `i + 1` of the
+    /// result is `calls[i]`); references to them are written as calls, never expanded.
+    calls: Option<Vec<usize>>,
 }
 
 /// A rule body of a linear component as `Σ coefficient·X_target + base` (`Side::Right`) or
@@ -421,6 +469,23 @@ impl Lowering<'_> {
                 self.solve(component, side)?;
             }
             return Ok(self.solved[&rule].clone());
+        }
+        if let (Some(calls), true) = (&mut self.calls, self.components.is_self_embedding(rule)) {
+            let id = match calls.iter().position(|&r| r == rule) {
+                Some(i) => i + 1,
+                None if calls.len() + 1 < MAX_RULES_CALLED => {
+                    calls.push(rule);
+                    calls.len()
+                }
+                None => {
+                    return Err(Error::LimitExceeded {
+                        limit: "recursive rules of a grammar",
+                        value: MAX_RULES_CALLED.to_string(),
+                        what: format!("`{}` is one more", self.grammar.rules[rule].name),
+                    })
+                }
+            };
+            return Ok(Some(Piece::atom(call_marker(id))));
         }
         if self.components.recursive[component] {
             if let Some(d) = self.options.max_recursion_depth {

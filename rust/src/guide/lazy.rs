@@ -8,10 +8,9 @@ use super::{Automaton, Guide, Method};
 use crate::error::Result;
 use crate::lazy::automaton::LazyAutomaton;
 use crate::lazy::engine::Engine;
-use crate::lazy::text::TextSpace;
+use crate::lazy::text::{TextRegex, TextSpace};
 use crate::lazy::TokenizerParts;
 use crate::limits::Limits;
-use crate::regex::byte_dfa::ByteDfa;
 
 pub(crate) struct LazyGuide {
     pub(crate) automaton: LazyAutomaton,
@@ -24,7 +23,12 @@ impl LazyGuide {
     ///
     /// `tokens`: the ids of the special tokens whose markers `dfa` takes (a grammar's, see
     /// `crate::grammar::lower::GrammarRegex`), in marker order; empty for a regex.
-    pub(crate) fn compile(parts: Arc<TokenizerParts>, dfa: ByteDfa, tokens: Vec<u32>, limits: Limits) -> Result<Guide> {
+    pub(crate) fn compile(
+        parts: Arc<TokenizerParts>,
+        dfa: impl Into<TextRegex>,
+        tokens: Vec<u32>,
+        limits: Limits,
+    ) -> Result<Guide> {
         let vocab = parts.vocab.clone();
         let space =
             TextSpace::new(dfa, parts.pieces.clone(), parts.contents.clone(), parts.normal)?.with_tokens(tokens.len());

@@ -13,6 +13,22 @@ use crate::error::{Error, Result};
 use crate::util::bitset;
 use crate::util::random::SplitMix64;
 
+impl Guide {
+    /// `Unsupported` for `what` when this guide's grammar nests without bound (its states never
+    /// run out; see `crate::lazy::pushdown`).
+    fn refuse_unbounded(&self, what: &str) -> Result<()> {
+        match &self.automaton {
+            Automaton::Lazy(lazy) if lazy.automaton.engine().space().dfa().nests_without_bound() => {
+                Err(Error::Unsupported(format!(
+                    "{what} walks every state of a guide, and a grammar that nests without bound has \
+                     unboundedly many: compile it with max_recursion_depth to bound it"
+                )))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The tokens from `from` to `to` in a search tree stored as `parent[state] = (previous, token)`.
 fn path_back(parent: &FxHashMap<u32, (u32, u32)>, from: u32, to: u32) -> Vec<u32> {
     let mut path = Vec::new();
@@ -137,7 +153,11 @@ impl Guide {
     /// breadth-first walk of the product of both from their initial states, comparing masks
     /// (EOS included, so finality too) at every reachable pair. Returns `None` when equal, else
     /// a shortest token sequence after which the masks differ. Costs the product's transitions.
+    /// Refused (`Unsupported`) for a guide whose grammar nests without bound, as
+    /// [`Guide::count_sequences`].
     pub fn first_difference(&self, other: &Guide) -> Result<Option<Vec<u32>>> {
+        self.refuse_unbounded("first_difference")?;
+        other.refuse_unbounded("first_difference")?;
         let eos = self.eos_token_ids();
         let mut seen: FxHashMap<(u32, u32), (u32, u32, u32)> = FxHashMap::default();
         let start = (self.initial, other.initial);
@@ -202,7 +222,10 @@ impl Guide {
 
     /// Number of accepted token sequences (EOS not counted); `None` if infinite. Explores every
     /// reachable state (all of a lazy guide's get built).
+    /// A guide whose grammar nests without bound has unboundedly many states: it is refused
+    /// (`Unsupported`) rather than walked until a limit stops it.
     pub fn count_sequences(&self) -> Result<Option<u128>> {
+        self.refuse_unbounded("count_sequences")?;
         // Iterative DFS with colours: absent new, 1 on stack, 2 done.
         let mut colour: FxHashMap<u32, u8> = FxHashMap::default();
         let mut count: FxHashMap<u32, u128> = FxHashMap::default();

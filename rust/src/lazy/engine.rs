@@ -256,7 +256,13 @@ impl Engine {
         (self.bytes.load(Ordering::Relaxed), self.max_bytes)
     }
 
+    /// Counts `bytes` more against `max_guide_bytes`. Every memo entry is stored after a charge,
+    /// which also fails once a grammar's automaton has run into a limit: a walk since then may
+    /// have found a byte refused that was not, so nothing computed from it is kept.
     fn charge(&self, bytes: usize) -> Result<()> {
+        if let Some(e) = self.space.dfa().overflow() {
+            return Err(e);
+        }
         let total = self.bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
         if total > self.max_bytes {
             return Err(Error::LimitExceeded {
@@ -367,6 +373,7 @@ impl Engine {
         let ids: Vec<TextId> = walked.targets.iter().map(|&k| self.text_id(k)).collect::<Result<_>>()?;
         let distances: Vec<u32> = walked.targets.iter().map(|&k| self.space.distance(k)).collect();
         let groups = Groups::assemble(walked, &ids, |i| distances[i as usize], shared);
+        self.charge(0)?;
         Ok(self.groups.insert(z, Arc::new(groups)))
     }
 

@@ -29,6 +29,7 @@
 pub(crate) mod automaton;
 pub(crate) mod engine;
 pub(crate) mod groups;
+pub mod pushdown;
 pub(crate) mod slice;
 pub mod text;
 

@@ -57,7 +57,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use super::groups::Walked;
-use super::text::{TextKey, TextSpace};
+use super::text::{TextKey, TextRegex, TextSpace};
 use crate::error::Result;
 use crate::limits::SLICE_CACHE_BYTES;
 use crate::pre_tokenizer::normal_form::NormalForm;
@@ -109,6 +109,7 @@ impl SliceGroups {
 /// One slice: its DFA as a text space (same pre-tokenizer and added-token prefixes as the
 /// guides), its exit tokens, and per token the characters its walk through the slice completes.
 struct Slice {
+    dfa: ByteDfa,
     space: TextSpace,
     exits: TokenTrie,
     /// Per token id: how many characters its walk from the slice's start completes (0 for exit
@@ -190,8 +191,8 @@ impl Slices {
                     chars[t as usize] = k.min(255) as u8;
                 });
                 let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
-                let space = TextSpace::new(dfa, pieces.clone(), contents.clone(), normal)?;
-                Ok(Slice { space, exits: TokenTrie::new(leaving), chars, max_chars })
+                let space = TextSpace::new(dfa.clone(), pieces.clone(), contents.clone(), normal)?;
+                Ok(Slice { dfa, space, exits: TokenTrie::new(leaving), chars, max_chars })
             })
             .collect::<Result<_>>()?;
         let normal = normal.map(|nf| {
@@ -221,15 +222,15 @@ impl Slices {
 
     /// How regex state `q` of `dfa` takes a slice's tokens: the first slice it loops on, else
     /// the first whose characters it counts.
-    pub(crate) fn find(&self, dfa: &ByteDfa, q: u32) -> Option<SliceUse> {
+    pub(crate) fn find(&self, dfa: &TextRegex, q: u32) -> Option<SliceUse> {
         let found = |slice, counted, map: Vec<u32>| SliceUse { slice, counted, map: map.into() };
         // A necessary condition of both uses, and the one most regex states fail: once per slice.
         let taken = (self.slices.iter().enumerate())
-            .filter(|(_, s)| takes_first_byte(s.space.dfa(), dfa, q))
+            .filter(|(_, s)| takes_first_byte(&s.dfa, dfa, q))
             .fold(0u64, |taken, (i, _)| taken | 1 << i);
         let candidates = || self.slices.iter().enumerate().filter(move |&(i, _)| taken >> i & 1 == 1);
-        candidates().find_map(|(i, s)| Some(found(i, false, simulate(s.space.dfa(), dfa, q)?))).or_else(|| {
-            candidates().find_map(|(i, s)| Some(found(i, true, simulate_counted(s.space.dfa(), s.max_chars, dfa, q)?)))
+        candidates().find_map(|(i, s)| Some(found(i, false, simulate(&s.dfa, dfa, q)?))).or_else(|| {
+            candidates().find_map(|(i, s)| Some(found(i, true, simulate_counted(&s.dfa, s.max_chars, dfa, q)?)))
         })
     }
 
@@ -238,13 +239,13 @@ impl Slices {
     /// number of characters `k`.
     pub(crate) fn groups(&self, parts: SliceInputs, slice: &SliceUse, at: TextKey) -> Arc<SliceGroups> {
         let s = &self.slices[slice.slice];
-        let from = at.with_regex_state(s.space.dfa().start());
+        let from = at.with_regex_state(s.dfa.start());
         let key = (slice.slice, slice.counted, from);
         if let Some(known) = self.cache.get(&key) {
             return known;
         }
         let mut walked = Walked::default();
-        let n = s.space.dfa().num_states() as u32;
+        let n = s.dfa.num_states() as u32;
         let mut trie = parts.trie;
         if let (Some(split), Some(base)) = (&self.normal, from.normal_start()) {
             // The inert-first tokens lead where they lead from the normal form's start.
@@ -303,7 +304,7 @@ pub(crate) struct SliceInputs<'a> {
 
 /// `φ` when regex state `q` of `dfa` loops on `slice` from its start (see the module docs):
 /// `phi[s]` is the regex state paired with slice state `s` ([`DEAD`] for states not reachable).
-pub(crate) fn simulate(slice: &ByteDfa, dfa: &ByteDfa, q: u32) -> Option<Vec<u32>> {
+pub(crate) fn simulate(slice: &ByteDfa, dfa: &TextRegex, q: u32) -> Option<Vec<u32>> {
     let mut phi = vec![DEAD; slice.num_states()];
     phi[slice.start() as usize] = q;
     let mut todo = vec![slice.start()];
@@ -341,7 +342,7 @@ pub(crate) fn simulate(slice: &ByteDfa, dfa: &ByteDfa, q: u32) -> Option<Vec<u32
 /// count characters, so no state loops, but from each of them a token's number of characters and
 /// its end in the slice decide where it leads. Bytes are tried one per class of the two DFAs
 /// together (tens, not 256).
-pub(crate) fn simulate_counted(slice: &ByteDfa, max_chars: usize, dfa: &ByteDfa, q: u32) -> Option<Vec<u32>> {
+pub(crate) fn simulate_counted(slice: &ByteDfa, max_chars: usize, dfa: &TextRegex, q: u32) -> Option<Vec<u32>> {
     const UNSEEN: u32 = DEAD - 1;
     let n = slice.num_states();
     // One byte per pair of classes: a bitset over the 2^16 pairs, on the stack.
@@ -394,6 +395,6 @@ pub(crate) fn simulate_counted(slice: &ByteDfa, max_chars: usize, dfa: &ByteDfa,
 /// Whether regex state `q` of `dfa` takes every byte the slice takes from its start: a necessary
 /// condition of both uses, and the one most regex states fail. [`Slices::find`] checks it first,
 /// without allocating, because it runs on every regex state a guide walks, narrow ones included.
-fn takes_first_byte(slice: &ByteDfa, dfa: &ByteDfa, q: u32) -> bool {
+fn takes_first_byte(slice: &ByteDfa, dfa: &TextRegex, q: u32) -> bool {
     (0..=255u8).all(|b| slice.next(slice.start(), b) == DEAD || dfa.next(q, b) != DEAD)
 }

@@ -215,3 +215,85 @@ fn threads_sharing_a_guide_with_special_tokens_agree() {
         assert_eq!(masks_from_threads(&shared, &walks), want);
     }
 }
+
+/// JSON-like values nested without bound: `value` → `array` / `object` → `value`.
+const NESTED: &str = r#"
+root   ::= value
+value  ::= object | array | string | [0-9]+
+object ::= "{" (pair (", " pair)*)? "}"
+pair   ::= string ": " value
+array  ::= "[" (value (", " value)*)? "]"
+string ::= "\"" [a-z ]{0,6} "\""
+"#;
+
+fn nested_guide(compiler: &Compiler, depth: Option<u32>, lazy: bool) -> Guide {
+    let grammar = crate::grammar::parse(NESTED, crate::grammar::Syntax::Gbnf, None).unwrap();
+    let options = crate::grammar::lower::LowerOptions { max_recursion_depth: depth, ..Default::default() };
+    compiler.compile_grammar(&grammar, options, Some(Method::Cartesian), lazy).unwrap()
+}
+
+/// With a nesting bound `d`, the grammar's pushdown automaton gives the masks of the eager guide
+/// of its regex unrolled to depth `d`, bit for bit (the same language, two constructions).
+#[test]
+fn a_bounded_pushdown_guide_is_the_unrolled_regex_guide() {
+    let compiler = Compiler::new(mistral(), Limits::default());
+    let eager = nested_guide(&compiler, Some(2), false);
+    let lazy = nested_guide(&compiler, Some(2), true);
+    assert!(crate::build::materialize(&lazy).is_err(), "a pushdown automaton has no eager form");
+    for seed in 0..24 {
+        let walk = eager.random_walk(seed, 80).unwrap();
+        let (got, want) = (masks_along(&lazy, &walk), masks_along(&eager, &walk));
+        assert!(
+            got == want,
+            "seed {seed}: the masks differ at step {:?}",
+            (0..want.len()).find(|&i| got[i] != want[i])
+        );
+    }
+}
+
+/// Without a bound, the masks are those of a guide unrolled deeper than the text goes: at every
+/// step whose text is at most `D - 3` brackets deep (a token opens at most a few at once), the
+/// unbounded guide and the eager guide unrolled to depth `D` agree bit for bit. Walks of the
+/// unbounded guide reach depths no bound would allow.
+#[test]
+fn an_unbounded_pushdown_guide_agrees_with_deep_unrolling() {
+    const D: u32 = 5;
+    let vocab = mistral();
+    let compiler = Compiler::new(vocab.clone(), Limits::default());
+    let eager = nested_guide(&compiler, Some(D), false);
+    let unbounded = nested_guide(&compiler, None, true);
+    let depth_after = |walk: &[u32]| {
+        let text: Vec<u8> = walk.iter().flat_map(|&t| vocab.token_bytes(t).to_vec()).collect();
+        let (mut depth, mut in_string) = (0i32, false);
+        for b in text {
+            match b {
+                b'"' => in_string = !in_string,
+                b'[' | b'{' if !in_string => depth += 1,
+                b']' | b'}' if !in_string => depth -= 1,
+                _ => {}
+            }
+        }
+        depth as u32
+    };
+    let mut compared = 0;
+    for seed in 0..64 {
+        let walk = eager.random_walk(seed, 60).unwrap();
+        let (got, want) = (masks_along(&unbounded, &walk), masks_along(&eager, &walk));
+        for i in 0..want.len() {
+            if depth_after(&walk[..i]) <= D - 3 {
+                assert!(got[i] == want[i], "seed {seed}, step {i}: the masks differ");
+                compared += 1;
+            }
+        }
+    }
+    assert!(compared > 300, "{compared} masks compared");
+    // Deeper than any bound used here: 40 open arrays, then closed, one token at a time.
+    let text = format!("{}1{}", "[".repeat(40), "]".repeat(40));
+    let walk = spelling(&unbounded, text.as_bytes(), unbounded.initial_state()).expect("the guide spells it");
+    let end = walk.iter().try_fold(unbounded.initial_state(), |s, &t| unbounded.next_state(s, t)).unwrap();
+    assert!(unbounded.is_final(end));
+    let threads = Arc::new(nested_guide(&compiler, None, true));
+    let walks: Vec<Vec<u32>> = (0..16).map(|seed| unbounded.random_walk(seed, 80).unwrap()).collect();
+    let want: Vec<Vec<Vec<u32>>> = walks.iter().map(|w| masks_along(&unbounded, w)).collect();
+    assert_eq!(masks_from_threads(&threads, &walks), want, "threads sharing a fresh guide agree");
+}

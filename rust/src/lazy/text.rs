@@ -25,6 +25,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
+use super::pushdown::PushdownDfa;
 use crate::error::{Error, Result};
 use crate::pre_tokenizer::normal_form::NormalForm;
 use crate::pre_tokenizer::piece_table::PieceTable;
@@ -128,9 +129,78 @@ pub enum WaySearch {
     GaveUp,
 }
 
+/// The regex component of a text space: a regex's DFA, or a grammar's pushdown automaton
+/// (built as it is walked, see [`crate::lazy::pushdown`]), read through the same methods.
+#[allow(clippy::large_enum_variant)] // one per guide; the regex DFA stays inline on the byte-step path
+pub enum TextRegex {
+    Dfa(ByteDfa),
+    Grammar(Box<PushdownDfa>),
+}
+
+impl From<ByteDfa> for TextRegex {
+    fn from(dfa: ByteDfa) -> TextRegex {
+        TextRegex::Dfa(dfa)
+    }
+}
+
+impl TextRegex {
+    #[inline]
+    pub fn next(&self, q: u32, b: u8) -> u32 {
+        match self {
+            TextRegex::Dfa(dfa) => dfa.next(q, b),
+            TextRegex::Grammar(g) => g.next(q, b),
+        }
+    }
+    pub fn start(&self) -> u32 {
+        match self {
+            TextRegex::Dfa(dfa) => dfa.start(),
+            TextRegex::Grammar(g) => g.start(),
+        }
+    }
+    #[inline]
+    pub fn is_accepting(&self, q: u32) -> bool {
+        match self {
+            TextRegex::Dfa(dfa) => dfa.is_accepting(q),
+            TextRegex::Grammar(g) => g.is_accepting(q),
+        }
+    }
+    pub fn distance_to_accept(&self, q: u32) -> u32 {
+        match self {
+            TextRegex::Dfa(dfa) => dfa.distance_to_accept(q),
+            TextRegex::Grammar(g) => g.distance_to_accept(q),
+        }
+    }
+    /// Bytes of one class have the same transitions from every state.
+    #[inline]
+    pub fn byte_class(&self, b: u8) -> u8 {
+        match self {
+            TextRegex::Dfa(dfa) => dfa.byte_class(b),
+            TextRegex::Grammar(g) => g.byte_class(b),
+        }
+    }
+    /// The regex's DFA; `None` for a grammar's automaton, which has no eager form.
+    pub fn as_dfa(&self) -> Option<&ByteDfa> {
+        match self {
+            TextRegex::Dfa(dfa) => Some(dfa),
+            TextRegex::Grammar(_) => None,
+        }
+    }
+    /// Whether this is a grammar's automaton with no bound on nesting (unboundedly many states).
+    pub fn nests_without_bound(&self) -> bool {
+        matches!(self, TextRegex::Grammar(g) if !g.is_bounded())
+    }
+    /// The limit a grammar's automaton ran into, if it did (see [`PushdownDfa::overflow`]).
+    pub fn overflow(&self) -> Option<Error> {
+        match self {
+            TextRegex::Dfa(_) => None,
+            TextRegex::Grammar(g) => g.overflow(),
+        }
+    }
+}
+
 /// See the module docs.
 pub struct TextSpace {
-    dfa: ByteDfa,
+    dfa: TextRegex,
     /// `None` without a pre-tokenizer.
     pieces: Option<Arc<PieceTable>>,
     contents: Arc<ContentTrie>,
@@ -143,9 +213,10 @@ pub struct TextSpace {
 
 impl TextSpace {
     /// `Err(LimitExceeded)` when a side has more states than a key can hold (2M regex states,
-    /// 4M pre-tokenizer states, 2M added-token prefixes).
+    /// 4M pre-tokenizer states, 2M added-token prefixes; a grammar's automaton is bounded by
+    /// the guide's `max_product_states`, below that).
     pub fn new(
-        dfa: ByteDfa,
+        dfa: impl Into<TextRegex>,
         pieces: Option<Arc<PieceTable>>,
         contents: Arc<ContentTrie>,
         normal: Option<&'static NormalForm>,
@@ -160,7 +231,10 @@ impl TextSpace {
             }
             Ok(())
         };
-        too_many("regex DFA states", "max_byte_dfa_states", dfa.num_states(), 1 << Q_BITS)?;
+        let dfa = dfa.into();
+        if let Some(regex) = dfa.as_dfa() {
+            too_many("regex DFA states", "max_byte_dfa_states", regex.num_states(), 1 << Q_BITS)?;
+        }
         too_many(
             "pre-tokenizer states",
             "max_pre_tokenizer_states",
@@ -193,9 +267,12 @@ impl TextSpace {
         self.start
     }
 
-    pub fn dfa(&self) -> &ByteDfa {
+    pub fn dfa(&self) -> &TextRegex {
         &self.dfa
     }
+
+    /// The largest number of regex states a key holds (a bound for a grammar's automaton).
+    pub const MAX_REGEX_STATES: usize = (1 << Q_BITS) - 1;
 
     /// Number of boundary kinds (pre-tokenizer stages; 0 without a pre-tokenizer).
     pub fn num_stages(&self) -> usize {

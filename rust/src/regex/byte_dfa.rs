@@ -461,6 +461,12 @@ pub const TOKEN_MARKER: u8 = 0xFF;
 pub const TOKEN_MARKER_INDEX: u8 = 0x80;
 /// Special tokens one grammar may name (second marker bytes 0x80..=0xBF).
 pub const MAX_GRAMMAR_TOKENS: usize = 64;
+/// The first byte of a call to a grammar rule (never in UTF-8 text, like [`TOKEN_MARKER`]);
+/// the next two bytes, each in 0x80..=0xBF, name the rule: `0x80 + id / 64`, `0x80 + id % 64`
+/// (see `crate::grammar::lower::to_rule_regexes`).
+pub const CALL_MARKER: u8 = 0xFE;
+/// Rules a grammar's pushdown automaton may have, its start rule included.
+pub const MAX_RULES_CALLED: usize = 64 * 64;
 
 /// Parses and translates a regex, turning syntax errors into precise messages.
 pub fn parse_regex(pattern: &str) -> Result<Hir> {

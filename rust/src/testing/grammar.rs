@@ -11,7 +11,7 @@ use std::sync::Arc;
 use rustc_hash::FxHashMap;
 
 use super::{canonical_tokens, fuzz_limits, replay, synthetic_tokenizer, Input};
-use crate::grammar::lower::{to_regex_with_tokens, GrammarRegex, LowerOptions};
+use crate::grammar::lower::{to_regex_with_tokens, to_rule_regexes, GrammarRegex, LowerOptions, RuleRegexes};
 use crate::grammar::resolve::resolve_tokens;
 use crate::grammar::{Expr, Grammar, Syntax, TokenName};
 use crate::guide::Method;
@@ -197,8 +197,13 @@ fn random_expr(r: &mut Input, depth: u32, syntax: Syntax, names: &[String], eos:
             let (lark, gbnf) = CLASSES[r.byte() as usize % CLASSES.len()];
             out.push_str(if syntax == Syntax::Lark { lark } else { gbnf });
         }
-        3 => match r.byte() % 4 {
+        3 => match r.byte() % 6 {
             0 => out.push_str(&names[r.byte() as usize % names.len()]),
+            // A reference between two literals: nesting recursion, as brackets are.
+            4 | 5 => {
+                let (open, close) = if r.byte() & 1 == 0 { ("\"a\"", "\"b\"") } else { ("\"c\"", "\"a\"?") };
+                out.push_str(&format!("({open} {} {close})", names[r.byte() as usize % names.len()]));
+            }
             1 => out.push_str(&format!("<[{}]>", eos + 1)),
             k => out.push_str(SPECIALS[k as usize % 2]),
         },
@@ -331,8 +336,19 @@ pub fn check_grammar(data: &[u8]) {
     let options = LowerOptions { max_recursion_depth: depth, max_regex_bytes: 1 << 14 };
     let _ = to_regex_with_tokens(&parsed, options);
     let Ok(grammar) = resolve_tokens(&parsed, &vocab) else { return };
-    let Ok(GrammarRegex { regex, tokens: names }) = to_regex_with_tokens(&grammar, options) else { return };
-    let Ok(dfa) = ByteDfa::from_regex_with_markers(&regex, fuzz_limits().max_byte_dfa_states) else { return };
+    // A grammar that nests has no regex without a depth; its lazy guide (a pushdown automaton)
+    // is still checked against the reference below.
+    let Ok(RuleRegexes { tokens: names, .. }) = to_rule_regexes(&grammar, options) else { return };
+    let lowered = match to_regex_with_tokens(&grammar, options) {
+        Ok(GrammarRegex { regex, tokens }) => {
+            match ByteDfa::from_regex_with_markers(&regex, fuzz_limits().max_byte_dfa_states) {
+                Ok(dfa) => Some((regex, dfa, tokens)),
+                Err(_) => return,
+            }
+        }
+        Err(_) if depth.is_none() => None,
+        Err(_) => return,
+    };
     let ctx = || format!("{syntax:?} grammar {text:?} (depth {depth:?}), tokens {tokens:?}, merges {merges:?}");
 
     // The regex against the reference: its strings are derivations (sound), and every string the
@@ -340,10 +356,13 @@ pub fn check_grammar(data: &[u8]) {
     let unlimited = vec![u32::MAX; grammar.rules.len()];
     let within = vec![depth.unwrap_or(u32::MAX); grammar.rules.len()];
     let mut reference = Reference::new(&grammar, unlimited);
-    for bytes in dfa.sample(8, 0x5eed, 10) {
-        let s = unmarked(&bytes, &names).unwrap_or_else(|| panic!("{}: sample {bytes:?} is not text", ctx()));
-        if let Some(ok) = reference.accepts(&s) {
-            assert!(ok, "{}: the regex matches {s:?}, which the grammar does not derive", ctx());
+    if let Some((_, dfa, lowered_names)) = &lowered {
+        for bytes in dfa.sample(8, 0x5eed, 10) {
+            let s =
+                unmarked(&bytes, lowered_names).unwrap_or_else(|| panic!("{}: sample {bytes:?} is not text", ctx()));
+            if let Some(ok) = reference.accepts(&s) {
+                assert!(ok, "{}: the regex matches {s:?}, which the grammar does not derive", ctx());
+            }
         }
     }
     let mut alphabet = vec!['a', 'b', 'c'];
@@ -352,7 +371,10 @@ pub fn check_grammar(data: &[u8]) {
     let mut reference = Reference::new(&grammar, within);
     for s in strings(&alphabet, if alphabet.len() > 4 { 3 } else { 4 }) {
         if reference.accepts(&s) == Some(true) {
-            assert!(dfa.matches(&marked(&s, &names)), "{}: the grammar derives {s:?}, the regex does not match", ctx());
+            if let Some((_, dfa, lowered_names)) = &lowered {
+                let ok = dfa.matches(&marked(&s, lowered_names));
+                assert!(ok, "{}: the grammar derives {s:?}, the regex does not match", ctx());
+            }
             derived.push(s);
         }
     }
@@ -390,12 +412,23 @@ pub fn check_grammar(data: &[u8]) {
             replay(&guide, &toks, &|| format!("{}: derived {s:?} = {toks:?}", ctx()));
         }
     }
-    if names.is_empty() {
-        if let Ok(eager) = compiler.compile_regex(&regex, Method::Cartesian) {
-            assert_eq!(guide.first_difference(&eager), Ok(None), "{}: lazy vs eager", ctx());
+    // Lazy (with nesting: a pushdown automaton bounded at the same depth) against eager (the
+    // regex unrolled to that depth), every reachable state.
+    // (The unrolled regex may name fewer special tokens: the others only deeper.)
+    match lowered {
+        Some((regex, _, lowered_names)) if lowered_names.is_empty() => {
+            if let Ok(eager) = compiler.compile_regex(&regex, Method::Cartesian) {
+                assert_eq!(guide.first_difference(&eager), Ok(None), "{}: lazy vs eager", ctx());
+            }
         }
-    } else {
-        let eager = compiler.compile_grammar(&parsed, options, Some(Method::Cartesian), false);
-        assert!(matches!(eager, Err(crate::Error::Unsupported(_))), "{}: an eager guide with special tokens", ctx());
+        None => {}
+        Some(_) => {
+            let eager = compiler.compile_grammar(&parsed, options, Some(Method::Cartesian), false);
+            assert!(
+                matches!(eager, Err(crate::Error::Unsupported(_))),
+                "{}: an eager guide with special tokens",
+                ctx()
+            );
+        }
     }
 }

@@ -1,0 +1,588 @@
+//! A context-free grammar as a byte automaton with unboundedly many states, built on demand:
+//! the regex component of a lazy guide's text states when the grammar nests
+//! (`value` → `array` → `value`).
+//!
+//! # The concept
+//! The grammar is a *recursive transition network*: one minimal byte DFA per rule
+//! ([`crate::grammar::lower::to_rule_regexes`]), in which a reference to a self-embedding rule
+//! is a call marker ([`CALL_MARKER`] and two bytes naming the callee) instead of its text. A
+//! *configuration* is a rule, a node of its DFA and a stack of return points `(caller rule,
+//! node to resume at)`; stacks are hash-consed, so a configuration is three integers. A state
+//! of this automaton is the set of configurations the text so far reaches (more than one when
+//! the grammar is ambiguous or a call and a return both fit), closed under
+//! * **calls**: a node with a call marker to rule `R` also stands for `R`'s start, with the
+//!   marker's target pushed as the return point;
+//! * **returns**: a node where its rule may end also stands for the return point on top of its
+//!   stack (popped); with an empty stack, the text may end there.
+//!
+//! Only configurations that read a byte next are kept, with a flag for "the text may end". A
+//! byte step moves each of them along its DFA and closes the result; the state reached is
+//! interned and the transition memoized, so a second walk over the same bytes costs a table
+//! lookup per byte, as a regex DFA does. This is the lazy determinization of the pushdown
+//! automaton over the configurations the decoder actually meets: a JSON document at nesting
+//! depth `k` meets states whose stacks have `k` frames.
+//!
+//! The lazy engine ([`crate::lazy::engine`]) treats these states like a regex DFA's, so its
+//! masks are exactly canonical for the grammar's language: a node is live iff some canonical
+//! continuation reaches acceptance, searched over the real configurations, stacks included.
+//! Nothing is approximated, and no lookahead horizon is assumed.
+//!
+//! # Why not exit summaries
+//! `docs/design.md` and the design note proposed to collapse stacks with the same *exit
+//! summary* (which ways of ending a rule its callers can continue canonically), so that the
+//! searches run over a provably finite space. Real stacks are what a decoder keeps anyway, and
+//! with them the one engine serves regexes and grammars unchanged: pre-tokenizers, normal
+//! forms, special tokens and slices apply as they are. The price is that a search proving a
+//! node *dead* explores stacks; it ends when every continuation from the node has been ruled
+//! out, which in practice is within a few bytes of the node (a token is dead because of the
+//! junction with the next one, and what follows a junction is free again), and
+//! `max_product_states` bounds it otherwise (`LimitExceeded`, never a wrong mask).
+//!
+//! # Invariants
+//! * Rules are ε-free in their calls: a rule may not call itself, directly or through others,
+//!   before reading a byte ([`PushdownDfa::new`] refuses left recursion, naming the cycle), so
+//!   closing a set of configurations ends.
+//! * A return point that only ends its rule is never pushed (a tail call), so right recursion
+//!   (`items ::= item ("," items)?`) keeps the stack flat. With a nesting bound
+//!   ([`PushdownDfa::new`]'s `max_depth`) every frame is pushed, because the bound counts them.
+//! * States are a deterministic function of their byte path: threads that compute the same
+//!   transition intern the same state and store the same id.
+//!
+//! # Costs and limits
+//! A memoized transition is an atomic load; a new one closes a few configurations and interns
+//! a state (a hash-map probe under a lock). States are bounded by `max_states` and
+//! configurations per state by [`MAX_CONFIGURATIONS`]; past either the automaton stops taking
+//! new transitions and reports the limit ([`PushdownDfa::overflow`]), which the engine turns
+//! into `LimitExceeded` before it stores anything computed since.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use crate::error::{Error, Result};
+use crate::regex::byte_dfa::{ByteDfa, CALL_MARKER, DEAD};
+use crate::util::concurrent::{Interner, Slots};
+
+/// Configurations one state may hold (an ambiguous grammar's states grow with the text).
+pub const MAX_CONFIGURATIONS: usize = 1_024;
+
+/// A transition not computed yet.
+const UNKNOWN: u32 = DEAD - 1;
+/// The empty stack's id.
+const EMPTY: u32 = 0;
+
+/// One rule's DFA with its calls.
+struct Rule {
+    name: String,
+    dfa: ByteDfa,
+    /// Per node: the calls it makes, `(callee, node to resume at)`.
+    calls: Vec<Box<[(u32, u32)]>>,
+    /// Per node: whether it reads a text byte (a call marker is not one).
+    reads: Vec<bool>,
+    /// Per node: fewest bytes to the rule's end, a call costing its callee's shortest string
+    /// (`u32::MAX`: none).
+    distance: Vec<u32>,
+}
+
+impl Rule {
+    /// Whether a frame resuming at `node` would only end its rule: a tail call pushes none.
+    fn only_ends(&self, node: u32) -> bool {
+        self.dfa.is_accepting(node) && !self.reads[node as usize] && self.calls[node as usize].is_empty()
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+struct Config {
+    rule: u32,
+    node: u32,
+    stack: u32,
+}
+
+/// A stack frame: the caller's rule and where it resumes, over `parent`; `distance` is the
+/// fewest bytes that end every frame from here down (a function of the rest, kept here so a
+/// state's distance needs no walk).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+struct Frame {
+    parent: u32,
+    rule: u32,
+    resume: u32,
+    distance: u32,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash, Debug)]
+struct StateKey {
+    /// Sorted, distinct; only configurations that read a byte next.
+    configs: Box<[Config]>,
+    accepting: bool,
+    /// Fewest bytes to acceptance (a function of the rest).
+    distance: u32,
+}
+
+/// See the module docs.
+pub struct PushdownDfa {
+    rules: Vec<Rule>,
+    max_depth: Option<u32>,
+    classes: [u8; 256],
+    num_classes: usize,
+    stacks: Interner<Frame>,
+    states: Interner<StateKey>,
+    rows: Slots<Box<[AtomicU32]>>,
+    start: u32,
+    max_states: usize,
+    overflow: OnceLock<(&'static str, String, String)>,
+}
+
+impl std::fmt::Debug for PushdownDfa {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PushdownDfa({} rules, {} states)", self.rules.len(), self.states.len())
+    }
+}
+
+impl PushdownDfa {
+    /// The automaton of `rules` (rule 0 starts; `None`: the rule matches no string), each a
+    /// regex with call and special-token markers. `max_depth`: admit only derivations that nest
+    /// each called rule at most that many times inside itself (as
+    /// `crate::grammar::lower::LowerOptions::max_recursion_depth` does), `None` for no bound.
+    ///
+    /// Errors: a rule's regex does not compile within `max_dfa_states`; left recursion
+    /// (`Unsupported`, naming the cycle); no string at all (`EmptyLanguage`).
+    pub fn new(
+        rules: &[(String, Option<String>)],
+        max_depth: Option<u32>,
+        max_dfa_states: usize,
+        max_states: usize,
+    ) -> Result<PushdownDfa> {
+        let mut compiled = Vec::with_capacity(rules.len());
+        for (name, regex) in rules {
+            let dfa = match regex {
+                Some(regex) => ByteDfa::from_regex_with_markers(regex, max_dfa_states).map_err(|e| match e {
+                    Error::EmptyLanguage(_) => Error::EmptyLanguage(format!("grammar rule `{name}` matches no string")),
+                    e => e,
+                })?,
+                None => return Err(Error::EmptyLanguage(format!("grammar rule `{name}` matches no string"))),
+            };
+            compiled.push(Rule::of(name.clone(), dfa, rules.len()));
+        }
+        shortest_distances(&mut compiled);
+        if compiled[0].distance[compiled[0].dfa.start() as usize] == u32::MAX {
+            return Err(Error::EmptyLanguage(format!(
+                "no derivation of the grammar's start rule `{}` ends: every way through it calls a rule forever",
+                compiled[0].name
+            )));
+        }
+        refuse_left_recursion(&compiled)?;
+        let mut signatures: FxHashMap<Vec<u8>, u8> = FxHashMap::default();
+        let mut classes = [0u8; 256];
+        for b in 0..=255u8 {
+            let signature: Vec<u8> = compiled.iter().map(|r| r.dfa.byte_class(b)).collect();
+            let n = signatures.len() as u8;
+            classes[b as usize] = *signatures.entry(signature).or_insert(n);
+        }
+        let mut dfa = PushdownDfa {
+            rules: compiled,
+            max_depth,
+            classes,
+            num_classes: signatures.len(),
+            stacks: Interner::default(),
+            states: Interner::default(),
+            rows: Slots::default(),
+            start: 0,
+            max_states: max_states.max(1),
+            overflow: OnceLock::new(),
+        };
+        dfa.stacks.intern_unbounded(&Frame { parent: EMPTY, rule: u32::MAX, resume: u32::MAX, distance: 0 });
+        let start = Config { rule: 0, node: dfa.rules[0].dfa.start(), stack: EMPTY };
+        dfa.start = dfa.close(vec![start]);
+        if let Some(e) = dfa.overflow() {
+            return Err(e);
+        }
+        Ok(dfa)
+    }
+
+    /// The limit the automaton ran into, if it did: from then on it takes no new transition.
+    pub fn overflow(&self) -> Option<Error> {
+        self.overflow.get().map(|(limit, value, what)| Error::LimitExceeded {
+            limit,
+            value: value.clone(),
+            what: what.clone(),
+        })
+    }
+
+    fn overflowed(&self, limit: &'static str, value: usize, what: String) -> u32 {
+        let _ = self.overflow.set((limit, value.to_string(), what));
+        DEAD
+    }
+
+    pub fn start(&self) -> u32 {
+        self.start
+    }
+
+    /// States built so far.
+    pub fn num_states(&self) -> usize {
+        self.states.len()
+    }
+
+    /// Whether nesting is bounded (`max_depth`): then the states are finitely many.
+    pub fn is_bounded(&self) -> bool {
+        self.max_depth.is_some()
+    }
+
+    /// Rules of the network, the start rule included.
+    pub fn num_rules(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// Bytes with the same transitions from every state share a class.
+    #[inline]
+    pub fn byte_class(&self, b: u8) -> u8 {
+        self.classes[b as usize]
+    }
+
+    pub fn is_accepting(&self, q: u32) -> bool {
+        self.states.key(q).accepting
+    }
+
+    /// Fewest bytes from `q` to acceptance (a special token's marker counts two).
+    pub fn distance_to_accept(&self, q: u32) -> u32 {
+        self.states.key(q).distance
+    }
+
+    /// The state after byte `b`, [`DEAD`] when no configuration reads it (or past a limit).
+    #[inline]
+    pub fn next(&self, q: u32, b: u8) -> u32 {
+        let class = self.classes[b as usize] as usize;
+        let row = self.row(q);
+        match row[class].load(Ordering::Acquire) {
+            UNKNOWN => {
+                let to = self.step(q, b);
+                row[class].store(to, Ordering::Release);
+                to
+            }
+            known => known,
+        }
+    }
+
+    fn row(&self, q: u32) -> &[AtomicU32] {
+        let made = self.rows.get_or_compute(q as usize, || {
+            Ok::<_, std::convert::Infallible>((0..self.num_classes).map(|_| AtomicU32::new(UNKNOWN)).collect())
+        });
+        made.unwrap_or_else(|never| match never {})
+    }
+
+    fn step(&self, q: u32, b: u8) -> u32 {
+        if self.overflow.get().is_some() {
+            return DEAD;
+        }
+        let seeds: Vec<Config> = (self.states.key(q).configs.iter())
+            .filter_map(|c| match self.rules[c.rule as usize].dfa.next(c.node, b) {
+                DEAD => None,
+                node => Some(Config { node, ..*c }),
+            })
+            .collect();
+        match seeds.is_empty() {
+            true => DEAD,
+            false => self.close(seeds),
+        }
+    }
+
+    /// The state of `seeds` closed under calls and returns, interned.
+    fn close(&self, seeds: Vec<Config>) -> u32 {
+        let mut todo = seeds;
+        let mut seen: FxHashSet<Config> = FxHashSet::default();
+        let mut configs = Vec::new();
+        let mut accepting = false;
+        while let Some(c) = todo.pop() {
+            if !seen.insert(c) {
+                continue;
+            }
+            let rule = &self.rules[c.rule as usize];
+            if rule.reads[c.node as usize] {
+                configs.push(c);
+                if configs.len() > MAX_CONFIGURATIONS {
+                    return self.overflowed(
+                        "grammar configurations per state",
+                        MAX_CONFIGURATIONS,
+                        "configurations of one state of a grammar's automaton (an ambiguous grammar)".into(),
+                    );
+                }
+            }
+            if rule.dfa.is_accepting(c.node) {
+                match c.stack {
+                    EMPTY => accepting = true,
+                    s => {
+                        let f = *self.stacks.key(s);
+                        todo.push(Config { rule: f.rule, node: f.resume, stack: f.parent });
+                    }
+                }
+            }
+            for &(callee, resume) in rule.calls[c.node as usize].iter() {
+                let target = &self.rules[callee as usize];
+                if target.distance[target.dfa.start() as usize] == u32::MAX || !self.may_nest(c, callee) {
+                    continue;
+                }
+                let stack = match self.max_depth.is_none() && rule.only_ends(resume) {
+                    true => c.stack,
+                    false => {
+                        let below = self.stacks.key(c.stack).distance;
+                        let distance = rule.distance[resume as usize].saturating_add(below);
+                        let frame = Frame { parent: c.stack, rule: c.rule, resume, distance };
+                        match self.stacks.intern(&frame, self.max_states) {
+                            Ok((id, _)) => id,
+                            Err(n) => {
+                                return self.overflowed(
+                                    "max_product_states",
+                                    self.max_states,
+                                    format!("{n} stack frames of a grammar's automaton"),
+                                )
+                            }
+                        }
+                    }
+                };
+                todo.push(Config { rule: callee, node: target.dfa.start(), stack });
+            }
+        }
+        if configs.is_empty() && !accepting {
+            return DEAD;
+        }
+        configs.sort_unstable();
+        let distance = match accepting {
+            true => 0,
+            false => (configs.iter())
+                .map(|c| {
+                    let d = self.rules[c.rule as usize].distance[c.node as usize];
+                    d.saturating_add(self.stacks.key(c.stack).distance)
+                })
+                .min()
+                .unwrap_or(u32::MAX),
+        };
+        let key = StateKey { configs: configs.into_boxed_slice(), accepting, distance };
+        match self.states.intern(&key, self.max_states) {
+            Ok((id, _)) => id,
+            Err(n) => {
+                self.overflowed("max_product_states", self.max_states, format!("{n} states of a grammar's automaton"))
+            }
+        }
+    }
+
+    /// Whether `c` may call `callee` under the nesting bound: `callee` has at most `max_depth`
+    /// instances open (its own frames and `c`'s rule).
+    fn may_nest(&self, c: Config, callee: u32) -> bool {
+        let Some(d) = self.max_depth else { return true };
+        let mut open = (c.rule == callee) as u32;
+        let mut s = c.stack;
+        while s != EMPTY {
+            let f = self.stacks.key(s);
+            open += (f.rule == callee) as u32;
+            s = f.parent;
+        }
+        open <= d
+    }
+}
+
+impl Rule {
+    fn of(name: String, dfa: ByteDfa, num_rules: usize) -> Rule {
+        let n = dfa.num_states();
+        let mut calls = Vec::with_capacity(n);
+        let mut reads = Vec::with_capacity(n);
+        for q in 0..n as u32 {
+            reads.push((0..=255u8).any(|b| b != CALL_MARKER && dfa.next(q, b) != DEAD));
+            let mut out = Vec::new();
+            let marked = dfa.next(q, CALL_MARKER);
+            if marked != DEAD {
+                for hi in 0..64u8 {
+                    let half = dfa.next(marked, 0x80 + hi);
+                    if half == DEAD {
+                        continue;
+                    }
+                    for lo in 0..64u8 {
+                        let resume = dfa.next(half, 0x80 + lo);
+                        let callee = (hi as usize) << 6 | lo as usize;
+                        if resume != DEAD && callee < num_rules {
+                            out.push((callee as u32, resume));
+                        }
+                    }
+                }
+            }
+            calls.push(out.into_boxed_slice());
+        }
+        Rule { name, dfa, calls, reads, distance: vec![u32::MAX; n] }
+    }
+}
+
+/// Every rule's [`Rule::distance`], a least fixpoint: a call costs the callee's distance from
+/// its start, which depends on the calls it makes in turn.
+fn shortest_distances(rules: &mut [Rule]) {
+    loop {
+        let lengths: Vec<u32> = rules.iter().map(|r| r.distance[r.dfa.start() as usize]).collect();
+        for rule in rules.iter_mut() {
+            let dfa = &rule.dfa;
+            // One representative byte per class, call markers aside.
+            let mut seen = FxHashSet::default();
+            let bytes: Vec<u8> = (0..=255u8).filter(|&b| b != CALL_MARKER && seen.insert(dfa.byte_class(b))).collect();
+            let mut changed = true;
+            while changed {
+                changed = false;
+                for q in 0..dfa.num_states() as u32 {
+                    let mut best = if dfa.is_accepting(q) { 0 } else { u32::MAX };
+                    for &b in &bytes {
+                        let to = dfa.next(q, b);
+                        if to != DEAD {
+                            best = best.min(rule.distance[to as usize].saturating_add(1));
+                        }
+                    }
+                    for &(callee, resume) in rule.calls[q as usize].iter() {
+                        best = best.min(rule.distance[resume as usize].saturating_add(lengths[callee as usize]));
+                    }
+                    if best < rule.distance[q as usize] {
+                        rule.distance[q as usize] = best;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if rules.iter().zip(&lengths).all(|(r, &l)| r.distance[r.dfa.start() as usize] == l) {
+            return;
+        }
+    }
+}
+
+/// Refuses a rule that can call itself before reading a byte (through rules that may match
+/// the empty string on the way), naming the cycle: closing a state would push forever.
+fn refuse_left_recursion(rules: &[Rule]) -> Result<()> {
+    // Rules each rule may call before its first byte.
+    let first_calls: Vec<Vec<usize>> = (rules.iter())
+        .map(|rule| {
+            let mut nodes = vec![rule.dfa.start()];
+            let mut seen: FxHashSet<u32> = nodes.iter().copied().collect();
+            let mut out = Vec::new();
+            while let Some(q) = nodes.pop() {
+                for &(callee, resume) in rule.calls[q as usize].iter() {
+                    out.push(callee as usize);
+                    let nullable = rules[callee as usize].distance[rules[callee as usize].dfa.start() as usize] == 0;
+                    if nullable && seen.insert(resume) {
+                        nodes.push(resume);
+                    }
+                }
+            }
+            out
+        })
+        .collect();
+    // A cycle in `first_calls`: depth-first search with colours.
+    let mut colour = vec![0u8; rules.len()];
+    for root in 0..rules.len() {
+        if colour[root] != 0 {
+            continue;
+        }
+        let mut path: Vec<(usize, usize)> = vec![(root, 0)];
+        colour[root] = 1;
+        while let Some(&mut (r, ref mut i)) = path.last_mut() {
+            let Some(&next) = first_calls[r].get(*i) else {
+                colour[r] = 2;
+                path.pop();
+                continue;
+            };
+            *i += 1;
+            match colour[next] {
+                0 => {
+                    colour[next] = 1;
+                    path.push((next, 0));
+                }
+                1 => {
+                    let from = path.iter().position(|&(p, _)| p == next).expect("on the path");
+                    let mut cycle: Vec<&str> = path[from..].iter().map(|&(p, _)| rules[p].name.as_str()).collect();
+                    cycle.push(&rules[next].name);
+                    return Err(Error::Unsupported(format!(
+                        "grammar rule `{}` is left-recursive ({}): it can name itself before any text, which \
+                         the context-free engine does not take; write the repetition with `*` or `+` \
+                         (`sum: term (\"+\" term)*`)",
+                        rules[next].name,
+                        cycle.join(" → ")
+                    )));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grammar::lower::{to_rule_regexes, LowerOptions};
+    use crate::grammar::{parse, Syntax};
+
+    fn automaton(text: &str, max_depth: Option<u32>) -> Result<PushdownDfa> {
+        let grammar = parse(text, Syntax::Gbnf, None)?;
+        let rules = to_rule_regexes(&grammar, LowerOptions::default())?;
+        PushdownDfa::new(&rules.rules, max_depth, 10_000, 100_000)
+    }
+
+    fn accepts(dfa: &PushdownDfa, text: &str) -> bool {
+        let mut q = dfa.start();
+        for &b in text.as_bytes() {
+            q = dfa.next(q, b);
+            if q == DEAD {
+                return false;
+            }
+        }
+        dfa.is_accepting(q)
+    }
+
+    #[test]
+    fn nesting_is_unbounded_and_exact() {
+        let dfa = automaton(r#"root ::= "(" root ")" root | """#, None).unwrap();
+        assert_eq!(dfa.num_rules(), 2);
+        for (text, want) in [("", true), ("()", true), ("(())()", true), ("(()", false), ("())", false)] {
+            assert_eq!(accepts(&dfa, text), want, "{text:?}");
+        }
+        let deep = "(".repeat(500) + &")".repeat(500);
+        assert!(accepts(&dfa, &deep));
+        assert!(!accepts(&dfa, &deep[1..]));
+        // A tail call pushes nothing: a long flat sequence stays in a few states.
+        let before = dfa.num_states();
+        assert!(accepts(&dfa, &"()".repeat(300)));
+        assert!(dfa.num_states() - before < 4, "{} new states", dfa.num_states() - before);
+    }
+
+    #[test]
+    fn distances_count_the_stack() {
+        let dfa = automaton(r#"root ::= "[" (root ("," root)*)? "]""#, None).unwrap();
+        let mut q = dfa.start();
+        assert_eq!(dfa.distance_to_accept(q), 2);
+        for &b in b"[[[" {
+            q = dfa.next(q, b);
+        }
+        assert_eq!(dfa.distance_to_accept(q), 3);
+    }
+
+    #[test]
+    fn a_bound_keeps_the_lowered_language() {
+        let text = r#"root ::= "[" (root ("," root)*)? "]" | "1""#;
+        let dfa = automaton(text, Some(2)).unwrap();
+        let regex = crate::grammar::grammar_to_regex(
+            text,
+            Syntax::Gbnf,
+            None,
+            LowerOptions { max_recursion_depth: Some(2), ..Default::default() },
+        )
+        .unwrap();
+        let reference = ByteDfa::from_regex(&regex, 10_000).unwrap();
+        for s in ["1", "[]", "[1,[1]]", "[[[]]]", "[[[[]]]]", "[1,[[1]]]", "[[[1]]]"] {
+            assert_eq!(accepts(&dfa, s), reference.matches(s.as_bytes()), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn refusals_name_the_rule() {
+        let e = automaton("root ::= root \"+\" root | \"(\" root \")\" | \"1\"", None).unwrap_err().to_string();
+        assert!(e.contains("left-recursive") && e.contains("`root`"), "{e}");
+        let e = automaton("root ::= \"(\" x \")\"\nx ::= y\ny ::= \"[\" x \"]\" | x | \"a\"", None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("left-recursive"), "{e}");
+        let e = automaton("root ::= \"(\" root \")\"", None).unwrap_err().to_string();
+        assert!(e.contains("no derivation"), "{e}");
+    }
+}

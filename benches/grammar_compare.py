@@ -5,8 +5,10 @@ For each grammar: compile (median of 3 fresh compiles; propertok's includes its 
 then the masks along the tokenizer's own encoding of each example (fill time per step, first
 visits included: a fresh compile per example). The grammars are those of
 `tests/grammar/test_grammar.py` (their Lark and GBNF spellings) plus llama.cpp-style JSON.
-propertok bounds nesting recursion with `max_recursion_depth` (its guides are exactly canonical);
-the peers parse unbounded nesting (and admit non-canonical token sequences).
+propertok's eager and lazy guides bound nesting recursion at the case's `max_recursion_depth`
+(eager: the grammar unrolled into one regex; lazy: a pushdown automaton with that stack bound);
+`propertok-nesting` is the lazy guide with unbounded nesting, as the peers parse it (they admit
+non-canonical token sequences; every propertok guide is exactly canonical).
 
     /tmp/propertok-bench-venv/bin/python benches/grammar_compare.py --tokenizers mistral7b,llama3
 
@@ -96,7 +98,8 @@ def grammars(tok: str = ""):
 
 def compile_grammar(lib: str, ad, g):
     if lib.startswith("propertok"):
-        return ad.compiler.compile_grammar(g["lark"], max_recursion_depth=g["depth"], **ad.options)
+        depth = None if lib == "propertok-nesting" else g["depth"]
+        return ad.compiler.compile_grammar(g["lark"], max_recursion_depth=depth, **ad.options)
     if lib == "llguidance":
         m = ad.llg.LLMatcher(ad.tokenizer, ad.llg.LLMatcher.grammar_from_lark(g["lark"]), log_level=0)
         if m.is_error():
@@ -115,7 +118,8 @@ def run(lib: str, tok: str, repeats: int, only: str = ""):
     # The tokenizer's own continuation encoding (tests/support/oracle.py), as a decoder emits it.
     orc = compare.load_oracle_module().Oracle.from_file(compare.tokenizer_path(tok), name=tok)
     vocab = pt.Vocabulary.from_file(str(compare.tokenizer_path(tok)))
-    ad = compare.make_adapter(lib, tok, vocab.eos_token_ids[:1], vocab.vocab_size)
+    adapter = "propertok-lazy" if lib == "propertok-nesting" else lib
+    ad = compare.make_adapter(adapter, tok, vocab.eos_token_ids[:1], vocab.vocab_size)
     ad.setup()
     rows = []
     token = vocab.special_token_ids[[vocab.token_bytes(i) for i in vocab.special_token_ids].index(
@@ -157,7 +161,7 @@ def run(lib: str, tok: str, repeats: int, only: str = ""):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tokenizers", default="mistral7b,llama3")
-    p.add_argument("--libs", default="propertok-eager,propertok-lazy,llguidance,xgrammar")
+    p.add_argument("--libs", default="propertok-eager,propertok-lazy,propertok-nesting,llguidance,xgrammar")
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--only", default="", help="run the grammars whose name contains this text")
     args = p.parse_args(argv)

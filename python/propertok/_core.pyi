@@ -255,7 +255,7 @@ class Compiler:
 
         ``lazy`` defaults to ``True`` with ``"cartesian"`` (unlike ``compile_regex``): a grammar's
         regex repeats every rule it inlines, and an eager guide of it can take seconds on a
-        128k-vocabulary tokenizer (JSON nested 3 deep on Llama 3: 15 s eager, 17 ms lazy,
+        128k-vocabulary tokenizer (JSON nested 3 deep on Llama 3: 16 s eager, 1.3 ms lazy,
         ``benches/RESULTS.md``). ``lazy=False`` asks for the eager guide. A guide of a nesting
         grammar has no eager form (``materialize()`` and ``to_bytes()`` refuse it).
 

@@ -1,4 +1,6 @@
-//! A [`Grammar`] written as one regex: every reference inlined, recursion refused or unrolled.
+//! A [`Grammar`] written as one regex: every reference inlined, recursion refused or unrolled;
+//! or as one regex per nesting rule, with calls between them ([`to_rule_regexes`], for the
+//! pushdown automaton of `crate::lazy::pushdown`).
 //!
 //! ## The concept
 //! A rule that is not recursive is regular: inlining the rules it names, bottom up, gives a regex

@@ -17,14 +17,15 @@
 //! [`lower::to_regex`] writes the start rule as one regex, inlining every reference. A grammar
 //! without recursion is regular, and so is one whose recursive rules name each other only at one
 //! end (`list ::= item | item "," list`): its equations are solved exactly. Nesting recursion
-//! (`value` → `array` → `value` inside brackets) has no regex; it is refused, naming a cycle,
-//! unless the caller allows a nesting depth (`max_recursion_depth`), which keeps the strings
-//! whose derivations open each such rule at most that many times inside itself: every string the
-//! guide admits is in the grammar's language, deeper ones are not admitted. The regex then goes
-//! through the regex path ([`crate::compiler::Compiler::compile_regex`]) and gets exactly
-//! canonical masks like any regex. The context-free engine of `docs/grammars.md` ("What comes
-//! next") will replace the unrolling.
-//!
+//! (`value` → `array` → `value` inside brackets) has no regex. A lazy guide takes it as it is:
+//! [`lower::to_rule_regexes`] writes one regex per nesting rule, a reference to a nesting rule
+//! written as a call marker, and `crate::lazy::pushdown` runs them as a pushdown automaton, the
+//! regex component of the same lazy engine (so a grammar without nesting is one regex there).
+//! [`lower::to_regex`] refuses nesting, naming a cycle, unless the caller allows a nesting depth
+//! (`max_recursion_depth`), which keeps the strings whose derivations open each such rule at
+//! most that many times inside itself: that regex goes through the regex path
+//! ([`crate::compiler::Compiler::compile_regex`]) for eager guides and `grammar_to_regex`.
+
 //! ## Invariants
 //! * Every [`Expr::Rule`] index is a valid index into [`Grammar::rules`]; [`Grammar::start`] too.
 //! * [`Expr::Class`] ranges are inclusive and `lo <= hi`; a range across the surrogate gap stands

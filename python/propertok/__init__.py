@@ -16,6 +16,7 @@ from ._core import (
     LimitExceeded,
     Matcher,
     PropertokError,
+    RuleAutomaton,
     Vocabulary,
     __version__,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "LimitExceeded",
     "Matcher",
     "PropertokError",
+    "RuleAutomaton",
     "Vocabulary",
     "__version__",
     "allocate_token_bitmask",

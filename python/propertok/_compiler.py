@@ -26,9 +26,20 @@ class Compiler(_core.Compiler):
         """Compile a JSON schema (a dict or JSON text): ``propertok.json_schema.schema_to_regex(schema,
         **options)``, then ``compile_regex(regex, method, lazy=lazy)``. Options such as
         ``whitespace``, ``strict`` and ``resources`` (other documents ``$ref`` may point to) go
-        to the converter."""
-        from .json_schema import schema_to_regex
+        to the converter.
 
+        With ``lazy=True`` and no ``max_recursion_depth``, recursion has no bound: a ``$ref``
+        cycle and a free value (``{}``, ``true``) are rules of a pushdown automaton
+        (``propertok.json_schema.schema_to_rules``), as ``compile_grammar`` runs nesting
+        grammars; a schema without either compiles exactly as before. Otherwise
+        ``max_recursion_depth`` (default 3) unrolls recursion into the regex."""
+        from .json_schema import schema_to_regex, schema_to_rules
+
+        if lazy and method == "cartesian" and "max_recursion_depth" not in options:
+            rules = schema_to_rules(schema, **options)
+            if len(rules) == 1:
+                return self.compile_regex(rules[0][1], method, lazy=True)
+            return self._compile_rule_regexes(rules)
         return self.compile_regex(schema_to_regex(schema, **options), method, lazy=lazy)
 
     def compile_grammar(

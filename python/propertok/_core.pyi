@@ -157,6 +157,29 @@ class ByteDfa:
         """``n`` random members of the language (random walks that stop at accepting states;
         past ``max_len`` bytes they take a shortest way to acceptance)."""
 
+@final
+class RuleAutomaton:
+    """The pushdown automaton of a rule set that nests: ``(name, regex)`` rules, the first the
+    start, a call to rule ``i`` written ``(?-u:\\xFE\\x{80+i/64}\\x{80+i%64})``
+    (``propertok.json_schema.schema_to_rules`` writes such rules). States are built as texts are
+    matched. Exposed for tests and diagnostics.
+    """
+
+    def __new__(
+        cls,
+        rules: Sequence[tuple[str, Optional[str]]],
+        max_recursion_depth: Optional[int] = None,
+        max_states: int = ...,
+    ) -> "RuleAutomaton":
+        """``ValueError`` for an invalid regex, no rules or no finite string; ``NotImplementedError``
+        for left recursion; ``LimitExceeded`` past ``max_states`` (default 250,000) per rule's
+        DFA."""
+    @property
+    def num_states(self) -> int: ...
+    def matches(self, data: bytes) -> bool:
+        """Whether the whole of ``data`` is in the language (``LimitExceeded`` past
+        ``max_states`` states or stack frames, or 1,024 configurations in one state)."""
+
 @disjoint_base
 class Compiler:
     """Compiles regexes into guides for one vocabulary.
@@ -263,6 +286,12 @@ class Compiler:
         guide's automaton passes ``max_product_states`` (states or stack frames) or 1,024
         configurations in one state (an ambiguous grammar). Releases the GIL.
         """
+    def _compile_rule_regexes(
+        self, rules: Sequence[tuple[str, Optional[str]]], max_recursion_depth: Optional[int] = None
+    ) -> "Guide":
+        """A lazy guide of a pushdown automaton's rules, ``(name, regex)`` with the first the
+        start and calls to rule ``i`` written ``(?-u:\\xFE\\x{80+i/64}\\x{80+i%64})``: what
+        ``compile_json_schema(..., lazy=True)`` builds for recursive schemas. Internal."""
     def guide_from_bytes(self, data: bytes) -> "Guide":
         """Load a guide saved by ``Guide.to_bytes()`` for the same tokenizer; ``ValueError`` for
         truncated, corrupted, other-version or other-tokenizer data."""

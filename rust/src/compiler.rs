@@ -299,25 +299,10 @@ impl Compiler {
         if lazy && method == Some(Method::Cartesian) {
             let deadline = self.deadline();
             let RuleRegexes { rules, tokens } = to_rule_regexes(&grammar, options)?;
-            let regex: TextRegex = match &rules[..] {
-                [(name, regex)] => match regex {
-                    Some(regex) => ByteDfa::from_regex_with_markers(regex, self.limits.max_byte_dfa_states)?.into(),
-                    None => {
-                        return Err(Error::EmptyLanguage(format!(
-                            "the grammar's start rule `{name}` matches no string"
-                        )))
-                    }
-                },
-                _ => TextRegex::Grammar(Box::new(PushdownDfa::new(
-                    &rules,
-                    options.max_recursion_depth,
-                    self.limits.max_byte_dfa_states,
-                    self.limits.max_product_states.min(TextSpace::MAX_REGEX_STATES),
-                )?)),
-            };
-            deadline.check("the grammar's automata")?;
-            let parts = self.lazy_parts()?.clone();
-            return self.finish(LazyGuide::compile(parts, regex, token_ids(&tokens), self.limits)?);
+            if let [(name, None)] = &rules[..] {
+                return Err(Error::EmptyLanguage(format!("the grammar's start rule `{name}` matches no string")));
+            }
+            return self.compile_rules_lazy(&rules, token_ids(&tokens), options.max_recursion_depth, deadline);
         }
         let GrammarRegex { regex, tokens } = to_regex_with_tokens(&grammar, options)?;
         match tokens.first() {
@@ -334,6 +319,39 @@ impl Compiler {
                 )))
             }
         }
+    }
+
+    /// A lazy guide of the rules of a pushdown automaton (`crate::lazy::pushdown`: rule 0
+    /// starts, calls written as markers), nesting bounded by `max_depth` if given: what
+    /// [`Compiler::compile_grammar`] builds for a grammar, here from rules written elsewhere
+    /// (the JSON Schema converter's, with `$ref` recursion as calls). One rule without calls is
+    /// compiled as its regex's DFA, on the same engine.
+    pub fn compile_rule_regexes(&self, rules: &[(String, Option<String>)], max_depth: Option<u32>) -> Result<Guide> {
+        if rules.is_empty() {
+            return Err(Error::InvalidArgument("no rules: the first rule is the start".into()));
+        }
+        self.compile_rules_lazy(rules, Vec::new(), max_depth, self.deadline())
+    }
+
+    fn compile_rules_lazy(
+        &self,
+        rules: &[(String, Option<String>)],
+        tokens: Vec<u32>,
+        max_depth: Option<u32>,
+        deadline: Deadline,
+    ) -> Result<Guide> {
+        let regex: TextRegex = match rules {
+            [(_, Some(regex))] => ByteDfa::from_regex_with_markers(regex, self.limits.max_byte_dfa_states)?.into(),
+            _ => TextRegex::Grammar(Box::new(PushdownDfa::new(
+                rules,
+                max_depth,
+                self.limits.max_byte_dfa_states,
+                self.limits.max_product_states.min(TextSpace::MAX_REGEX_STATES),
+            )?)),
+        };
+        deadline.check("the grammar's automata")?;
+        let parts = self.lazy_parts()?.clone();
+        self.finish(LazyGuide::compile(parts, regex, tokens, self.limits)?)
     }
 
     /// Compiles a regex (full match) with the given method.

@@ -67,6 +67,29 @@ def test_valid_instances_rejected_are_the_expected_ones(results):
         + f"; if deliberate, run {UPDATE}")
 
 
+def test_unbounded_recursion_accepts_no_invalid_instance_and_rejects_no_more(pt, results):
+    """The converter's rules mode (``schema_to_rules``: ``$ref`` cycles and free values as calls,
+    no recursion bound, what ``compile_json_schema(..., lazy=True)`` compiles): no invalid
+    instance accepted, no group refused that the default mode supports, no valid instance
+    rejected that the default mode accepts, and fewer rejected in all (recursion deeper than
+    ``max_recursion_depth=3`` now passes)."""
+    from propertok import json_schema as js
+
+    unbounded = run(js, pt, "default", rules=True)
+    bad = {gid: r["invalid_accepted"] for gid, r in unbounded.items() if r.get("invalid_accepted")}
+    assert not bad, json.dumps(bad, indent=1, ensure_ascii=False)[:4000]
+    refused = {gid: r["unsupported"] for gid, r in unbounded.items()
+               if "unsupported" in r and "unsupported" not in results[gid]}
+    assert not refused, refused
+    worse = {gid: r["valid_rejected"] for gid, r in unbounded.items() if "unsupported" not in r
+             and "unsupported" not in results[gid]
+             and set(r["valid_rejected"]) - set(results[gid]["valid_rejected"])}
+    assert not worse, worse
+    before, after = summary(results), summary(unbounded)
+    assert after["supported"] >= before["supported"] and after["valid_rejected"] < before["valid_rejected"], (
+        before, after)
+
+
 def test_default_mode_supports_most_groups(results):
     unsupported, _ = expected_files(results)
     assert len(results) == 661 and len(results) - len(unsupported) >= 614

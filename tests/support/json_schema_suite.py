@@ -164,14 +164,19 @@ def draft_validator(schema: Any, draft: str):
     return cls(schema, format_checker=cls.FORMAT_CHECKER, registry=registry)
 
 
-def run_group(js, pt, draft: str, group: dict, options: dict, samples: int = SAMPLES) -> dict:
+def run_group(js, pt, draft: str, group: dict, options: dict, samples: int = SAMPLES, rules: bool = False) -> dict:
     """The result of one group: ``{"unsupported": "keyword: reason"}`` or
-    ``{"invalid_accepted": [...], "valid_rejected": [...], "bad_samples": [...]}``."""
+    ``{"invalid_accepted": [...], "valid_rejected": [...], "bad_samples": [...]}``. With
+    ``rules``: the converter's rules mode (``schema_to_rules``, recursion unbounded) matched by a
+    ``RuleAutomaton``; nothing is sampled."""
     schema = group["schema"]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            regex = js.schema_to_regex(schema, whitespace="", resources=remotes(), **options)
+            if rules:
+                regex = js.schema_to_rules(schema, whitespace="", resources=remotes(), **options)
+            else:
+                regex = js.schema_to_regex(schema, whitespace="", resources=remotes(), **options)
         except js.InvalidSchemaError as e:
             if "no JSON value satisfies" not in e.reason:
                 return {"unsupported": f"{e.keyword}: {e.reason}"}
@@ -179,9 +184,11 @@ def run_group(js, pt, draft: str, group: dict, options: dict, samples: int = SAM
         except js.UnsupportedSchemaError as e:
             return {"unsupported": f"{e.keyword}: {e.reason}"}
     try:
-        dfa = None if regex is None else pt.ByteDfa(regex)
+        dfa = None if regex is None else pt.RuleAutomaton(regex) if rules else pt.ByteDfa(regex)
     except Exception as e:  # noqa: BLE001 - any compile failure is "unsupported", visibly
         return {"unsupported": f"ByteDfa: {e}"}
+    if rules:
+        samples = 0
     from jsonschema_support import rejection_reason
 
     out: Dict[str, list] = {"invalid_accepted": [], "valid_rejected": [], "bad_samples": [], "reasons": []}
@@ -207,8 +214,8 @@ def run_group(js, pt, draft: str, group: dict, options: dict, samples: int = SAM
     return out
 
 
-def run(js, pt, mode: str = "default", samples: int = SAMPLES) -> Dict[str, dict]:
-    return {gid: run_group(js, pt, draft, group, MODES[mode], samples)
+def run(js, pt, mode: str = "default", samples: int = SAMPLES, rules: bool = False) -> Dict[str, dict]:
+    return {gid: run_group(js, pt, draft, group, MODES[mode], samples, rules)
             for gid, draft, group in groups()}
 
 

@@ -202,6 +202,25 @@ def schema_to_regex(
     return regex
 
 
+def schema_to_rules(
+    schema: Any, *, whitespace: str = r"[ ]?", strict: Optional[bool] = None,
+    resources: Optional[Mapping[str, Any]] = None,
+) -> List[Tuple[str, str]]:
+    """The instances of ``schema`` as the rules of a pushdown automaton, with no bound on
+    recursion: ``[(name, regex), ...]``, the first the whole value. A ``$ref`` that recurses
+    (its target is being expanded already) and a free value (``{}``, ``true``, no ``type``) are
+    *calls* to a rule of their own, written as marker bytes (``(?-u:\\xFE..)``) that no JSON
+    text contains; ``Compiler.compile_json_schema(..., lazy=True)`` compiles them
+    (``rust/src/lazy/pushdown.rs``). A schema without recursion or free values is one rule, the
+    regex of :func:`schema_to_regex`. Options and errors as :func:`schema_to_regex`; a recursive
+    ``$ref`` with other keywords beside it is expanded up to three times on a path, and raises
+    :class:`UnsupportedSchemaError` past that."""
+    rules, ignored = _convert(schema, whitespace, None, strict, resources, rules=True)
+    if ignored:
+        warnings.warn(IgnoredKeywordsWarning(ignored), stacklevel=2)
+    return rules
+
+
 def ignored_keywords(
     schema: Any, *, max_recursion_depth: int = 3, strict: Optional[bool] = None,
     resources: Optional[Mapping[str, Any]] = None,
@@ -240,13 +259,15 @@ def _documents(resources: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
     return out
 
 
-def _convert(schema: Any, whitespace: str, max_recursion_depth: int, strict: Optional[bool],
-             resources: Optional[Mapping[str, Any]] = None):
+def _convert(schema: Any, whitespace: str, max_recursion_depth: Optional[int], strict: Optional[bool],
+             resources: Optional[Mapping[str, Any]] = None, rules: bool = False):
     schema = _load(schema, "#")
     documents = _documents(resources)
     if not isinstance(whitespace, str):
         raise TypeError(f"whitespace must be a str (a regex), got {type(whitespace).__name__}")
-    if not isinstance(max_recursion_depth, int) or isinstance(max_recursion_depth, bool) or max_recursion_depth < 0:
+    if rules:
+        pass  # no bound: recursion becomes calls
+    elif not isinstance(max_recursion_depth, int) or isinstance(max_recursion_depth, bool) or max_recursion_depth < 0:
         raise ValueError(f"max_recursion_depth must be an int >= 0, got {max_recursion_depth!r}")
     atomic = re.fullmatch(r"(?:\[[^\]\\]*\]|[ \t\n\r])[?*+]?", whitespace)  # e.g. "[ ]?": no group needed
     ws = whitespace if not whitespace or atomic else f"(?:{whitespace})"
@@ -262,7 +283,16 @@ def _convert(schema: Any, whitespace: str, max_recursion_depth: int, strict: Opt
         if conv.dropped is not None:
             raise conv.dropped
         raise InvalidSchemaError(None, "#", "no JSON value satisfies this schema")
-    return regex, list(dict.fromkeys(conv.ignored))
+    if not rules:
+        return regex, list(dict.fromkeys(conv.ignored))
+    out = [("#", regex)]
+    while len(out) <= len(conv.called):
+        ptr, node = conv.called[len(out) - 1]
+        body = conv.any_value_rule() if ptr == _ANY else conv.value(node, ptr, (ptr,))
+        if body is None:  # a rule with no instance: its calls are dead ends, which the automaton drops
+            body = "[^\\x00-\\x{10FFFF}]"
+        out.append((ptr, body))
+    return out, list(dict.fromkeys(conv.ignored))
 
 
 def _all_of(*schemas: Any) -> Any:
@@ -326,6 +356,14 @@ def _escape_token(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
+# Rules mode: a flattened schema that is a call ({_CALL: pointer, _CALL_NODE: schema}), the
+# pointer of the free-value rule, and how often a recursive $ref with siblings is expanded.
+_CALL = "$call"
+_CALL_NODE = "$call-node"
+_ANY = "#any-json-value"
+_MAX_MERGED_EXPANSIONS = 3
+
+
 class _Converter:
     def __init__(self, root: Any, ws: str, max_depth: int, mode: str, documents: Optional[Dict[str, Any]] = None):
         self.root, self.ws, self.max_depth, self.mode = root, ws, max_depth, mode
@@ -341,6 +379,9 @@ class _Converter:
         self.ref_ignores_id: Dict[int, Optional[bool]] = {}
         self.by_id: Dict[str, Tuple[Any, str]] = {}
         self.memo: Dict[Any, Tuple[Any, Optional[str]]] = {}
+        # rules mode (max_depth None): the rules called so far, (pointer, target schema); rule
+        # i + 1 of the result is called[i]
+        self.called: List[Tuple[str, Any]] = []
         self._index(root, "#", _DEFAULT_BASE, None)
         # other documents (``resources``): reached by their URI, or by an $id inside them; the
         # root's own URIs win over theirs
@@ -471,7 +512,16 @@ class _Converter:
                 raise UnsupportedSchemaError(
                     "$ref", ptr, "an $id beside $ref changes the target in draft 2019-09 and later but not "
                     "in draft 7 and earlier: name the draft in $schema")
-            if stack.count(target_ptr) >= self.max_depth:
+            if self.max_depth is None and target_ptr in stack:
+                pure = all(k == "$ref" or k in ANNOTATIONS for k in node)
+                if pure:
+                    return {_CALL: target_ptr, _CALL_NODE: target}, ptr, stack
+                if stack.count(target_ptr) >= _MAX_MERGED_EXPANSIONS:
+                    raise UnsupportedSchemaError(
+                        "$ref", ptr, f"a recursive $ref with keywords beside it is expanded "
+                        f"{_MAX_MERGED_EXPANSIONS} times on a path and no more (pass max_recursion_depth "
+                        "to bound the recursion instead)")
+            elif self.max_depth is not None and stack.count(target_ptr) >= self.max_depth:
                 self.cut_by_recursion = self.cut_by_recursion or ptr
                 return None, ptr, stack
             flat, flat_ptr, stack = self.flatten(target, target_ptr, stack + (target_ptr,))
@@ -541,6 +591,12 @@ class _Converter:
         ``additionalProperties`` sees only the properties (and patterns) of its own schema, and
         ``items`` only its own ``prefixItems``: each side's are applied to the names and
         positions the other side declares before the two are put together."""
+        if _CALL in a or _CALL in b:
+            if not b or not a:
+                return a if b == {} or not b else b
+            a, b = self.unfold(a), self.unfold(b)
+            if a is None or b is None:
+                return None
         out = dict(a)
         if any(k in a or k in b for k in ("properties", "additionalProperties", "patternProperties")):
             for k, v in self.merge_properties(a, b, ptr).items():
@@ -664,6 +720,8 @@ class _Converter:
         return result
 
     def value_flat(self, flat: dict, ptr: str, stack: tuple) -> Optional[str]:
+        if _CALL in flat:
+            return self.call(flat[_CALL], flat[_CALL_NODE])
         for key in ("anyOf", "oneOf"):
             if key in flat:
                 branches = flat[key]
@@ -728,6 +786,7 @@ class _Converter:
             return a
 
     def exclude_exact(self, a: Optional[dict], b: Optional[dict], stack: tuple, ptr: str) -> Optional[dict]:
+        a, b = self.unfold(a), self.unfold(b)
         if a is None or b is None:  # nothing to exclude from; false excludes nothing
             return a
         b = {k: v for k, v in b.items() if k != "$if"}
@@ -849,6 +908,9 @@ class _Converter:
         """True when no instance generated from ``a`` satisfies ``b`` (checked: types,
         enum/const values, and, when one side admits only objects, a property required by one
         side whose enum/const values differ between the two)."""
+        a, b = self.unfold(a), self.unfold(b)
+        if a is None or b is None:
+            return True
         va, vb = _literal_values(a), _literal_values(b)
         if va is not None and vb is not None:
             return not any(_same_json(x, y) for x in va for y in vb)
@@ -902,7 +964,44 @@ class _Converter:
             names = [n for n in names if n != "integer"]  # numbers include integers
         return [x for x in TYPES if x in names]
 
+    # -- rules mode: calls ------------------------------------------------------------------
+
+    def call(self, ptr: str, node: Any) -> str:
+        """The call marker of the rule of ``ptr`` (``node`` its schema), numbered on first use
+        (rule 0 is the whole value): ``0xFE`` then two bytes naming the rule, as
+        ``crate::grammar::lower`` writes calls."""
+        ids = [p for p, _ in self.called]
+        if ptr in ids:
+            i = ids.index(ptr) + 1
+        else:
+            if len(self.called) + 1 >= 4096:
+                raise UnsupportedSchemaError("$ref", ptr, "more than 4,095 recursive schemas")
+            self.called.append((ptr, node))
+            i = len(self.called)
+        return "(?-u:\\xFE\\x%02X\\x%02X)" % (0x80 + (i >> 6), 0x80 + (i & 63))
+
+    def unfold(self, flat: Optional[dict]) -> Optional[dict]:
+        """A call's schema flattened one level (its own recursion calls again), for the checks
+        that read keywords; anything else as it is."""
+        if flat is None or _CALL not in flat:
+            return flat
+        ptr = flat[_CALL]
+        return self.flatten(flat[_CALL_NODE], ptr, (ptr,))[0]
+
+    def any_value_rule(self) -> str:
+        """The body of the free-value rule: any JSON value, containers holding calls to it."""
+        inner = self.call(_ANY, None)
+        options = [J.string(), J.NUMBER, J.BOOLEAN, J.NULL,
+                   self.map_regex(J.string(), inner, 0, None), self.sequence([], inner, 0, None)]
+        return J.alternation(options)
+
+    def any_value_inside(self) -> str:
+        """A free value one container down (``items: true``, undeclared properties)."""
+        return self.any_value(self.max_depth - 1 if self.max_depth is not None else 0)
+
     def any_value(self, depth: int) -> str:
+        if self.max_depth is None:
+            return self.call(_ANY, None)
         key = ("any", depth)
         if key not in self.memo:
             options = [J.string(), J.NUMBER, J.BOOLEAN, J.NULL]
@@ -995,7 +1094,7 @@ class _Converter:
                 break
             heads.append(head)
         # items absent or true: any value, nested one level less than a free value (as in a map)
-        tail = self.any_value(self.max_depth - 1) if rest is True else self.value(rest, f"{ptr}/items", stack)
+        tail = self.any_value_inside() if rest is True else self.value(rest, f"{ptr}/items", stack)
         if tail is None:
             hi = len(heads) if hi is None else min(hi, len(heads))
         if hi is not None and lo > hi:
@@ -1086,7 +1185,7 @@ class _Converter:
         if hit is None:
             return None if c_lo > 0 else rf"\[{self.ws}\]"
         if c_hi is None:
-            other = self.any_value(self.max_depth - 1) if rest is True else self.value_flat(item, ptr, stack)
+            other = self.any_value_inside() if rest is True else self.value_flat(item, ptr, stack)
         else:
             try:
                 other_flat = self.exclude(item, cond, stack, f"{ptr}/contains", exact=True)
@@ -1287,7 +1386,7 @@ class _Converter:
                 value_regex = self.value({"allOf": list(patterns.values())}, f"{ptr}/patternProperties", stack)
         elif extra is not False:
             value_regex = self.value(extra, f"{ptr}/additionalProperties", stack) if extra is not True \
-                else self.any_value(self.max_depth - 1)
+                else self.any_value_inside()
         if "propertyNames" in s:
             names = self.value({"allOf": [{"type": "string"}, s["propertyNames"]]}, f"{ptr}/propertyNames", stack)
             if names is None and not patterns:  # no name is allowed: only the empty object

@@ -73,6 +73,9 @@ use crate::util::concurrent::{Interner, ShardedMap, Slots};
 /// Configurations one state may hold (an ambiguous grammar's states grow with the text).
 pub const MAX_CONFIGURATIONS: usize = 1_024;
 
+/// A rule body with no string: a call to rule 4095, past any network's rules.
+const NO_STRING: &str = r"(?-u:\xFE\xBF\xBF)";
+
 /// A transition not computed yet.
 const UNKNOWN: u32 = DEAD - 1;
 /// The empty stack's id.
@@ -156,7 +159,8 @@ impl PushdownDfa {
     /// `crate::grammar::lower::LowerOptions::max_recursion_depth` does), `None` for no bound.
     ///
     /// Errors: a rule's regex does not compile within `max_dfa_states`; left recursion
-    /// (`Unsupported`, naming the cycle); no string at all (`EmptyLanguage`).
+    /// (`Unsupported`, naming the cycle); no string at all (`EmptyLanguage`). A rule with no
+    /// string of its own (`None`, or a regex that matches nothing) is fine where it is optional.
     pub fn new(
         rules: &[(String, Option<String>)],
         max_depth: Option<u32>,
@@ -165,12 +169,12 @@ impl PushdownDfa {
     ) -> Result<PushdownDfa> {
         let mut compiled = Vec::with_capacity(rules.len());
         for (name, regex) in rules {
-            let dfa = match regex {
-                Some(regex) => ByteDfa::from_regex_with_markers(regex, max_dfa_states).map_err(|e| match e {
-                    Error::EmptyLanguage(_) => Error::EmptyLanguage(format!("grammar rule `{name}` matches no string")),
-                    e => e,
-                })?,
-                None => return Err(Error::EmptyLanguage(format!("grammar rule `{name}` matches no string"))),
+            // A rule with no string is a call to a rule that does not exist, which the call
+            // table leaves out: no way through it, so its calls are dropped as dead ends.
+            let regex = regex.as_deref().unwrap_or(NO_STRING);
+            let dfa = match ByteDfa::from_regex_with_markers(regex, max_dfa_states) {
+                Err(Error::EmptyLanguage(_)) => ByteDfa::from_regex_with_markers(NO_STRING, 16)?,
+                dfa => dfa?,
             };
             compiled.push(Rule::of(name.clone(), dfa, rules.len()));
         }

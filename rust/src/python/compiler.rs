@@ -119,6 +119,19 @@ impl PyCompiler {
             .map_err(to_py)?;
         Ok(PyGuide { inner: Arc::new(guide) })
     }
+    /// A lazy guide of a pushdown automaton's rules (`(name, regex or None)`, the first the
+    /// start, calls written as marker bytes): for `compile_json_schema`'s recursive schemas.
+    #[pyo3(signature = (rules, max_recursion_depth=None))]
+    fn _compile_rule_regexes(
+        &self,
+        py: Python<'_>,
+        rules: Vec<(String, Option<String>)>,
+        max_recursion_depth: Option<u32>,
+    ) -> PyResult<PyGuide> {
+        let compiler = self.inner.clone();
+        let guide = py.detach(move || compiler.compile_rule_regexes(&rules, max_recursion_depth)).map_err(to_py)?;
+        Ok(PyGuide { inner: Arc::new(guide) })
+    }
     /// Loads a guide saved with `Guide.to_bytes()` for this compiler's tokenizer.
     fn guide_from_bytes(&self, py: Python<'_>, data: Vec<u8>) -> PyResult<PyGuide> {
         let compiler = self.inner.clone();

@@ -72,6 +72,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LimitExceeded", m.py().get_type::<LimitExceeded>())?;
     m.add_class::<vocab::PyVocabulary>()?;
     m.add_class::<byte_dfa::PyByteDfa>()?;
+    m.add_class::<byte_dfa::PyRuleAutomaton>()?;
     m.add_class::<compiler::PyCompiler>()?;
     m.add_class::<guide::PyGuide>()?;
     m.add_class::<matcher::PyMatcher>()?;

@@ -340,17 +340,18 @@ impl Compiler {
         max_depth: Option<u32>,
         deadline: Deadline,
     ) -> Result<Guide> {
+        let parts = self.lazy_parts()?.clone();
         let regex: TextRegex = match rules {
             [(_, Some(regex))] => ByteDfa::from_regex_with_markers(regex, self.limits.max_byte_dfa_states)?.into(),
             _ => TextRegex::Grammar(Box::new(PushdownDfa::new(
                 rules,
+                &parts.text_bytes(),
                 max_depth,
                 self.limits.max_byte_dfa_states,
                 self.limits.max_product_states.min(TextSpace::MAX_REGEX_STATES),
             )?)),
         };
         deadline.check("the grammar's automata")?;
-        let parts = self.lazy_parts()?.clone();
         self.finish(LazyGuide::compile(parts, regex, tokens, self.limits)?)
     }
 

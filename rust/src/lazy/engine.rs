@@ -147,6 +147,13 @@ impl TokenizerParts {
         self
     }
 
+    /// The bytes some token spells (every byte with byte-fallback tokens): what a text may hold.
+    pub(crate) fn text_bytes(&self) -> [bool; 256] {
+        let mut bytes = [self.tok.fallback_tokens().is_some(); 256];
+        self.trie.for_each_token(|t| self.vocab.token_bytes(t).iter().for_each(|&b| bytes[b as usize] = true));
+        bytes
+    }
+
     fn slice_inputs(&self) -> SliceInputs<'_> {
         SliceInputs { trie: &self.trie, tok: &self.tok }
     }

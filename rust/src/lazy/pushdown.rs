@@ -36,7 +36,11 @@
 //! node *dead* explores stacks; it ends when every continuation from the node has been ruled
 //! out, which in practice is within a few bytes of the node (a token is dead because of the
 //! junction with the next one, and what follows a junction is free again), and
-//! `max_product_states` bounds it otherwise (`LimitExceeded`, never a wrong mask).
+//! `max_product_states` bounds it otherwise (`LimitExceeded`, never a wrong mask). One way a
+//! dead region is infinite is closed off here: a text that needs a byte no token spells (a
+//! grammar's `b` with a vocabulary of `a` and `c`, found by the `grammar_guide` fuzzer) would
+//! let a search push `a`s forever, so configurations that can end only through such bytes are
+//! dropped (see [`PushdownDfa::new`]'s `text_bytes`).
 //!
 //! # Invariants
 //! * Rules are ε-free in their calls: a rule may not call itself, directly or through others,
@@ -67,7 +71,7 @@ use std::sync::{Arc, OnceLock};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
-use crate::regex::byte_dfa::{ByteDfa, CALL_MARKER, DEAD};
+use crate::regex::byte_dfa::{ByteDfa, CALL_MARKER, DEAD, TOKEN_MARKER};
 use crate::util::concurrent::{Interner, ShardedMap, Slots};
 
 /// Configurations one state may hold (an ambiguous grammar's states grow with the text).
@@ -92,6 +96,9 @@ struct Rule {
     /// Per node: fewest bytes to the rule's end, a call costing its callee's shortest string
     /// (`u32::MAX`: none).
     distance: Vec<u32>,
+    /// One byte per byte class that the text may contain (see [`PushdownDfa::new`]'s
+    /// `text_bytes`): the steps a way to the rule's end may take.
+    steps: Vec<u8>,
 }
 
 impl Rule {
@@ -154,7 +161,11 @@ impl std::fmt::Debug for PushdownDfa {
 
 impl PushdownDfa {
     /// The automaton of `rules` (rule 0 starts; `None`: the rule matches no string), each a
-    /// regex with call and special-token markers. `max_depth`: admit only derivations that nest
+    /// regex with call and special-token markers. `text_bytes`: the bytes a text may contain
+    /// (those some token spells): a configuration that can end only through other bytes is
+    /// dropped like one that cannot end at all, which keeps the engine's searches from
+    /// descending forever into stacks whose text no token sequence can write. `max_depth`:
+    /// admit only derivations that nest
     /// each called rule at most that many times inside itself (as
     /// `crate::grammar::lower::LowerOptions::max_recursion_depth` does), `None` for no bound.
     ///
@@ -163,6 +174,7 @@ impl PushdownDfa {
     /// string of its own (`None`, or a regex that matches nothing) is fine where it is optional.
     pub fn new(
         rules: &[(String, Option<String>)],
+        text_bytes: &[bool; 256],
         max_depth: Option<u32>,
         max_dfa_states: usize,
         max_states: usize,
@@ -176,7 +188,7 @@ impl PushdownDfa {
                 Err(Error::EmptyLanguage(_)) => ByteDfa::from_regex_with_markers(NO_STRING, 16)?,
                 dfa => dfa?,
             };
-            compiled.push(Rule::of(name.clone(), dfa, rules.len()));
+            compiled.push(Rule::of(name.clone(), dfa, rules.len(), text_bytes));
         }
         shortest_distances(&mut compiled);
         if compiled[0].distance[compiled[0].dfa.start() as usize] == u32::MAX {
@@ -443,7 +455,7 @@ impl PushdownDfa {
 }
 
 impl Rule {
-    fn of(name: String, dfa: ByteDfa, num_rules: usize) -> Rule {
+    fn of(name: String, dfa: ByteDfa, num_rules: usize, text_bytes: &[bool; 256]) -> Rule {
         let n = dfa.num_states();
         let mut calls = Vec::with_capacity(n);
         let mut reads = Vec::with_capacity(n);
@@ -468,7 +480,13 @@ impl Rule {
             }
             calls.push(out.into_boxed_slice());
         }
-        Rule { name, dfa, calls, reads, distance: vec![u32::MAX; n] }
+        // Marker bytes are never text, but special tokens write them: always steps.
+        let mut seen = FxHashSet::default();
+        let steps = (0..=255u8)
+            .filter(|&b| b != CALL_MARKER && (text_bytes[b as usize] || b == TOKEN_MARKER || (0x80..0xC0).contains(&b)))
+            .filter(|&b| seen.insert(dfa.byte_class(b)))
+            .collect();
+        Rule { name, dfa, calls, reads, distance: vec![u32::MAX; n], steps }
     }
 }
 
@@ -477,16 +495,14 @@ impl Rule {
     /// `length(callee)` (`u32::MAX`: not allowed): a fixpoint of relaxations over the DFA.
     fn distances_with(&self, length: impl Fn(u32) -> u32) -> Vec<u32> {
         let dfa = &self.dfa;
-        // One representative byte per class, call markers aside.
-        let mut seen = FxHashSet::default();
-        let bytes: Vec<u8> = (0..=255u8).filter(|&b| b != CALL_MARKER && seen.insert(dfa.byte_class(b))).collect();
+        let bytes = &self.steps;
         let mut distance = vec![u32::MAX; dfa.num_states()];
         let mut changed = true;
         while changed {
             changed = false;
             for q in 0..dfa.num_states() as u32 {
                 let mut best = if dfa.is_accepting(q) { 0 } else { u32::MAX };
-                for &b in &bytes {
+                for &b in bytes {
                     let to = dfa.next(q, b);
                     if to != DEAD {
                         best = best.min(distance[to as usize].saturating_add(1));
@@ -588,7 +604,7 @@ mod tests {
     fn automaton(text: &str, max_depth: Option<u32>) -> Result<PushdownDfa> {
         let grammar = parse(text, Syntax::Gbnf, None)?;
         let rules = to_rule_regexes(&grammar, LowerOptions::default())?;
-        PushdownDfa::new(&rules.rules, max_depth, 10_000, 100_000)
+        PushdownDfa::new(&rules.rules, &[true; 256], max_depth, 10_000, 100_000)
     }
 
     fn accepts(dfa: &PushdownDfa, text: &str) -> bool {

@@ -54,8 +54,9 @@ impl PyRuleAutomaton {
         if rules.is_empty() {
             return Err(to_py(crate::Error::InvalidArgument("no rules: the first rule is the start".into())));
         }
-        let inner =
-            py.detach(|| PushdownDfa::new(&rules, max_recursion_depth, max_states, max_states)).map_err(to_py)?;
+        let inner = py
+            .detach(|| PushdownDfa::new(&rules, &[true; 256], max_recursion_depth, max_states, max_states))
+            .map_err(to_py)?;
         Ok(PyRuleAutomaton { inner })
     }
     /// States built so far (they are built as texts are matched).

@@ -388,7 +388,10 @@ pub fn check_grammar(data: &[u8]) {
     let table = MergeTable::new(vocab.merges());
     let mut reference = Reference::new(&grammar, vec![u32::MAX; grammar.rules.len()]);
     for seed in 0..4 {
-        let Ok(walk) = guide.random_walk(seed, 12) else { panic!("{}: walk {seed} failed", ctx()) };
+        let walk = match guide.random_walk(seed, 12) {
+            Ok(w) => w,
+            Err(e) => panic!("{}: walk {seed} failed: {e}", ctx()),
+        };
         replay(&guide, &walk, &|| format!("{}: walk {walk:?}", ctx()));
         let s: String = walk
             .iter()

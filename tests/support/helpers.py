@@ -79,6 +79,19 @@ class MaskWalker:
         return g.is_final(state), None, state
 
 
+def finishing_walks(guide, seeds: int, max_tokens: int) -> list[list[int]]:
+    """``guide.random_walk(seed, max_tokens)`` for each seed, each checked to be a walk with no
+    dead end: every mask along it is non-empty and it ends in a final state."""
+    walks = [guide.random_walk(seed, max_tokens=max_tokens) for seed in range(seeds)]
+    for w in walks:
+        state = guide.initial_state
+        for t in w:
+            assert len(guide.allowed_tokens(state)) > 0, w
+            state = guide.next_state(state, t)
+        assert guide.is_final(state), w
+    return walks
+
+
 def enumerate_sequences(guide, limit: int = 100_000, max_depth: int = 64) -> list[list[int]]:
     """Every accepted token sequence (EOS excluded) by depth-first search over the guide.
 

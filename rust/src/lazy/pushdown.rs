@@ -28,8 +28,8 @@
 //! Nothing is approximated, and no lookahead horizon is assumed.
 //!
 //! # Why not exit summaries
-//! `docs/design.md` and the design note proposed to collapse stacks with the same *exit
-//! summary* (which ways of ending a rule its callers can continue canonically), so that the
+//! The design note (`../shared/design/cfg-canonical.md` §4.1) proposed to collapse stacks with
+//! the same *exit summary* (which ways of ending a rule its callers can continue canonically), so that the
 //! searches run over a provably finite space. Real stacks are what a decoder keeps anyway, and
 //! with them the one engine serves regexes and grammars unchanged: pre-tokenizers, normal
 //! forms, special tokens and slices apply as they are. The price is that a search proving a
@@ -165,13 +165,13 @@ impl PushdownDfa {
     /// (those some token spells): a configuration that can end only through other bytes is
     /// dropped like one that cannot end at all, which keeps the engine's searches from
     /// descending forever into stacks whose text no token sequence can write. `max_depth`:
-    /// admit only derivations that nest
-    /// each called rule at most that many times inside itself (as
-    /// `crate::grammar::lower::LowerOptions::max_recursion_depth` does), `None` for no bound.
+    /// admit only derivations that nest each called rule at most that many times inside itself
+    /// (as `crate::grammar::lower::LowerOptions::max_recursion_depth` does), `None` for no bound.
     ///
     /// Errors: a rule's regex does not compile within `max_dfa_states`; left recursion
-    /// (`Unsupported`, naming the cycle); no string at all (`EmptyLanguage`). A rule with no
-    /// string of its own (`None`, or a regex that matches nothing) is fine where it is optional.
+    /// (`Unsupported`, naming the cycle); no string at all, or none within the bound and the
+    /// text bytes (`EmptyLanguage`). A rule with no string of its own (`None`, or a regex that
+    /// matches nothing) is fine where it is optional.
     pub fn new(
         rules: &[(String, Option<String>)],
         text_bytes: &[bool; 256],
@@ -192,10 +192,7 @@ impl PushdownDfa {
         }
         shortest_distances(&mut compiled);
         if compiled[0].distance[compiled[0].dfa.start() as usize] == u32::MAX {
-            return Err(Error::EmptyLanguage(format!(
-                "no derivation of the grammar's start rule `{}` ends: every way through it calls a rule forever",
-                compiled[0].name
-            )));
+            return Err(no_string(&compiled[0].name));
         }
         refuse_left_recursion(&compiled)?;
         let mut signatures: FxHashMap<Vec<u8>, u8> = FxHashMap::default();
@@ -223,6 +220,9 @@ impl PushdownDfa {
         dfa.start = dfa.close(vec![start]);
         if let Some(e) = dfa.overflow() {
             return Err(e);
+        }
+        if dfa.start == DEAD {
+            return Err(no_string(&dfa.rules[0].name));
         }
         Ok(dfa)
     }
@@ -535,6 +535,14 @@ fn shortest_distances(rules: &mut [Rule]) {
     }
 }
 
+/// The error for a start rule none of whose strings can be written.
+fn no_string(start: &str) -> Error {
+    Error::EmptyLanguage(format!(
+        "no string of the grammar's start rule `{start}` can be written: every derivation calls a rule \
+         forever, nests deeper than max_recursion_depth, or needs a byte no token spells"
+    ))
+}
+
 /// Refuses a rule that can call itself before reading a byte (through rules that may match
 /// the empty string on the way), naming the cycle: closing a state would push forever.
 fn refuse_left_recursion(rules: &[Rule]) -> Result<()> {
@@ -676,6 +684,13 @@ mod tests {
             .to_string();
         assert!(e.contains("left-recursive"), "{e}");
         let e = automaton("root ::= \"(\" root \")\"", None).unwrap_err().to_string();
-        assert!(e.contains("no derivation"), "{e}");
+        assert!(e.contains("calls a rule forever"), "{e}");
+        // Every string needs an `x`, which no token spells.
+        let grammar = parse("root ::= \"(\" root \")\" | \"x\"", Syntax::Gbnf, None).unwrap();
+        let rules = to_rule_regexes(&grammar, LowerOptions::default()).unwrap().rules;
+        let mut text_bytes = [true; 256];
+        text_bytes[b'x' as usize] = false;
+        let e = PushdownDfa::new(&rules, &text_bytes, None, 100, 100).unwrap_err().to_string();
+        assert!(e.contains("no string of the grammar's start rule `root` can be written"), "{e}");
     }
 }

@@ -11,6 +11,7 @@ of each library (first visits included). Schemas propertok cannot convert or com
 not compiled for it, and have no document.
 
     /tmp/propertok-bench-venv/bin/python benches/schema_compare.py --tokenizers mistral7b,llama3
+    python benches/schema_compare.py --coverage   # which recursive schemas each path builds
 
 (the venv of `benches/setup_peers.sh`, with propertok installed into it).
 """
@@ -126,13 +127,72 @@ def run(tok: str, schemas, libs):
     return result, valid, len(docs)
 
 
+def coverage(timeout: int = 10) -> dict:
+    """Over every schema of the shared JSONSchemaBench: how many recurse (a `$ref` cycle, or only
+    free values), and of those, how many the rules path (`schema_to_rules` + `RuleAutomaton`)
+    and the regex path (`schema_to_regex`, `max_recursion_depth=3`, + `ByteDfa`) build, each
+    step within `timeout` seconds. No tokenizer is involved."""
+    import signal
+
+    import propertok as pt
+    from propertok import json_schema as js
+
+    class TimedOut(Exception):
+        pass
+
+    def timed(f):
+        def alarm(*_):
+            raise TimedOut()
+
+        signal.signal(signal.SIGALRM, alarm)
+        signal.alarm(timeout)
+        try:
+            return f()
+        finally:
+            signal.alarm(0)
+
+    counts: dict = {}
+
+    def count(key):
+        counts[key] = counts.get(key, 0) + 1
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for line in (compare.SHARED / "data" / "jsonschemabench_schemas.jsonl").open():
+            schema = json.loads(line)["schema"]
+            try:
+                rules = timed(lambda: js.schema_to_rules(schema, whitespace=""))
+            except Exception:  # noqa: BLE001 - refused or timed out: not counted as recursive
+                count("not converted")
+                continue
+            if len(rules) == 1:
+                count("no recursion")
+                continue
+            kind = "$ref cycle" if any(name not in ("#", "#any-json-value") for name, _ in rules) else "free values"
+            count(f"{kind}: schemas")
+            for path, build in (("rules", lambda: pt.RuleAutomaton(rules)),
+                                ("regex", lambda: pt.ByteDfa(js.schema_to_regex(schema, whitespace="")))):
+                try:
+                    timed(build)
+                    count(f"{kind}: {path} built")
+                except Exception:  # noqa: BLE001 - a refusal or a timeout is a result
+                    count(f"{kind}: {path} failed")
+    return counts
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tokenizers", default="mistral7b,llama3")
     p.add_argument("--libs", default="propertok,llguidance,xgrammar")
     p.add_argument("--schemas", type=int, default=40)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--coverage", action="store_true",
+                   help="count the recursive schemas each path builds (all of JSONSchemaBench; no tokenizer)")
     args = p.parse_args(argv)
+    if args.coverage:
+        for key, n in sorted(coverage().items()):
+            print(f"{key}: {n}")
+        return 0
     schemas = recursive_schemas(args.schemas, args.seed)
     print(f"{len(schemas)} recursive schemas: " + ", ".join(r["id"] for r in schemas[:8]) + ", ...")
     for tok in args.tokenizers.split(","):

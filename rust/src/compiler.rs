@@ -345,7 +345,7 @@ impl Compiler {
             [(_, Some(regex))] => ByteDfa::from_regex_with_markers(regex, self.limits.max_byte_dfa_states)?.into(),
             _ => TextRegex::Grammar(Box::new(PushdownDfa::new(
                 rules,
-                &parts.text_bytes(),
+                &parts.text_bytes,
                 max_depth,
                 self.limits.max_byte_dfa_states,
                 self.limits.max_product_states.min(TextSpace::MAX_REGEX_STATES),

@@ -112,6 +112,9 @@ pub struct TokenizerParts {
     /// allowed.
     pub(crate) usable: Box<[u32]>,
     pub(crate) slices: Slices,
+    /// The bytes some token spells (every byte with byte-fallback tokens): what a text may hold
+    /// (see `crate::lazy::pushdown::PushdownDfa::new`).
+    pub(crate) text_bytes: [bool; 256],
 }
 
 impl TokenizerParts {
@@ -137,7 +140,9 @@ impl TokenizerParts {
         }
         let contents = Arc::new(contents);
         let slices = Slices::new(&trie, &vocab, pieces.clone(), contents.clone(), normal)?;
-        Ok(TokenizerParts { vocab, tok, trie, splits, pieces, contents, normal, lone, usable, slices })
+        let mut text_bytes = [tok.fallback_tokens().is_some(); 256];
+        trie.for_each_token(|t| vocab.token_bytes(t).iter().for_each(|&b| text_bytes[b as usize] = true));
+        Ok(TokenizerParts { vocab, tok, trie, splits, pieces, contents, normal, lone, usable, slices, text_bytes })
     }
 
     /// The same parts without slices: every text state is walked in full.
@@ -145,13 +150,6 @@ impl TokenizerParts {
     pub(crate) fn without_slices(mut self) -> TokenizerParts {
         self.slices = Slices::none();
         self
-    }
-
-    /// The bytes some token spells (every byte with byte-fallback tokens): what a text may hold.
-    pub(crate) fn text_bytes(&self) -> [bool; 256] {
-        let mut bytes = [self.tok.fallback_tokens().is_some(); 256];
-        self.trie.for_each_token(|t| self.vocab.token_bytes(t).iter().for_each(|&b| bytes[b as usize] = true));
-        bytes
     }
 
     fn slice_inputs(&self) -> SliceInputs<'_> {

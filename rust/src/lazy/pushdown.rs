@@ -22,7 +22,7 @@
 //! automaton over the configurations the decoder actually meets: a JSON document at nesting
 //! depth `k` meets states whose stacks have `k` frames.
 //!
-//! The lazy engine ([`crate::lazy::engine`]) treats these states like a regex DFA's, so its
+//! The lazy engine (`crate::lazy::engine`) treats these states like a regex DFA's, so its
 //! masks are exactly canonical for the grammar's language: a node is live iff some canonical
 //! continuation reaches acceptance, searched over the real configurations, stacks included.
 //! Nothing is approximated, and no lookahead horizon is assumed.

@@ -18,6 +18,7 @@ __all__ = [
     "LimitExceeded",
     "Vocabulary",
     "ByteDfa",
+    "RuleAutomaton",
     "Compiler",
     "Guide",
     "Matcher",

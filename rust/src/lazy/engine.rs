@@ -133,15 +133,18 @@ impl TokenizerParts {
     ) -> Result<TokenizerParts> {
         let words = crate::util::bitset::words_for(vocab.vocab_size());
         let mut usable = vec![0u32; words].into_boxed_slice();
-        trie.for_each_token(|t| crate::util::bitset::set(&mut usable, t as usize));
+        // One pass: the usable tokens, and the bytes they spell (every byte with byte fallback).
+        let mut text_bytes = [tok.fallback_tokens().is_some(); 256];
+        trie.for_each_token(|t| {
+            crate::util::bitset::set(&mut usable, t as usize);
+            vocab.token_bytes(t).iter().for_each(|&b| text_bytes[b as usize] = true);
+        });
         let mut lone = vec![0u32; words].into_boxed_slice();
         for &t in lone_tokens {
             crate::util::bitset::set(&mut lone, t as usize);
         }
         let contents = Arc::new(contents);
         let slices = Slices::new(&trie, &vocab, pieces.clone(), contents.clone(), normal)?;
-        let mut text_bytes = [tok.fallback_tokens().is_some(); 256];
-        trie.for_each_token(|t| vocab.token_bytes(t).iter().for_each(|&b| text_bytes[b as usize] = true));
         Ok(TokenizerParts { vocab, tok, trie, splits, pieces, contents, normal, lone, usable, slices, text_bytes })
     }
 

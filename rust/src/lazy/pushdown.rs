@@ -275,6 +275,22 @@ impl PushdownDfa {
         self.states.key(q).distance
     }
 
+    /// Whether the whole of `text` is in the language (`Err` when the automaton ran into a
+    /// limit, so that a refusal is never a limit in disguise).
+    pub fn matches(&self, text: &[u8]) -> Result<bool> {
+        let mut q = self.start;
+        for &b in text {
+            q = self.next(q, b);
+            if q == DEAD {
+                break;
+            }
+        }
+        match self.overflow() {
+            Some(e) => Err(e),
+            None => Ok(q != DEAD && self.is_accepting(q)),
+        }
+    }
+
     /// The state after byte `b`, [`DEAD`] when no configuration reads it (or past a limit).
     #[inline]
     pub fn next(&self, q: u32, b: u8) -> u32 {
@@ -616,14 +632,7 @@ mod tests {
     }
 
     fn accepts(dfa: &PushdownDfa, text: &str) -> bool {
-        let mut q = dfa.start();
-        for &b in text.as_bytes() {
-            q = dfa.next(q, b);
-            if q == DEAD {
-                return false;
-            }
-        }
-        dfa.is_accepting(q)
+        dfa.matches(text.as_bytes()).unwrap()
     }
 
     #[test]

@@ -6,7 +6,7 @@ use pyo3::types::PyBytes;
 
 use super::to_py;
 use crate::lazy::pushdown::PushdownDfa;
-use crate::regex::byte_dfa::{ByteDfa, DEAD};
+use crate::regex::byte_dfa::ByteDfa;
 
 #[pyclass(name = "ByteDfa", module = "propertok._core", frozen)]
 pub(crate) struct PyByteDfa {
@@ -65,16 +65,6 @@ impl PyRuleAutomaton {
         self.inner.num_states()
     }
     fn matches(&self, data: &[u8]) -> PyResult<bool> {
-        let mut q = self.inner.start();
-        for &b in data {
-            q = self.inner.next(q, b);
-            if q == DEAD {
-                break;
-            }
-        }
-        if let Some(e) = self.inner.overflow() {
-            return Err(to_py(e));
-        }
-        Ok(q != DEAD && self.inner.is_accepting(q))
+        self.inner.matches(data).map_err(to_py)
     }
 }

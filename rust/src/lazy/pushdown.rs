@@ -3,24 +3,34 @@
 //! (`value` → `array` → `value`).
 //!
 //! # The concept
-//! The grammar is a *recursive transition network*: one minimal byte DFA per rule
-//! ([`crate::grammar::lower::to_rule_regexes`]), in which a reference to a self-embedding rule
-//! is a call marker ([`CALL_MARKER`] and two bytes naming the callee) instead of its text. A
-//! *configuration* is a rule, a node of its DFA and a stack of return points `(caller rule,
-//! node to resume at)`; stacks are hash-consed, so a configuration is three integers. A state
-//! of this automaton is the set of configurations the text so far reaches (more than one when
-//! the grammar is ambiguous or a call and a return both fit), closed under
+//! The grammar is a *recursive transition network*: one byte NFA per rule
+//! ([`crate::grammar::lower::to_rule_regexes`], [`ByteNfa`]), in which a reference to a
+//! self-embedding rule is a call marker ([`CALL_MARKER`] and two bytes naming the callee)
+//! instead of its text. A *configuration* is a rule, a node of its NFA and a stack of return
+//! points `(caller rule, node to resume at)`; stacks are hash-consed, so a configuration is
+//! three integers. A state of this automaton is the set of configurations the text so far
+//! reaches (more than one when the NFA or the grammar is ambiguous, or a call and a return
+//! both fit), closed under
+//! * **ε-edges** of the rule's NFA (alternation, repetition);
 //! * **calls**: a node with a call marker to rule `R` also stands for `R`'s start, with the
 //!   marker's target pushed as the return point;
 //! * **returns**: a node where its rule may end also stands for the return point on top of its
 //!   stack (popped); with an empty stack, the text may end there.
 //!
 //! Only configurations that read a byte next are kept, with a flag for "the text may end". A
-//! byte step moves each of them along its DFA and closes the result; the state reached is
+//! byte step moves each of them along its NFA and closes the result; the state reached is
 //! interned and the transition memoized, so a second walk over the same bytes costs a table
 //! lookup per byte, as a regex DFA does. This is the lazy determinization of the pushdown
 //! automaton over the configurations the decoder actually meets: a JSON document at nesting
 //! depth `k` meets states whose stacks have `k` frames.
+//!
+//! Rules are NFAs, not minimal DFAs, because determinizing is what a compile would otherwise
+//! pay for: on 40 recursive JSONSchemaBench schemas (Llama 3), building and minimizing every
+//! rule's DFA took a median 17 ms and up to 1.4 s (a 600 KB Kubernetes regex: 0.6 s subset
+//! construction, 0.23 s minimization), where the parse and the NFA take 1.4 ms and 0.16 s, and
+//! the decoder meets a few hundred states of the DFA. The states built here are those of the
+//! subset construction, unminimized: equivalent ones stay apart, which costs a first visit
+//! where a minimal DFA would have shared one; masks are the same.
 //!
 //! The lazy engine (`crate::lazy::engine`) treats these states like a regex DFA's, so its
 //! masks are exactly canonical for the grammar's language: a node is live iff some canonical
@@ -59,8 +69,10 @@
 //!   transition intern the same state and store the same id.
 //!
 //! # Costs and limits
-//! A memoized transition is an atomic load; a new one closes a few configurations and interns
-//! a state (a hash-map probe under a lock). States are bounded by `max_states` and
+//! Building costs each rule's NFA (linear in its regex) and a shortest-path pass over it per
+//! round of the rules' length fixpoint. A memoized transition is an atomic load; a new one
+//! closes a few configurations (ε-edges, calls, returns) and interns a state (a hash-map probe
+//! under a lock). States are bounded by `max_states` and
 //! configurations per state by [`MAX_CONFIGURATIONS`]; past either the automaton stops taking
 //! new transitions and reports the limit ([`PushdownDfa::overflow`]), which the engine turns
 //! into `LimitExceeded` before it stores anything computed since.
@@ -71,7 +83,8 @@ use std::sync::{Arc, OnceLock};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
-use crate::regex::byte_dfa::{ByteDfa, CALL_MARKER, DEAD, TOKEN_MARKER};
+use crate::regex::byte_dfa::{CALL_MARKER, DEAD, TOKEN_MARKER};
+use crate::regex::byte_nfa::ByteNfa;
 use crate::util::concurrent::{Interner, ShardedMap, Slots};
 
 /// Configurations one state may hold (an ambiguous grammar's states grow with the text).
@@ -85,27 +98,39 @@ const UNKNOWN: u32 = DEAD - 1;
 /// The empty stack's id.
 const EMPTY: u32 = 0;
 
-/// One rule's DFA with its calls.
+/// One rule's NFA with its calls.
 struct Rule {
     name: String,
-    dfa: ByteDfa,
-    /// Per node: the calls it makes, `(callee, node to resume at)`.
-    calls: Vec<Box<[(u32, u32)]>>,
+    nfa: ByteNfa,
     /// Per node: whether it reads a text byte (a call marker is not one).
     reads: Vec<bool>,
+    /// The nodes that call, with their calls.
+    calls: FxHashMap<u32, Box<[Call]>>,
+    /// The edges into each node, for distances: `into[into_start[n]..into_start[n + 1]]`.
+    into_start: Vec<u32>,
+    into: Vec<(u32, Step)>,
     /// Per node: fewest bytes to the rule's end, a call costing its callee's shortest string
     /// (`u32::MAX`: none).
     distance: Vec<u32>,
-    /// One byte per byte class that the text may contain (see [`PushdownDfa::new`]'s
-    /// `text_bytes`): the steps a way to the rule's end may take.
-    steps: Vec<u8>,
 }
 
-impl Rule {
-    /// Whether a frame resuming at `node` would only end its rule: a tail call pushes none.
-    fn only_ends(&self, node: u32) -> bool {
-        self.dfa.is_accepting(node) && !self.reads[node as usize] && self.calls[node as usize].is_empty()
-    }
+/// A call marker read from a node: the callee, and the node to resume at on return.
+#[derive(Clone, Copy, Debug)]
+struct Call {
+    callee: u32,
+    resume: u32,
+    /// Whether resuming at `resume` would only end the rule: a tail call pushes no frame.
+    tail: bool,
+}
+
+/// An edge as distances count it.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Epsilon,
+    /// A byte the text may contain (see [`PushdownDfa::new`]'s `text_bytes`).
+    Byte,
+    /// A call to the rule: its shortest string.
+    Call(u32),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
@@ -184,21 +209,27 @@ impl PushdownDfa {
             // A rule with no string is a call to a rule that does not exist, which the call
             // table leaves out: no way through it, so its calls are dropped as dead ends.
             let regex = regex.as_deref().unwrap_or(NO_STRING);
-            let dfa = match ByteDfa::from_regex_with_markers(regex, max_dfa_states) {
-                Err(Error::EmptyLanguage(_)) => ByteDfa::from_regex_with_markers(NO_STRING, 16)?,
-                dfa => dfa?,
-            };
-            compiled.push(Rule::of(name.clone(), dfa, rules.len(), text_bytes));
+            let nfa = ByteNfa::from_regex_with_markers(regex, max_dfa_states)?;
+            compiled.push(Rule::of(name.clone(), nfa, rules.len(), text_bytes));
         }
+        Self::of_rules(compiled, max_depth, max_states, no_string)
+    }
+
+    fn of_rules(
+        mut compiled: Vec<Rule>,
+        max_depth: Option<u32>,
+        max_states: usize,
+        no_string: impl Fn(&str) -> Error,
+    ) -> Result<PushdownDfa> {
         shortest_distances(&mut compiled);
-        if compiled[0].distance[compiled[0].dfa.start() as usize] == u32::MAX {
+        if compiled[0].shortest() == u32::MAX {
             return Err(no_string(&compiled[0].name));
         }
         refuse_left_recursion(&compiled)?;
         let mut signatures: FxHashMap<Vec<u8>, u8> = FxHashMap::default();
         let mut classes = [0u8; 256];
         for b in 0..=255u8 {
-            let signature: Vec<u8> = compiled.iter().map(|r| r.dfa.byte_class(b)).collect();
+            let signature: Vec<u8> = compiled.iter().map(|r| r.nfa.byte_class(b)).collect();
             let n = signatures.len() as u8;
             classes[b as usize] = *signatures.entry(signature).or_insert(n);
         }
@@ -216,7 +247,7 @@ impl PushdownDfa {
             overflow: OnceLock::new(),
         };
         dfa.stacks.intern_unbounded(&Frame { parent: EMPTY, rule: u32::MAX, resume: u32::MAX, distance: 0 });
-        let start = Config { rule: 0, node: dfa.rules[0].dfa.start(), stack: EMPTY };
+        let start = Config { rule: 0, node: dfa.rules[0].nfa.start(), stack: EMPTY };
         dfa.start = dfa.close(vec![start]);
         if let Some(e) = dfa.overflow() {
             return Err(e);
@@ -318,10 +349,7 @@ impl PushdownDfa {
             return DEAD;
         }
         let seeds: Vec<Config> = (self.states.key(q).configs.iter())
-            .filter_map(|c| match self.rules[c.rule as usize].dfa.next(c.node, b) {
-                DEAD => None,
-                node => Some(Config { node, ..*c }),
-            })
+            .filter_map(|c| Some(Config { node: self.rules[c.rule as usize].nfa.next(c.node, b)?, ..*c }))
             .collect();
         match seeds.is_empty() {
             true => DEAD,
@@ -361,7 +389,7 @@ impl PushdownDfa {
                     );
                 }
             }
-            if rule.dfa.is_accepting(c.node) {
+            if rule.nfa.is_match(c.node) {
                 match c.stack {
                     EMPTY => accepting = true,
                     s => {
@@ -370,11 +398,13 @@ impl PushdownDfa {
                     }
                 }
             }
-            for &(callee, resume) in rule.calls[c.node as usize].iter() {
+            todo.extend(rule.nfa.epsilons(c.node).iter().map(|&node| Config { node, ..c }));
+            let calls = rule.calls.get(&c.node).map_or(&[][..], |calls| calls);
+            for &Call { callee, resume, tail } in calls {
                 if open.as_ref().is_some_and(|open| !self.may_nest(open, callee)) {
                     continue;
                 }
-                let stack = match self.max_depth.is_none() && rule.only_ends(resume) {
+                let stack = match self.max_depth.is_none() && tail {
                     true => c.stack,
                     false => {
                         let below = self.stacks.key(c.stack).distance;
@@ -392,7 +422,7 @@ impl PushdownDfa {
                         }
                     }
                 };
-                todo.push(Config { rule: callee, node: self.rules[callee as usize].dfa.start(), stack });
+                todo.push(Config { rule: callee, node: self.rules[callee as usize].nfa.start(), stack });
             }
         }
         if configs.is_empty() && !accepting {
@@ -444,7 +474,7 @@ impl PushdownDfa {
         }
         let r = &self.rules[rule as usize];
         let mut lengths: FxHashMap<u32, u32> = FxHashMap::default();
-        for &(callee, _) in r.calls.iter().flat_map(|calls| calls.iter()) {
+        for &Call { callee, .. } in r.calls.values().flat_map(|calls| calls.iter()) {
             if lengths.contains_key(&callee) {
                 continue;
             }
@@ -452,7 +482,7 @@ impl PushdownDfa {
                 true => {
                     let mut inner = open.to_vec();
                     inner[callee as usize] = inner[callee as usize].saturating_add(1);
-                    let start = self.rules[callee as usize].dfa.start();
+                    let start = self.rules[callee as usize].nfa.start();
                     self.bounded_distances(callee, &inner)[start as usize]
                 }
                 false => u32::MAX,
@@ -471,65 +501,94 @@ impl PushdownDfa {
 }
 
 impl Rule {
-    fn of(name: String, dfa: ByteDfa, num_rules: usize, text_bytes: &[bool; 256]) -> Rule {
-        let n = dfa.num_states();
-        let mut calls = Vec::with_capacity(n);
-        let mut reads = Vec::with_capacity(n);
-        for q in 0..n as u32 {
-            reads.push((0..=255u8).any(|b| b != CALL_MARKER && dfa.next(q, b) != DEAD));
+    fn of(name: String, nfa: ByteNfa, num_rules: usize, text_bytes: &[bool; 256]) -> Rule {
+        let n = nfa.num_states();
+        // Marker bytes are never text, but special tokens write them: always steps.
+        let step =
+            |b: u8| b != CALL_MARKER && (text_bytes[b as usize] || b == TOKEN_MARKER || (0x80..0xC0).contains(&b));
+        let steps = |lo: u8, hi: u8| (lo..=hi).any(step);
+        let reads: Vec<bool> =
+            (0..n as u32).map(|s| nfa.edges(s).iter().any(|e| e.lo != CALL_MARKER || e.hi != CALL_MARKER)).collect();
+        let mut calls = FxHashMap::default();
+        for s in 0..n as u32 {
+            let Some(marked) = nfa.next(s, CALL_MARKER) else { continue };
             let mut out = Vec::new();
-            let marked = dfa.next(q, CALL_MARKER);
-            if marked != DEAD {
-                for hi in 0..64u8 {
-                    let half = dfa.next(marked, 0x80 + hi);
-                    if half == DEAD {
-                        continue;
-                    }
-                    for lo in 0..64u8 {
-                        let resume = dfa.next(half, 0x80 + lo);
-                        let callee = (hi as usize) << 6 | lo as usize;
-                        if resume != DEAD && callee < num_rules {
-                            out.push((callee as u32, resume));
+            for half in epsilon_closure(&nfa, marked) {
+                for hi in nfa.edges(half).iter().flat_map(|e| e.lo.max(0x80)..=e.hi.min(0xBF)) {
+                    let Some(after_hi) = nfa.next(half, hi) else { continue };
+                    for named in epsilon_closure(&nfa, after_hi) {
+                        for lo in nfa.edges(named).iter().flat_map(|e| e.lo.max(0x80)..=e.hi.min(0xBF)) {
+                            let callee = ((hi - 0x80) as usize) << 6 | (lo - 0x80) as usize;
+                            let Some(resume) = nfa.next(named, lo) else { continue };
+                            if callee < num_rules {
+                                let tail = only_ends(&nfa, &reads, resume);
+                                out.push(Call { callee: callee as u32, resume, tail });
+                            }
                         }
                     }
                 }
             }
-            calls.push(out.into_boxed_slice());
+            if !out.is_empty() {
+                calls.insert(s, out.into_boxed_slice());
+            }
         }
-        // Marker bytes are never text, but special tokens write them: always steps.
-        let mut seen = FxHashSet::default();
-        let steps = (0..=255u8)
-            .filter(|&b| b != CALL_MARKER && (text_bytes[b as usize] || b == TOKEN_MARKER || (0x80..0xC0).contains(&b)))
-            .filter(|&b| seen.insert(dfa.byte_class(b)))
-            .collect();
-        Rule { name, dfa, calls, reads, distance: vec![u32::MAX; n], steps }
+        // Edges into each node: a counting sort of (target, source, step).
+        let mut edges: Vec<(u32, u32, Step)> = Vec::new();
+        for s in 0..n as u32 {
+            edges.extend(nfa.edges(s).iter().filter(|e| steps(e.lo, e.hi)).map(|e| (e.to, s, Step::Byte)));
+            edges.extend(nfa.epsilons(s).iter().map(|&t| (t, s, Step::Epsilon)));
+        }
+        for (&s, out) in &calls {
+            edges.extend(out.iter().map(|c| (c.resume, s, Step::Call(c.callee))));
+        }
+        let mut into_start = vec![0u32; n + 1];
+        for &(t, _, _) in &edges {
+            into_start[t as usize + 1] += 1;
+        }
+        for i in 0..n {
+            into_start[i + 1] += into_start[i];
+        }
+        let mut fill = into_start.clone();
+        let mut into = vec![(0u32, Step::Epsilon); edges.len()];
+        for (t, s, step) in edges {
+            into[fill[t as usize] as usize] = (s, step);
+            fill[t as usize] += 1;
+        }
+        Rule { name, nfa, reads, calls, into_start, into, distance: vec![u32::MAX; n] }
     }
-}
 
-impl Rule {
+    /// The rule's shortest string (`u32::MAX`: none), as [`Rule::distance`] counts it.
+    fn shortest(&self) -> u32 {
+        self.distance[self.nfa.start() as usize]
+    }
+
     /// Fewest bytes from each node to the rule's end, a call to `callee` costing
-    /// `length(callee)` (`u32::MAX`: not allowed): a fixpoint of relaxations over the DFA.
+    /// `length(callee)` (`u32::MAX`: not allowed): Dijkstra's algorithm backwards from the
+    /// match nodes over [`Rule::into`].
     fn distances_with(&self, length: impl Fn(u32) -> u32) -> Vec<u32> {
-        let dfa = &self.dfa;
-        let bytes = &self.steps;
-        let mut distance = vec![u32::MAX; dfa.num_states()];
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for q in 0..dfa.num_states() as u32 {
-                let mut best = if dfa.is_accepting(q) { 0 } else { u32::MAX };
-                for &b in bytes {
-                    let to = dfa.next(q, b);
-                    if to != DEAD {
-                        best = best.min(distance[to as usize].saturating_add(1));
-                    }
-                }
-                for &(callee, resume) in self.calls[q as usize].iter() {
-                    best = best.min(distance[resume as usize].saturating_add(length(callee)));
-                }
-                if best < distance[q as usize] {
-                    distance[q as usize] = best;
-                    changed = true;
+        use std::cmp::Reverse;
+        let n = self.nfa.num_states();
+        let mut distance = vec![u32::MAX; n];
+        let mut heap = std::collections::BinaryHeap::new();
+        for s in (0..n as u32).filter(|&s| self.nfa.is_match(s)) {
+            distance[s as usize] = 0;
+            heap.push(Reverse((0u32, s)));
+        }
+        while let Some(Reverse((d, s))) = heap.pop() {
+            if d > distance[s as usize] {
+                continue;
+            }
+            let into = &self.into[self.into_start[s as usize] as usize..self.into_start[s as usize + 1] as usize];
+            for &(from, step) in into {
+                let cost = match step {
+                    Step::Epsilon => 0,
+                    Step::Byte => 1,
+                    Step::Call(callee) => length(callee),
+                };
+                let via = d.saturating_add(cost);
+                if via < distance[from as usize] {
+                    distance[from as usize] = via;
+                    heap.push(Reverse((via, from)));
                 }
             }
         }
@@ -537,15 +596,37 @@ impl Rule {
     }
 }
 
+/// `s` and the nodes its ε-edges reach.
+fn epsilon_closure(nfa: &ByteNfa, s: u32) -> Vec<u32> {
+    let mut seen = FxHashSet::default();
+    let mut todo = vec![s];
+    let mut out = Vec::new();
+    while let Some(s) = todo.pop() {
+        if seen.insert(s) {
+            out.push(s);
+            todo.extend_from_slice(nfa.epsilons(s));
+        }
+    }
+    out
+}
+
+/// Whether resuming at `s` can only end the rule: a match is reachable by ε-edges, and
+/// nothing there reads or calls.
+fn only_ends(nfa: &ByteNfa, reads: &[bool], s: u32) -> bool {
+    let closure = epsilon_closure(nfa, s);
+    closure.iter().any(|&s| nfa.is_match(s))
+        && closure.iter().all(|&s| !reads[s as usize] && nfa.next(s, CALL_MARKER).is_none())
+}
+
 /// Every rule's [`Rule::distance`] without a nesting bound, a least fixpoint: a call costs the
 /// callee's distance from its start, which depends on the calls it makes in turn.
 fn shortest_distances(rules: &mut [Rule]) {
     loop {
-        let lengths: Vec<u32> = rules.iter().map(|r| r.distance[r.dfa.start() as usize]).collect();
+        let lengths: Vec<u32> = rules.iter().map(Rule::shortest).collect();
         for rule in rules.iter_mut() {
             rule.distance = rule.distances_with(|callee| lengths[callee as usize]);
         }
-        if rules.iter().zip(&lengths).all(|(r, &l)| r.distance[r.dfa.start() as usize] == l) {
+        if rules.iter().zip(&lengths).all(|(r, &l)| r.shortest() == l) {
             return;
         }
     }
@@ -565,13 +646,14 @@ fn refuse_left_recursion(rules: &[Rule]) -> Result<()> {
     // Rules each rule may call before its first byte.
     let first_calls: Vec<Vec<usize>> = (rules.iter())
         .map(|rule| {
-            let mut nodes = vec![rule.dfa.start()];
+            let mut nodes = vec![rule.nfa.start()];
             let mut seen: FxHashSet<u32> = nodes.iter().copied().collect();
             let mut out = Vec::new();
             while let Some(q) = nodes.pop() {
-                for &(callee, resume) in rule.calls[q as usize].iter() {
+                nodes.extend(rule.nfa.epsilons(q).iter().filter(|&&s| seen.insert(s)));
+                for &Call { callee, resume, .. } in rule.calls.get(&q).map_or(&[][..], |calls| calls) {
                     out.push(callee as usize);
-                    let nullable = rules[callee as usize].distance[rules[callee as usize].dfa.start() as usize] == 0;
+                    let nullable = rules[callee as usize].shortest() == 0;
                     if nullable && seen.insert(resume) {
                         nodes.push(resume);
                     }
@@ -624,6 +706,7 @@ mod tests {
     use super::*;
     use crate::grammar::lower::{to_rule_regexes, LowerOptions};
     use crate::grammar::{parse, Syntax};
+    use crate::regex::byte_dfa::ByteDfa;
 
     fn automaton(text: &str, max_depth: Option<u32>) -> Result<PushdownDfa> {
         let grammar = parse(text, Syntax::Gbnf, None)?;

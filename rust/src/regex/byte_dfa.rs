@@ -87,22 +87,7 @@ impl ByteDfa {
     /// Compiles an already translated regex. An empty language gives a DFA with no states
     /// (check [`ByteDfa::is_empty`]).
     pub fn from_hir(hir: &Hir, max_states: usize) -> Result<ByteDfa> {
-        // The NFA needs a memory budget too: regex-automata sets none, and a short nested repeat
-        // (`(?:[^a]{1000}){1000}`, 20 bytes) built an 8M-state, 270 MB NFA in seconds before the
-        // DFA limit could stop it (found from a `regex_guide` fuzzer slow unit). Real patterns
-        // take well under 100 bytes of NFA per DFA state; this allows 1 KiB per allowed state.
-        let nfa_budget = max_states.saturating_mul(1 << 10).max(16 << 20);
-        let nfa = thompson::Compiler::new()
-            .configure(thompson::Config::new().utf8(true).shrink(true).nfa_size_limit(Some(nfa_budget)))
-            .build_from_hir(hir)
-            .map_err(|e| match e.size_limit() {
-                Some(_) => Error::LimitExceeded {
-                    limit: "max_byte_dfa_states",
-                    value: max_states.to_string(),
-                    what: format!("the regex's NFA exceeds {nfa_budget} bytes, too large to determinise"),
-                },
-                None => Error::UnsupportedRegex(e.to_string()),
-            })?;
+        let nfa = thompson_nfa(hir, max_states)?;
         // regex-automata's own memory while determinising, sized from the NFA's byte classes:
         // a dense state takes one 4-byte id per class (plus end of input), so `max_states`
         // states fit in `max_states * (classes + 1) * 4` bytes; the budget allows about twice
@@ -455,6 +440,32 @@ impl ByteDfa {
     }
 }
 
+/// The Thompson NFA of a translated regex (no capture states), within a memory budget sized
+/// from `max_states`: regex-automata sets none, and a short nested repeat
+/// (`(?:[^a]{1000}){1000}`, 20 bytes) built an 8M-state, 270 MB NFA in seconds before the DFA
+/// limit could stop it (found from a `regex_guide` fuzzer slow unit). Real patterns take well
+/// under 100 bytes of NFA per DFA state; this allows 1 KiB per allowed state.
+pub(crate) fn thompson_nfa(hir: &Hir, max_states: usize) -> Result<thompson::NFA> {
+    let nfa_budget = max_states.saturating_mul(1 << 10).max(16 << 20);
+    thompson::Compiler::new()
+        .configure(
+            thompson::Config::new()
+                .utf8(true)
+                .shrink(true)
+                .which_captures(thompson::WhichCaptures::None)
+                .nfa_size_limit(Some(nfa_budget)),
+        )
+        .build_from_hir(hir)
+        .map_err(|e| match e.size_limit() {
+            Some(_) => Error::LimitExceeded {
+                limit: "max_byte_dfa_states",
+                value: max_states.to_string(),
+                what: format!("the regex's NFA exceeds {nfa_budget} bytes, too large to determinise"),
+            },
+            None => Error::UnsupportedRegex(e.to_string()),
+        })
+}
+
 /// The first byte of a special-token marker: 0xFF never occurs in UTF-8, so no text walks it.
 pub const TOKEN_MARKER: u8 = 0xFF;
 /// The second byte of the marker of special token `j` is `TOKEN_MARKER_INDEX + j`.
@@ -474,7 +485,7 @@ pub fn parse_regex(pattern: &str) -> Result<Hir> {
 }
 
 /// [`parse_regex`]; `utf8 = false` lets `(?-u:\xFF)` escapes match bytes outside UTF-8.
-fn translate(pattern: &str, utf8: bool) -> Result<Hir> {
+pub(crate) fn translate(pattern: &str, utf8: bool) -> Result<Hir> {
     let ast = ast::parse::ParserBuilder::new().build().parse(pattern).map_err(|e| match e.kind() {
         ast::ErrorKind::UnsupportedLookAround => Error::UnsupportedRegex(format!(
             "look-around (look-ahead / look-behind) is not supported by finite automata, in {pattern:?}"

@@ -1,0 +1,299 @@
+//! Regex → byte NFA with ε-edges, built without determinising.
+//!
+//! A [`ByteNfa`] recognises the same strings as the [`ByteDfa`] of its regex (UTF-8 encodings,
+//! full match), as a Thompson NFA: states with byte-range edges, ε-edges (alternation,
+//! repetition) and match states. It exists for automata that are determinised *lazily*, by
+//! the decoder's own walk: a grammar's pushdown automaton (`crate::lazy::pushdown`) runs its
+//! rules as NFAs, so compiling a JSON schema costs the regex parse and the NFA (linear in the
+//! pattern) instead of the subset construction and minimisation of every rule's whole DFA
+//! (half to four fifths of a compile on JSONSchemaBench's recursive schemas, exponential in
+//! the worst case), and only the states a text reaches are ever built.
+//!
+//! # Invariants
+//! * The start is [`ByteNfa::start`]; a string is in the language iff some path reading its
+//!   bytes, with ε-edges anywhere, leads from the start to a state with
+//!   [`ByteNfa::is_match`] at its end.
+//! * A state's byte edges are disjoint ranges sorted by their first byte.
+//! * Bytes in one [`ByteNfa::byte_class`] have the same edges from every state.
+//! * Regexes with look-around assertions (`^`, `$`, `\b`) are built through their minimal
+//!   [`ByteDfa`], which handles them, and carried over: a DFA is an NFA without ε-edges. So is
+//!   any DFA given to [`ByteNfa::from_dfa`].
+//!
+//! # Costs
+//! Building is linear in the pattern (the NFA is bounded like [`ByteDfa`]'s, by
+//! `max_states`). A state takes 8 bytes of offsets plus 8 per byte edge and 4 per ε-edge.
+
+use regex_automata::nfa::thompson::{self, State};
+use regex_syntax::hir::Hir;
+
+use crate::error::Result;
+use crate::regex::byte_dfa::{thompson_nfa, translate, ByteDfa, DEAD};
+
+/// A byte-range edge: bytes `lo..=hi` lead to `to`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ByteEdge {
+    pub lo: u8,
+    pub hi: u8,
+    pub to: u32,
+}
+
+/// See the module docs.
+#[derive(Clone, Debug)]
+pub struct ByteNfa {
+    start: u32,
+    /// State `s`'s byte edges are `edges[edge_start[s]..edge_start[s + 1]]`.
+    edge_start: Vec<u32>,
+    edges: Vec<ByteEdge>,
+    /// State `s`'s ε-successors are `epsilons[epsilon_start[s]..epsilon_start[s + 1]]`.
+    epsilon_start: Vec<u32>,
+    epsilons: Vec<u32>,
+    is_match: Vec<bool>,
+    classes: [u8; 256],
+}
+
+impl ByteNfa {
+    /// The NFA of a grammar rule's regex, in which special tokens and calls are marker bytes
+    /// (see [`ByteDfa::from_regex_with_markers`]). Errors as [`ByteDfa`]'s (a syntax error, an
+    /// NFA over the budget of `max_states`); an empty language is not one: the start cannot
+    /// reach a match state.
+    pub fn from_regex_with_markers(pattern: &str, max_states: usize) -> Result<ByteNfa> {
+        Self::from_hir(&translate(pattern, false)?, max_states)
+    }
+
+    /// [`ByteNfa::from_regex_with_markers`] for a translated regex.
+    pub fn from_hir(hir: &Hir, max_states: usize) -> Result<ByteNfa> {
+        let nfa = thompson_nfa(hir, max_states)?;
+        if !nfa.look_set_any().is_empty() {
+            return Ok(match ByteDfa::from_hir(hir, max_states)? {
+                dfa if dfa.is_empty() => ByteNfa::nothing(),
+                dfa => ByteNfa::from_dfa(&dfa),
+            });
+        }
+        Ok(ByteNfa::from_thompson(&nfa))
+    }
+
+    fn from_thompson(nfa: &thompson::NFA) -> ByteNfa {
+        let mut out = ByteNfa::with_capacity(nfa.states().len());
+        for state in nfa.states() {
+            let edge =
+                |lo: u8, hi: u8, to: regex_automata::util::primitives::StateID| ByteEdge { lo, hi, to: to.as_u32() };
+            match state {
+                State::ByteRange { trans } => out.edges.push(edge(trans.start, trans.end, trans.next)),
+                State::Sparse(sparse) => {
+                    out.edges.extend(sparse.transitions.iter().map(|t| edge(t.start, t.end, t.next)))
+                }
+                State::Dense(dense) => {
+                    // Runs of bytes with the same target; the zero id is "no transition".
+                    let to = &dense.transitions;
+                    let mut b = 0usize;
+                    while b < 256 {
+                        let mut e = b;
+                        while e + 1 < 256 && to[e + 1] == to[b] {
+                            e += 1;
+                        }
+                        if to[b].as_usize() != 0 {
+                            out.edges.push(edge(b as u8, e as u8, to[b]));
+                        }
+                        b = e + 1;
+                    }
+                }
+                State::Union { alternates } => out.epsilons.extend(alternates.iter().map(|s| s.as_u32())),
+                State::BinaryUnion { alt1, alt2 } => out.epsilons.extend([alt1.as_u32(), alt2.as_u32()]),
+                State::Capture { next, .. } => out.epsilons.push(next.as_u32()),
+                State::Look { .. } => unreachable!("regexes with look-around go through their DFA"),
+                State::Fail => {}
+                State::Match { .. } => {}
+            }
+            out.is_match.push(matches!(state, State::Match { .. }));
+            out.close_state();
+        }
+        out.start = nfa.start_anchored().as_u32();
+        let classes = nfa.byte_classes();
+        for b in 0..=255u8 {
+            out.classes[b as usize] = classes.get(b);
+        }
+        out
+    }
+
+    /// The DFA as an NFA: one state per DFA state, no ε-edges.
+    pub fn from_dfa(dfa: &ByteDfa) -> ByteNfa {
+        let mut out = ByteNfa::with_capacity(dfa.num_states());
+        for q in 0..dfa.num_states() as u32 {
+            let mut b = 0usize;
+            while b < 256 {
+                let to = dfa.next(q, b as u8);
+                let mut e = b;
+                while e + 1 < 256 && dfa.next(q, e as u8 + 1) == to {
+                    e += 1;
+                }
+                if to != DEAD {
+                    out.edges.push(ByteEdge { lo: b as u8, hi: e as u8, to });
+                }
+                b = e + 1;
+            }
+            out.is_match.push(dfa.is_accepting(q));
+            out.close_state();
+        }
+        out.start = dfa.start();
+        for b in 0..=255u8 {
+            out.classes[b as usize] = dfa.byte_class(b);
+        }
+        out
+    }
+
+    /// The NFA of the empty language: a start with no way on.
+    fn nothing() -> ByteNfa {
+        let mut out = ByteNfa::with_capacity(1);
+        out.is_match.push(false);
+        out.close_state();
+        out
+    }
+
+    fn with_capacity(n: usize) -> ByteNfa {
+        let mut edge_start = Vec::with_capacity(n + 1);
+        edge_start.push(0);
+        let mut epsilon_start = Vec::with_capacity(n + 1);
+        epsilon_start.push(0);
+        ByteNfa {
+            start: 0,
+            edge_start,
+            edges: Vec::new(),
+            epsilon_start,
+            epsilons: Vec::new(),
+            is_match: Vec::with_capacity(n),
+            classes: [0; 256],
+        }
+    }
+
+    /// Ends the state whose edges were just pushed.
+    fn close_state(&mut self) {
+        self.edge_start.push(self.edges.len() as u32);
+        self.epsilon_start.push(self.epsilons.len() as u32);
+    }
+
+    pub fn num_states(&self) -> usize {
+        self.is_match.len()
+    }
+
+    pub fn start(&self) -> u32 {
+        self.start
+    }
+
+    pub fn is_match(&self, s: u32) -> bool {
+        self.is_match[s as usize]
+    }
+
+    /// `s`'s byte edges, disjoint and sorted.
+    pub fn edges(&self, s: u32) -> &[ByteEdge] {
+        &self.edges[self.edge_start[s as usize] as usize..self.edge_start[s as usize + 1] as usize]
+    }
+
+    /// `s`'s ε-successors.
+    pub fn epsilons(&self, s: u32) -> &[u32] {
+        &self.epsilons[self.epsilon_start[s as usize] as usize..self.epsilon_start[s as usize + 1] as usize]
+    }
+
+    /// Where byte `b` leads from `s`, if anywhere (edges are disjoint: at most one).
+    #[inline]
+    pub fn next(&self, s: u32, b: u8) -> Option<u32> {
+        self.edges(s).iter().find(|e| e.lo <= b && b <= e.hi).map(|e| e.to)
+    }
+
+    /// Bytes with the same edges from every state share a class.
+    #[inline]
+    pub fn byte_class(&self, b: u8) -> u8 {
+        self.classes[b as usize]
+    }
+
+    /// Heap bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.edge_start.len() * 4
+            + self.edges.len() * 8
+            + self.epsilon_start.len() * 4
+            + self.epsilons.len() * 4
+            + self.is_match.len()
+    }
+
+    /// Whether the whole of `text` is in the language (a set-of-states simulation; for tests
+    /// and checks, not decoding).
+    pub fn matches(&self, text: &[u8]) -> bool {
+        let mut current = self.closure(vec![self.start]);
+        for &b in text {
+            let next: Vec<u32> = current.iter().filter_map(|&s| self.next(s, b)).collect();
+            current = self.closure(next);
+        }
+        current.iter().any(|&s| self.is_match(s))
+    }
+
+    /// `seeds` and every state their ε-edges reach, distinct.
+    fn closure(&self, mut todo: Vec<u32>) -> Vec<u32> {
+        let mut seen = vec![false; self.num_states()];
+        let mut out = Vec::new();
+        while let Some(s) = todo.pop() {
+            if std::mem::replace(&mut seen[s as usize], true) {
+                continue;
+            }
+            out.push(s);
+            todo.extend_from_slice(self.epsilons(s));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The NFA and the minimal DFA of each pattern agree on every string over a small
+    /// alphabet up to length 5, and on a few Unicode strings.
+    #[test]
+    fn same_language_as_the_dfa() {
+        let alphabet: &[&[u8]] = &[b"a", b"b", b"\"", "é".as_bytes(), &"é".as_bytes()[..1], b"\n"];
+        for pattern in [
+            "a|ab",
+            "(a|b)*a(a|b){2}",
+            "\"[^\"\\\\]{0,3}\"",
+            "(ab|ac)d|é+",
+            "^a$|b",
+            r"(?-u:\b)a(?-u:\b)",
+            "[ab]?(b|a{2,3})*",
+            ".",
+            "",
+        ] {
+            let dfa = ByteDfa::from_regex_with_markers(pattern, 10_000).unwrap();
+            let nfa = ByteNfa::from_regex_with_markers(pattern, 10_000).unwrap();
+            let mut texts: Vec<Vec<u8>> = vec![Vec::new()];
+            let mut layer = texts.clone();
+            for _ in 0..5 {
+                layer = layer.iter().flat_map(|t| alphabet.iter().map(move |a| [t.as_slice(), a].concat())).collect();
+                texts.extend(layer.iter().cloned());
+            }
+            for text in &texts {
+                assert_eq!(nfa.matches(text), dfa.matches(text), "{pattern:?} on {text:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn classes_split_what_the_edges_split() {
+        let nfa = ByteNfa::from_regex_with_markers("[a-c]x|b", 100).unwrap();
+        for s in 0..nfa.num_states() as u32 {
+            for b in 0..=255u8 {
+                for c in 0..=255u8 {
+                    if nfa.byte_class(b) == nfa.byte_class(c) {
+                        assert_eq!(nfa.next(s, b), nfa.next(s, c), "state {s}, bytes {b} and {c}");
+                    }
+                }
+            }
+        }
+        assert_ne!(nfa.byte_class(b'a'), nfa.byte_class(b'b'));
+    }
+
+    #[test]
+    fn an_empty_language_has_no_match() {
+        for pattern in [r"[^\s\S]", r"^[^\s\S]$"] {
+            let nfa = ByteNfa::from_regex_with_markers(pattern, 100).unwrap();
+            assert!(!nfa.matches(b"") && !nfa.matches(b"a"), "{pattern}");
+        }
+    }
+}

@@ -341,7 +341,10 @@ class Guide:
         ``single_choice_share`` (states with exactly one choice: one token, or EOS alone),
         ``mask_cache_bytes`` / ``max_mask_cache_bytes`` (masks cached so far, and the budget),
         ``lazy``; for a lazy guide also ``lazy_memo_bytes`` / ``max_lazy_memo_bytes`` (its memo,
-        bounded by ``max_guide_bytes``), ``lazy_text_states`` (text states built so far) and
+        bounded by ``max_guide_bytes``), ``lazy_text_automaton`` (``"minimal DFA"``: the regex's
+        DFA, built by the compile; ``"DFA on demand"``: a large regex's DFA, determinized as
+        decoding reaches its states; ``"pushdown"``: a grammar that nests, or a recursive
+        schema), ``lazy_text_states`` (text states built so far) and
         ``lazy_sliced_text_states`` (those whose tokens came from a tokenizer-wide slice, such as a
         JSON string's contents, instead of a trie walk of their own)."""
     def allowed_tokens(self, state: int) -> npt.NDArray[np.int32]:

@@ -273,3 +273,20 @@ def test_memo_limit_is_reported_by_name_and_the_guide_stays_usable(pt, mistral):
             m.fill_next_token_bitmask(bitmask)
     # What was built stays: the initial mask is the eager one.
     assert np.array_equal(guide.mask(guide.initial_state), eager.mask(eager.initial_state))
+
+
+def test_a_large_regex_is_determinized_on_demand(pt, mistral):
+    """A regex whose NFA passes 5,000 states (here 64 fields with 70-byte keys) is not
+    determinized by the compile: its DFA is built as decoding reaches it. Same masks as the
+    eager guide along walks, and ``materialize()`` builds the eager guide from the regex."""
+    regex = r"\{" + ", ".join(f'"field_{i}_{"x" * 60}": (true|false|"[a-z]?")' for i in range(64)) + r"\}"
+    c = mistral.compiler
+    lazy, eager = c.compile_regex(regex, lazy=True), c.compile_regex(regex)
+    assert lazy.stats()["lazy_text_automaton"] == "DFA on demand"
+    assert c.compile_regex(SMALL, lazy=True).stats()["lazy_text_automaton"] == "minimal DFA"
+    for seed in range(6):
+        _compare(lazy, eager, eager.random_walk(seed, 300), f"eager walk {seed}")
+        _compare(lazy, eager, lazy.random_walk(seed, 300), f"lazy walk {seed}")
+    built = lazy.materialize()
+    assert not built.is_lazy and built.num_states == eager.num_states
+    assert built.first_difference(eager) is None

@@ -18,8 +18,10 @@ mod search;
 
 use crate::error::{Error, Result};
 use crate::guide::{Automaton, Guide};
+use crate::lazy::text::TextRegex;
 use crate::limits::Deadline;
 use crate::pre_tokenizer::normal_form::Normalized;
+use crate::regex::byte_dfa::ByteDfa;
 
 /// The eager guide of a lazy one: the same language with every state built up front, under the
 /// limits the lazy guide was compiled with (what serialisation, `direct` and whole-guide
@@ -36,12 +38,18 @@ pub fn materialize(guide: &Guide) -> Result<Guide> {
     }
     let engine = lazy.automaton.engine();
     let parts = engine.parts();
-    let Some(dfa) = engine.space().dfa().as_dfa().cloned() else {
-        return Err(Error::Unsupported(
-            "the guide's grammar nests rules (a context-free grammar), which only lazy guides model: it has no \
-             eager form"
-                .into(),
-        ));
+    let dfa = match engine.space().dfa() {
+        TextRegex::Dfa(dfa) => dfa.clone(),
+        TextRegex::Grammar(g) => match g.regex() {
+            Some(regex) => ByteDfa::from_regex(regex, lazy.limits.max_byte_dfa_states)?,
+            None => {
+                return Err(Error::Unsupported(
+                    "the guide's grammar nests rules (a context-free grammar), which only lazy guides model: it \
+                     has no eager form"
+                        .into(),
+                ))
+            }
+        },
     };
     let limits = lazy.limits.search(Deadline::after_seconds(lazy.limits.max_compile_seconds));
     let eager = match &parts.pieces {

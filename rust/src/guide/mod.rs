@@ -154,6 +154,13 @@ impl Guide {
             _ => None,
         }
     }
+    /// For a lazy guide: what runs its regex or grammar (see `crate::lazy::text::TextRegex::kind`).
+    pub fn lazy_text_automaton(&self) -> Option<&'static str> {
+        match &self.automaton {
+            Automaton::Lazy(l) => Some(l.automaton.engine().space().dfa().kind()),
+            _ => None,
+        }
+    }
     /// For a lazy guide: the text states it has built, and how many of those whose tokens it
     /// walked took their groups from a slice (`crate::lazy::slice`).
     pub fn lazy_text_states(&self) -> Option<(usize, usize)> {

@@ -176,6 +176,8 @@ pub struct PushdownDfa {
     start: u32,
     max_states: usize,
     overflow: OnceLock<(&'static str, String, String)>,
+    /// See [`PushdownDfa::regex`].
+    source: Option<String>,
 }
 
 impl std::fmt::Debug for PushdownDfa {
@@ -215,6 +217,17 @@ impl PushdownDfa {
         Self::of_rules(compiled, max_depth, max_states, no_string)
     }
 
+    /// The one-rule automaton of a user's regex, `nfa` its [`ByteNfa`] (UTF-8 only, no
+    /// markers): the regex's DFA determinized on demand, the same language as its `ByteDfa`,
+    /// without stacks. `EmptyLanguage` when no string matches.
+    pub fn of_regex(pattern: &str, nfa: ByteNfa, max_states: usize) -> Result<PushdownDfa> {
+        let rule = Rule::of("regex".into(), nfa, 1, &[true; 256]);
+        let empty = |_: &str| Error::EmptyLanguage(format!("no string matches the regex {pattern:?}"));
+        let mut dfa = Self::of_rules(vec![rule], None, max_states, empty)?;
+        dfa.source = Some(pattern.into());
+        Ok(dfa)
+    }
+
     fn of_rules(
         mut compiled: Vec<Rule>,
         max_depth: Option<u32>,
@@ -245,6 +258,7 @@ impl PushdownDfa {
             start: 0,
             max_states: max_states.max(1),
             overflow: OnceLock::new(),
+            source: None,
         };
         dfa.stacks.intern_unbounded(&Frame { parent: EMPTY, rule: u32::MAX, resume: u32::MAX, distance: 0 });
         let start = Config { rule: 0, node: dfa.rules[0].nfa.start(), stack: EMPTY };
@@ -281,9 +295,15 @@ impl PushdownDfa {
         self.states.len()
     }
 
-    /// Whether nesting is bounded (`max_depth`): then the states are finitely many.
+    /// Whether the states are finitely many: nesting is bounded (`max_depth`), or no rule calls.
     pub fn is_bounded(&self) -> bool {
-        self.max_depth.is_some()
+        self.max_depth.is_some() || self.rules.iter().all(|r| r.calls.is_empty())
+    }
+
+    /// The regex this automaton runs, when it is one ([`PushdownDfa::of_regex`]): what an
+    /// eager guide of the same language compiles.
+    pub fn regex(&self) -> Option<&str> {
+        self.source.as_deref()
     }
 
     /// Rules of the network, the start rule included.

@@ -61,6 +61,9 @@ fn threads_sharing_a_fresh_guide_see_the_eager_masks() {
     for _round in 0..3 {
         let lazy = Arc::new(compiler.compile_regex_lazy(REGEX).unwrap());
         assert_eq!(masks_from_threads(&lazy, &walks), want);
+        // The regex's DFA determinized on demand, by the threads themselves.
+        let on_demand = Arc::new(compiler.compile_regex_lazy_with(REGEX, 0).unwrap());
+        assert_eq!(masks_from_threads(&on_demand, &walks), want);
     }
 }
 

@@ -185,6 +185,15 @@ impl TextRegex {
             TextRegex::Grammar(_) => None,
         }
     }
+    /// What the automaton is: `"minimal DFA"` (built up front), `"DFA on demand"` (a regex's
+    /// DFA determinized as decoding reaches its states) or `"pushdown"` (a grammar's rules).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TextRegex::Dfa(_) => "minimal DFA",
+            TextRegex::Grammar(g) if g.regex().is_some() => "DFA on demand",
+            TextRegex::Grammar(_) => "pushdown",
+        }
+    }
     /// Whether this is a grammar's automaton with no bound on nesting (unboundedly many states).
     pub fn nests_without_bound(&self) -> bool {
         matches!(self, TextRegex::Grammar(g) if !g.is_bounded())

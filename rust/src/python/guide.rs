@@ -68,6 +68,9 @@ impl PyGuide {
             d.set_item("lazy_memo_bytes", bytes)?;
             d.set_item("max_lazy_memo_bytes", max_bytes)?;
         }
+        if let Some(kind) = self.inner.lazy_text_automaton() {
+            d.set_item("lazy_text_automaton", kind)?;
+        }
         if let Some((built, sliced)) = self.inner.lazy_text_states() {
             d.set_item("lazy_text_states", built)?;
             d.set_item("lazy_sliced_text_states", sliced)?;

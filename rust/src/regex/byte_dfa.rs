@@ -75,7 +75,7 @@ impl ByteDfa {
         Self::from_parsed(pattern, translate(pattern, false), max_states)
     }
 
-    fn from_parsed(pattern: &str, hir: Result<Hir>, max_states: usize) -> Result<ByteDfa> {
+    pub(crate) fn from_parsed(pattern: &str, hir: Result<Hir>, max_states: usize) -> Result<ByteDfa> {
         let hir = hir?;
         let dfa = ByteDfa::from_hir(&hir, max_states)?;
         if dfa.is_empty() {

@@ -24,6 +24,7 @@
 //! `max_states`). A state takes 8 bytes of offsets plus 8 per byte edge and 4 per ε-edge.
 
 use regex_automata::nfa::thompson::{self, State};
+use regex_automata::util::primitives::StateID;
 use regex_syntax::hir::Hir;
 
 use crate::error::Result;
@@ -72,42 +73,74 @@ impl ByteNfa {
         Ok(ByteNfa::from_thompson(&nfa))
     }
 
+    /// The part of `nfa` reachable from its anchored start, renumbered in the order met (the
+    /// NFA also holds an unanchored prefix, `(?s-u:.)*?`, which full matches never take).
     fn from_thompson(nfa: &thompson::NFA) -> ByteNfa {
-        let mut out = ByteNfa::with_capacity(nfa.states().len());
-        for state in nfa.states() {
-            let edge =
-                |lo: u8, hi: u8, to: regex_automata::util::primitives::StateID| ByteEdge { lo, hi, to: to.as_u32() };
+        let states = nfa.states();
+        let mut id = vec![u32::MAX; states.len()];
+        let mut order = vec![nfa.start_anchored()];
+        id[nfa.start_anchored().as_usize()] = 0;
+        let mut i = 0;
+        let mut reach = |s: StateID, order: &mut Vec<StateID>| {
+            if id[s.as_usize()] == u32::MAX {
+                id[s.as_usize()] = order.len() as u32;
+                order.push(s);
+            }
+            id[s.as_usize()]
+        };
+        let mut out = ByteNfa::with_capacity(0);
+        while i < order.len() {
+            let state = &states[order[i].as_usize()];
+            i += 1;
             match state {
-                State::ByteRange { trans } => out.edges.push(edge(trans.start, trans.end, trans.next)),
+                State::ByteRange { trans } => {
+                    let to = reach(trans.next, &mut order);
+                    out.edges.push(ByteEdge { lo: trans.start, hi: trans.end, to });
+                }
                 State::Sparse(sparse) => {
-                    out.edges.extend(sparse.transitions.iter().map(|t| edge(t.start, t.end, t.next)))
+                    for t in sparse.transitions.iter() {
+                        let to = reach(t.next, &mut order);
+                        out.edges.push(ByteEdge { lo: t.start, hi: t.end, to });
+                    }
                 }
                 State::Dense(dense) => {
                     // Runs of bytes with the same target; the zero id is "no transition".
-                    let to = &dense.transitions;
+                    let next = &dense.transitions;
                     let mut b = 0usize;
                     while b < 256 {
                         let mut e = b;
-                        while e + 1 < 256 && to[e + 1] == to[b] {
+                        while e + 1 < 256 && next[e + 1] == next[b] {
                             e += 1;
                         }
-                        if to[b].as_usize() != 0 {
-                            out.edges.push(edge(b as u8, e as u8, to[b]));
+                        if next[b].as_usize() != 0 {
+                            let to = reach(next[b], &mut order);
+                            out.edges.push(ByteEdge { lo: b as u8, hi: e as u8, to });
                         }
                         b = e + 1;
                     }
                 }
-                State::Union { alternates } => out.epsilons.extend(alternates.iter().map(|s| s.as_u32())),
-                State::BinaryUnion { alt1, alt2 } => out.epsilons.extend([alt1.as_u32(), alt2.as_u32()]),
-                State::Capture { next, .. } => out.epsilons.push(next.as_u32()),
+                State::Union { alternates } => {
+                    for &s in alternates.iter() {
+                        let to = reach(s, &mut order);
+                        out.epsilons.push(to);
+                    }
+                }
+                State::BinaryUnion { alt1, alt2 } => {
+                    for s in [*alt1, *alt2] {
+                        let to = reach(s, &mut order);
+                        out.epsilons.push(to);
+                    }
+                }
+                State::Capture { next, .. } => {
+                    let to = reach(*next, &mut order);
+                    out.epsilons.push(to);
+                }
                 State::Look { .. } => unreachable!("regexes with look-around go through their DFA"),
-                State::Fail => {}
-                State::Match { .. } => {}
+                State::Fail | State::Match { .. } => {}
             }
             out.is_match.push(matches!(state, State::Match { .. }));
             out.close_state();
         }
-        out.start = nfa.start_anchored().as_u32();
         let classes = nfa.byte_classes();
         for b in 0..=255u8 {
             out.classes[b as usize] = classes.get(b);
@@ -287,6 +320,25 @@ mod tests {
             }
         }
         assert_ne!(nfa.byte_class(b'a'), nfa.byte_class(b'b'));
+    }
+
+    /// Only what full matches take: no unanchored prefix (whose `[\x00-\xFF]` loop would read
+    /// a grammar's call marker), every state reachable from the start.
+    #[test]
+    fn every_state_is_reachable() {
+        for pattern in ["[abc]*", "a|b(c|d)*", "\"[^\"]*\""] {
+            let nfa = ByteNfa::from_regex_with_markers(pattern, 100).unwrap();
+            let mut seen = vec![false; nfa.num_states()];
+            let mut todo = vec![nfa.start()];
+            while let Some(s) = todo.pop() {
+                if !std::mem::replace(&mut seen[s as usize], true) {
+                    todo.extend(nfa.edges(s).iter().map(|e| e.to));
+                    todo.extend_from_slice(nfa.epsilons(s));
+                }
+            }
+            assert!(seen.iter().all(|&s| s), "{pattern}");
+            assert!((0..nfa.num_states() as u32).all(|s| nfa.next(s, 0xFE).is_none()), "{pattern}");
+        }
     }
 
     #[test]

@@ -72,12 +72,13 @@
 //! Building costs each rule's NFA (linear in its regex) and a shortest-path pass over it per
 //! round of the rules' length fixpoint. A memoized transition is an atomic load; a new one
 //! closes a few configurations (ε-edges, calls, returns) and interns a state (a hash-map probe
-//! under a lock). States are bounded by `max_states` and
-//! configurations per state by [`MAX_CONFIGURATIONS`]; past either the automaton stops taking
-//! new transitions and reports the limit ([`PushdownDfa::overflow`]), which the engine turns
+//! under a lock). States are bounded by `max_states`, configurations per state by
+//! [`MAX_CONFIGURATIONS`] ([`MAX_REGEX_CONFIGURATIONS`] for a regex, whose sets are bounded by its
+//! NFA) and in all states together by [`MAX_TOTAL_CONFIGURATIONS`]; past any of them the
+//! automaton stops taking new transitions and reports the limit ([`PushdownDfa::overflow`]), which the engine turns
 //! into `LimitExceeded` before it stores anything computed since.
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -87,8 +88,17 @@ use crate::regex::byte_dfa::{CALL_MARKER, DEAD, TOKEN_MARKER};
 use crate::regex::byte_nfa::ByteNfa;
 use crate::util::concurrent::{Interner, ShardedMap, Slots};
 
-/// Configurations one state may hold (an ambiguous grammar's states grow with the text).
+/// Configurations one state of a grammar may hold (an ambiguous grammar's states grow with the
+/// text).
 pub const MAX_CONFIGURATIONS: usize = 1_024;
+
+/// Configurations one state of a regex ([`PushdownDfa::of_regex`]) may hold: at most its NFA's
+/// states, which a wide alternation puts in one set (`(a|b)*0x|…|(a|b)*2999x` has ~6,000 after
+/// its first byte); this bounds what one state takes (768 KiB).
+pub const MAX_REGEX_CONFIGURATIONS: usize = 65_536;
+
+/// Configurations all states of one automaton may hold together (~200 MB).
+pub const MAX_TOTAL_CONFIGURATIONS: usize = 1 << 24;
 
 /// A rule body with no string: a call to rule 4095, past any network's rules.
 const NO_STRING: &str = r"(?-u:\xFE\xBF\xBF)";
@@ -178,6 +188,8 @@ pub struct PushdownDfa {
     overflow: OnceLock<(&'static str, String, String)>,
     /// See [`PushdownDfa::regex`].
     source: Option<String>,
+    /// Configurations held by the states interned so far.
+    configurations: AtomicUsize,
 }
 
 impl std::fmt::Debug for PushdownDfa {
@@ -259,6 +271,7 @@ impl PushdownDfa {
             max_states: max_states.max(1),
             overflow: OnceLock::new(),
             source: None,
+            configurations: AtomicUsize::new(0),
         };
         dfa.stacks.intern_unbounded(&Frame { parent: EMPTY, rule: u32::MAX, resume: u32::MAX, distance: 0 });
         let start = Config { rule: 0, node: dfa.rules[0].nfa.start(), stack: EMPTY };
@@ -270,6 +283,14 @@ impl PushdownDfa {
             return Err(no_string(&dfa.rules[0].name));
         }
         Ok(dfa)
+    }
+
+    /// [`MAX_CONFIGURATIONS`] for a grammar, [`MAX_REGEX_CONFIGURATIONS`] for a regex.
+    fn max_configurations(&self) -> usize {
+        match self.source.is_some() {
+            true => MAX_REGEX_CONFIGURATIONS,
+            false => MAX_CONFIGURATIONS,
+        }
     }
 
     /// The limit the automaton ran into, if it did: from then on it takes no new transition.
@@ -401,12 +422,19 @@ impl PushdownDfa {
             if rule.reads[c.node as usize] {
                 configs.push(c);
                 distance = distance.min(total);
-                if configs.len() > MAX_CONFIGURATIONS {
-                    return self.overflowed(
-                        "grammar configurations per state",
-                        MAX_CONFIGURATIONS,
-                        "configurations of one state of a grammar's automaton (an ambiguous grammar)".into(),
-                    );
+                if configs.len() > self.max_configurations() {
+                    return match self.source.is_some() {
+                        true => self.overflowed(
+                            "regex configurations per state",
+                            MAX_REGEX_CONFIGURATIONS,
+                            "NFA states in one state of a regex's DFA built on demand".into(),
+                        ),
+                        false => self.overflowed(
+                            "grammar configurations per state",
+                            MAX_CONFIGURATIONS,
+                            "configurations of one state of a grammar's automaton (an ambiguous grammar)".into(),
+                        ),
+                    };
                 }
             }
             if rule.nfa.is_match(c.node) {
@@ -450,9 +478,21 @@ impl PushdownDfa {
         }
         configs.sort_unstable();
         let distance = if accepting { 0 } else { distance };
+        let size = configs.len();
         let key = StateKey { configs: configs.into_boxed_slice(), accepting, distance };
         match self.states.intern(&key, self.max_states) {
-            Ok((id, _)) => id,
+            Ok((id, false)) => id,
+            Ok((id, true)) => {
+                let total = self.configurations.fetch_add(size, Ordering::Relaxed) + size;
+                match total > MAX_TOTAL_CONFIGURATIONS {
+                    true => self.overflowed(
+                        "max_product_states",
+                        self.max_states,
+                        format!("{total} configurations in the states of a lazily determinized automaton"),
+                    ),
+                    false => id,
+                }
+            }
             Err(n) => {
                 self.overflowed("max_product_states", self.max_states, format!("{n} states of a grammar's automaton"))
             }
@@ -804,5 +844,20 @@ mod tests {
         text_bytes[b'x' as usize] = false;
         let e = PushdownDfa::new(&rules, &text_bytes, None, 100, 100).unwrap_err().to_string();
         assert!(e.contains("no string of the grammar's start rule `root` can be written"), "{e}");
+    }
+
+    /// A regex's states may hold as many NFA states as a wide alternation puts in one set: past
+    /// a grammar's 1,024 configurations, within [`MAX_REGEX_CONFIGURATIONS`].
+    #[test]
+    fn a_wide_regex_state_is_not_an_ambiguous_grammar() {
+        let words: Vec<String> = (0..3000).map(|i| format!("(?:a|b)*{i}[a-z]{{2}}")).collect();
+        let pattern = format!("\"(?:{})\"", words.join("|"));
+        let nfa = ByteNfa::from_hir(&crate::regex::byte_dfa::parse_regex(&pattern).unwrap(), 250_000).unwrap();
+        let dfa = PushdownDfa::of_regex(&pattern, nfa, 100_000).unwrap();
+        let reference = ByteDfa::from_regex(&pattern, 250_000).unwrap();
+        for text in ["\"ab2999ax\"", "\"2999ax\"", "\"ba17zz\"", "\"ab3000ax\"", "\"ab29ax\"", "\"a\""] {
+            assert_eq!(dfa.matches(text.as_bytes()).unwrap(), reference.matches(text.as_bytes()), "{text}");
+        }
+        assert!(dfa.matches(b"\"ab2999ax\"").unwrap());
     }
 }

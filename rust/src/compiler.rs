@@ -17,7 +17,7 @@ use crate::grammar::resolve::resolve_tokens;
 use crate::grammar::{Grammar, TokenName};
 use crate::guide::lazy::LazyGuide;
 use crate::guide::{Guide, Method, ProductParts};
-use crate::lazy::pushdown::PushdownDfa;
+use crate::lazy::pushdown::{PushdownDfa, RuleAutomata};
 use crate::lazy::text::{TextRegex, TextSpace};
 use crate::lazy::TokenizerParts;
 use crate::limits::{Deadline, Limits, MAX_PRE_TOKENIZER_STATES};
@@ -49,6 +49,8 @@ pub struct Compiler {
     lazy_parts: OnceLock<Result<Arc<TokenizerParts>>>,
     /// `tokens_always_split`, computed once (~0.2 s for Llama 3; `tokenizer_dfa_stats` asks).
     always_split: OnceLock<Result<Vec<u32>>>,
+    /// The automata of grammar rules, shared by this compiler's grammars and schemas.
+    rule_automata: RuleAutomata,
 }
 
 /// What every guide of a pre-tokenized tokenizer shares: the lone tokens and the tables of
@@ -72,6 +74,7 @@ impl Compiler {
             pre_tokenized: OnceLock::new(),
             lazy_parts: OnceLock::new(),
             always_split: OnceLock::new(),
+            rule_automata: RuleAutomata::default(),
         }
     }
 
@@ -373,6 +376,7 @@ impl Compiler {
             [(_, Some(regex))] => ByteDfa::from_regex_with_markers(regex, self.limits.max_byte_dfa_states)?.into(),
             _ => TextRegex::Grammar(Box::new(PushdownDfa::new(
                 rules,
+                &self.rule_automata,
                 &parts.text_bytes,
                 max_depth,
                 self.limits.max_byte_dfa_states,

@@ -83,6 +83,11 @@ pub const LAZY_GROUP_CACHE_BYTES: usize = 8 << 20;
 /// walk on its next use, never a different mask.
 pub const SLICE_CACHE_BYTES: usize = 64 << 20;
 
+/// Bytes of the rule automata one `Compiler` keeps for the grammars and recursive schemas it
+/// compiles (`crate::lazy::pushdown::RuleAutomata`; a JSON schema's start rule takes ~0.1-3 MB).
+/// Emptied when full; a dropped automaton is rebuilt, identically, when next needed.
+pub const RULE_CACHE_BYTES: usize = 32 << 20;
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {

@@ -24,13 +24,22 @@
 //! automaton over the configurations the decoder actually meets: a JSON document at nesting
 //! depth `k` meets states whose stacks have `k` frames.
 //!
-//! Rules are NFAs, not minimal DFAs, because determinizing is what a compile would otherwise
-//! pay for: on 40 recursive JSONSchemaBench schemas (Llama 3), building and minimizing every
-//! rule's DFA took a median 17 ms and up to 1.4 s (a 600 KB Kubernetes regex: 0.6 s subset
+//! Large rules are NFAs, not minimal DFAs, because determinizing is what a compile would
+//! otherwise pay for: on 40 recursive JSONSchemaBench schemas (Llama 3), building and minimizing
+//! every rule's DFA took a median 17 ms and up to 1.4 s (a 600 KB Kubernetes regex: 0.6 s subset
 //! construction, 0.23 s minimization), where the parse and the NFA take 1.4 ms and 0.16 s, and
-//! the decoder meets a few hundred states of the DFA. The states built here are those of the
-//! subset construction, unminimized: equivalent ones stay apart, which costs a first visit
-//! where a minimal DFA would have shared one; masks are the same.
+//! the decoder meets a few hundred states of the DFA. The states built from an NFA are those of
+//! the subset construction, unminimized: equivalent ones stay apart, which costs a first visit
+//! where a minimal DFA would have shared one, and slices (`crate::lazy::slice`) recognise fewer
+//! loops; masks are the same. So small rules (at most [`RULE_DFA_NFA_STATES`] NFA states, a
+//! grammar's usual rules) run as their minimal DFA, an NFA without ε-edges: with every rule an
+//! NFA, llama.cpp's JSON grammar took a 362 µs mask median on Llama 3 instead of 127 µs.
+//! [`RuleAutomata`] keeps the automata of one `Compiler`'s rules, so a rule met again (the
+//! free-value rule of every schema, a grammar compiled per request) costs nothing.
+//!
+//! A regex is the one-rule case with no calls ([`PushdownDfa::of_regex`]): its DFA, determinized
+//! on demand, which lazy guides use for regexes too large to determinize up front (see
+//! `Compiler::compile_regex_lazy`).
 //!
 //! The lazy engine (`crate::lazy::engine`) treats these states like a regex DFA's, so its
 //! masks are exactly canonical for the grammar's language: a node is live iff some canonical
@@ -84,9 +93,10 @@ use std::sync::{Arc, OnceLock};
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
-use crate::regex::byte_dfa::{CALL_MARKER, DEAD, TOKEN_MARKER};
+use crate::limits::RULE_CACHE_BYTES;
+use crate::regex::byte_dfa::{translate, ByteDfa, CALL_MARKER, DEAD, TOKEN_MARKER};
 use crate::regex::byte_nfa::ByteNfa;
-use crate::util::concurrent::{Interner, ShardedMap, Slots};
+use crate::util::concurrent::{BoundedCache, Interner, ShardedMap, Slots};
 
 /// Configurations one state of a grammar may hold (an ambiguous grammar's states grow with the
 /// text).
@@ -100,6 +110,55 @@ pub const MAX_REGEX_CONFIGURATIONS: usize = 65_536;
 /// Configurations all states of one automaton may hold together (~200 MB).
 pub const MAX_TOTAL_CONFIGURATIONS: usize = 1 << 24;
 
+/// Rules whose NFA has at most this many states run as their minimal DFA (built in ~3 ms or
+/// less): it merges equivalent states, so a document meets fewer of them and slices recognise
+/// their loops (a grammar's rules are small: JSON's string, number, value). Larger rules, such
+/// as a JSON schema's start rule, run as NFAs, which cost nothing to determinize up front.
+pub const RULE_DFA_NFA_STATES: usize = 1_000;
+
+/// The automata of rules' regexes, built once per regex and shared by the grammars and schemas
+/// of one `Compiler` (every JSON schema with a free value calls the same `#any-json-value` rule;
+/// a server compiles the same grammar again and again), within a byte budget
+/// ([`crate::limits::RULE_CACHE_BYTES`]): emptied when full, since an automaton is a pure
+/// function of its regex.
+pub struct RuleAutomata {
+    cache: BoundedCache<String, Arc<ByteNfa>>,
+    /// Rules whose NFA has at most this many states run as their minimal DFA.
+    dfa_up_to: usize,
+}
+
+impl Default for RuleAutomata {
+    fn default() -> Self {
+        RuleAutomata { cache: BoundedCache::new(RULE_CACHE_BYTES), dfa_up_to: RULE_DFA_NFA_STATES }
+    }
+}
+
+impl RuleAutomata {
+    /// Automata that run every rule as its NFA, however small (for tests of that path).
+    #[cfg(test)]
+    fn nfas_only() -> RuleAutomata {
+        RuleAutomata { dfa_up_to: 0, ..RuleAutomata::default() }
+    }
+
+    /// The automaton of a rule's regex (markers allowed): its minimal DFA when its NFA has at
+    /// most [`RULE_DFA_NFA_STATES`] states, else its NFA.
+    fn get(&self, regex: &str, max_dfa_states: usize) -> Result<Arc<ByteNfa>> {
+        if let Some(known) = self.cache.get(&regex.to_string()) {
+            return Ok(known);
+        }
+        let hir = translate(regex, false)?;
+        let mut nfa = ByteNfa::from_hir(&hir, max_dfa_states)?;
+        if nfa.num_states() <= self.dfa_up_to {
+            nfa = match ByteDfa::from_hir(&hir, max_dfa_states)? {
+                dfa if dfa.is_empty() => nfa,
+                dfa => ByteNfa::from_dfa(&dfa),
+            };
+        }
+        let bytes = nfa.heap_bytes() + regex.len();
+        Ok(self.cache.insert(regex.to_string(), Arc::new(nfa), bytes))
+    }
+}
+
 /// A rule body with no string: a call to rule 4095, past any network's rules.
 const NO_STRING: &str = r"(?-u:\xFE\xBF\xBF)";
 
@@ -111,7 +170,7 @@ const EMPTY: u32 = 0;
 /// One rule's NFA with its calls.
 struct Rule {
     name: String,
-    nfa: ByteNfa,
+    nfa: Arc<ByteNfa>,
     /// Per node: whether it reads a text byte (a call marker is not one).
     reads: Vec<bool>,
     /// The nodes that call, with their calls.
@@ -213,6 +272,7 @@ impl PushdownDfa {
     /// matches nothing) is fine where it is optional.
     pub fn new(
         rules: &[(String, Option<String>)],
+        automata: &RuleAutomata,
         text_bytes: &[bool; 256],
         max_depth: Option<u32>,
         max_dfa_states: usize,
@@ -223,7 +283,7 @@ impl PushdownDfa {
             // A rule with no string is a call to a rule that does not exist, which the call
             // table leaves out: no way through it, so its calls are dropped as dead ends.
             let regex = regex.as_deref().unwrap_or(NO_STRING);
-            let nfa = ByteNfa::from_regex_with_markers(regex, max_dfa_states)?;
+            let nfa = automata.get(regex, max_dfa_states)?;
             compiled.push(Rule::of(name.clone(), nfa, rules.len(), text_bytes));
         }
         Self::of_rules(compiled, max_depth, max_states, no_string)
@@ -233,7 +293,7 @@ impl PushdownDfa {
     /// markers): the regex's DFA determinized on demand, the same language as its `ByteDfa`,
     /// without stacks. `EmptyLanguage` when no string matches.
     pub fn of_regex(pattern: &str, nfa: ByteNfa, max_states: usize) -> Result<PushdownDfa> {
-        let rule = Rule::of("regex".into(), nfa, 1, &[true; 256]);
+        let rule = Rule::of("regex".into(), Arc::new(nfa), 1, &[true; 256]);
         let empty = |_: &str| Error::EmptyLanguage(format!("no string matches the regex {pattern:?}"));
         let mut dfa = Self::of_rules(vec![rule], None, max_states, empty)?;
         dfa.source = Some(pattern.into());
@@ -561,7 +621,7 @@ impl PushdownDfa {
 }
 
 impl Rule {
-    fn of(name: String, nfa: ByteNfa, num_rules: usize, text_bytes: &[bool; 256]) -> Rule {
+    fn of(name: String, nfa: Arc<ByteNfa>, num_rules: usize, text_bytes: &[bool; 256]) -> Rule {
         let n = nfa.num_states();
         // Marker bytes are never text, but special tokens write them: always steps.
         let step =
@@ -771,7 +831,35 @@ mod tests {
     fn automaton(text: &str, max_depth: Option<u32>) -> Result<PushdownDfa> {
         let grammar = parse(text, Syntax::Gbnf, None)?;
         let rules = to_rule_regexes(&grammar, LowerOptions::default())?;
-        PushdownDfa::new(&rules.rules, &[true; 256], max_depth, 10_000, 100_000)
+        PushdownDfa::new(&rules.rules, &RuleAutomata::nfas_only(), &[true; 256], max_depth, 10_000, 100_000)
+    }
+
+    /// Rules run as minimal DFAs (small ones, by default) or as NFAs: the same language, and
+    /// the same distances to acceptance, along random texts of a JSON-like grammar.
+    #[test]
+    fn dfa_rules_and_nfa_rules_agree() {
+        let text = r#"root ::= value
+value ::= "{" (pair ("," pair)*)? "}" | "[" (value ("," value)*)? "]" | "\"" [a-z]* "\"" | [0-9]+
+pair ::= "\"" [a-z]+ "\":" value"#;
+        let grammar = parse(text, Syntax::Gbnf, None).unwrap();
+        let rules = to_rule_regexes(&grammar, LowerOptions::default()).unwrap().rules;
+        let [with_dfas, with_nfas] = [RuleAutomata::default(), RuleAutomata::nfas_only()]
+            .map(|a| PushdownDfa::new(&rules, &a, &[true; 256], None, 10_000, 100_000).unwrap());
+        let mut rng = crate::util::random::SplitMix64::new(7);
+        let alphabet = b"{}[],:\"ab01";
+        for _ in 0..2_000 {
+            let len = rng.below(12);
+            let text: Vec<u8> = (0..len).map(|_| alphabet[rng.below(alphabet.len())]).collect();
+            let walk = |dfa: &PushdownDfa| {
+                let mut q = dfa.start();
+                for &b in &text {
+                    q = if q == DEAD { DEAD } else { dfa.next(q, b) };
+                }
+                (q != DEAD).then(|| (dfa.is_accepting(q), dfa.distance_to_accept(q)))
+            };
+            assert_eq!(walk(&with_dfas), walk(&with_nfas), "{}", String::from_utf8_lossy(&text));
+        }
+        assert!(with_dfas.matches(br#"{"a":[1,{"b":"x"}]}"#).unwrap());
     }
 
     fn accepts(dfa: &PushdownDfa, text: &str) -> bool {
@@ -842,7 +930,8 @@ mod tests {
         let rules = to_rule_regexes(&grammar, LowerOptions::default()).unwrap().rules;
         let mut text_bytes = [true; 256];
         text_bytes[b'x' as usize] = false;
-        let e = PushdownDfa::new(&rules, &text_bytes, None, 100, 100).unwrap_err().to_string();
+        let e =
+            PushdownDfa::new(&rules, &RuleAutomata::default(), &text_bytes, None, 100, 100).unwrap_err().to_string();
         assert!(e.contains("no string of the grammar's start rule `root` can be written"), "{e}");
     }
 

@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 
 use super::to_py;
-use crate::lazy::pushdown::PushdownDfa;
+use crate::lazy::pushdown::{PushdownDfa, RuleAutomata};
 use crate::regex::byte_dfa::ByteDfa;
 
 #[pyclass(name = "ByteDfa", module = "propertok._core", frozen)]
@@ -55,7 +55,16 @@ impl PyRuleAutomaton {
             return Err(to_py(crate::Error::InvalidArgument("no rules: the first rule is the start".into())));
         }
         let inner = py
-            .detach(|| PushdownDfa::new(&rules, &[true; 256], max_recursion_depth, max_states, max_states))
+            .detach(|| {
+                PushdownDfa::new(
+                    &rules,
+                    &RuleAutomata::default(),
+                    &[true; 256],
+                    max_recursion_depth,
+                    max_states,
+                    max_states,
+                )
+            })
             .map_err(to_py)?;
         Ok(PyRuleAutomaton { inner })
     }

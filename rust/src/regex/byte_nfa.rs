@@ -4,10 +4,11 @@
 //! full match), as a Thompson NFA: states with byte-range edges, ε-edges (alternation,
 //! repetition) and match states. It exists for automata that are determinised *lazily*, by
 //! the decoder's own walk: a grammar's pushdown automaton (`crate::lazy::pushdown`) runs its
-//! rules as NFAs, so compiling a JSON schema costs the regex parse and the NFA (linear in the
-//! pattern) instead of the subset construction and minimisation of every rule's whole DFA
-//! (half to four fifths of a compile on JSONSchemaBench's recursive schemas, exponential in
-//! the worst case), and only the states a text reaches are ever built.
+//! large rules as NFAs, and lazy guides so run regexes too large to determinize up front. A
+//! compile then costs the regex parse and the NFA (linear in the pattern) instead of the subset
+//! construction and minimisation of the whole DFA (half to four fifths of a compile on
+//! JSONSchemaBench's recursive schemas, exponential in the worst case), and only the states a
+//! text reaches are ever built.
 //!
 //! # Invariants
 //! * The start is [`ByteNfa::start`]; a string is in the language iff some path reading its

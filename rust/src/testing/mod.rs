@@ -219,6 +219,16 @@ pub fn check_regex_guide(data: &[u8]) {
         assert_eq!(c.first_difference(&d), Ok(None), "{ctx}: cartesian vs direct");
         assert_eq!(d.first_difference(&c), Ok(None), "{ctx}: direct vs cartesian");
     }
+    // A lazy guide whose regex DFA is determinized on demand (`ByteNfa` states) accepts the
+    // eager guide's language.
+    if let Some(c) = find(Method::Cartesian) {
+        let ctx = format!("regex {pattern:?}, tokens {tokens:?}, merges {merges:?}");
+        match compiler.compile_regex_lazy_with(&pattern, 0) {
+            Ok(on_demand) => assert_eq!(on_demand.first_difference(&c), Ok(None), "{ctx}: on demand vs eager"),
+            Err(Error::LimitExceeded { .. }) => {}
+            Err(e) => panic!("{ctx}: the eager guide compiled, the on-demand one failed: {e}"),
+        }
+    }
 }
 
 /// JSON pointers the tokenizer mutations aim at (missing ones are created where possible).

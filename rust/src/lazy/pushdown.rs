@@ -633,10 +633,10 @@ impl Rule {
         for s in 0..n as u32 {
             let Some(marked) = nfa.next(s, CALL_MARKER) else { continue };
             let mut out = Vec::new();
-            for half in epsilon_closure(&nfa, marked) {
+            for half in nfa.epsilon_closure(vec![marked]) {
                 for hi in nfa.edges(half).iter().flat_map(|e| e.lo.max(0x80)..=e.hi.min(0xBF)) {
                     let Some(after_hi) = nfa.next(half, hi) else { continue };
-                    for named in epsilon_closure(&nfa, after_hi) {
+                    for named in nfa.epsilon_closure(vec![after_hi]) {
                         for lo in nfa.edges(named).iter().flat_map(|e| e.lo.max(0x80)..=e.hi.min(0xBF)) {
                             let callee = ((hi - 0x80) as usize) << 6 | (lo - 0x80) as usize;
                             let Some(resume) = nfa.next(named, lo) else { continue };
@@ -716,24 +716,10 @@ impl Rule {
     }
 }
 
-/// `s` and the nodes its ε-edges reach.
-fn epsilon_closure(nfa: &ByteNfa, s: u32) -> Vec<u32> {
-    let mut seen = FxHashSet::default();
-    let mut todo = vec![s];
-    let mut out = Vec::new();
-    while let Some(s) = todo.pop() {
-        if seen.insert(s) {
-            out.push(s);
-            todo.extend_from_slice(nfa.epsilons(s));
-        }
-    }
-    out
-}
-
 /// Whether resuming at `s` can only end the rule: a match is reachable by ε-edges, and
 /// nothing there reads or calls.
 fn only_ends(nfa: &ByteNfa, reads: &[bool], s: u32) -> bool {
-    let closure = epsilon_closure(nfa, s);
+    let closure = nfa.epsilon_closure(vec![s]);
     closure.iter().any(|&s| nfa.is_match(s))
         && closure.iter().all(|&s| !reads[s as usize] && nfa.next(s, CALL_MARKER).is_none())
 }

@@ -251,24 +251,24 @@ impl ByteNfa {
     /// Whether the whole of `text` is in the language (a set-of-states simulation; for tests
     /// and checks, not decoding).
     pub fn matches(&self, text: &[u8]) -> bool {
-        let mut current = self.closure(vec![self.start]);
+        let mut current = self.epsilon_closure(vec![self.start]);
         for &b in text {
             let next: Vec<u32> = current.iter().filter_map(|&s| self.next(s, b)).collect();
-            current = self.closure(next);
+            current = self.epsilon_closure(next);
         }
         current.iter().any(|&s| self.is_match(s))
     }
 
-    /// `seeds` and every state their ε-edges reach, distinct.
-    fn closure(&self, mut todo: Vec<u32>) -> Vec<u32> {
-        let mut seen = vec![false; self.num_states()];
+    /// `seeds` and every state their ε-edges reach, distinct (a hash set, not a table of all
+    /// states: closures are small and NFAs may have hundreds of thousands of states).
+    pub fn epsilon_closure(&self, mut todo: Vec<u32>) -> Vec<u32> {
+        let mut seen = rustc_hash::FxHashSet::default();
         let mut out = Vec::new();
         while let Some(s) = todo.pop() {
-            if std::mem::replace(&mut seen[s as usize], true) {
-                continue;
+            if seen.insert(s) {
+                out.push(s);
+                todo.extend_from_slice(self.epsilons(s));
             }
-            out.push(s);
-            todo.extend_from_slice(self.epsilons(s));
         }
         out
     }

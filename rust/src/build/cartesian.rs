@@ -169,7 +169,7 @@ impl<'a> ProductSearch<'a> {
                     if self.states.index.contains_key(&target) {
                         continue;
                     }
-                    if some_allowed(&group.tokens, forbidden, &[]) {
+                    if some_allowed(&group.tokens, &forbidden, &[]) {
                         self.states.add(target)?;
                     } else {
                         keep.push(g);
@@ -250,7 +250,7 @@ impl<'a> ProductSearch<'a> {
                 for &(q1, g) in group_preds.get(&(q1t, q2t)).map_or(&[][..], |v| v.as_slice()) {
                     let group = &self.groups[q1 as usize][g as usize];
                     promote(q1, &mut live, &mut work, &|q2| {
-                        tok.is_class(q2) && some_allowed(&group.tokens, tok.forbidden(q2), &[])
+                        tok.is_class(q2) && some_allowed(&group.tokens, &tok.forbidden(q2), &[])
                     });
                 }
             }

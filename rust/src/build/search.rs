@@ -8,15 +8,16 @@ use rustc_hash::FxHashMap;
 
 use crate::error::Result;
 use crate::limits::SearchLimits;
+use crate::util::token_set::TokenFilter;
 
-/// Whether some token of `tokens` is absent from the sorted `forbidden` and from `except`
-/// (sorted `(token, _)` pairs).
+/// Whether some token of `tokens` is absent from `forbidden` and from `except` (sorted
+/// `(token, _)` pairs).
 #[inline]
-pub(crate) fn some_allowed(tokens: &[u32], forbidden: &[u32], except: &[(u32, u32)]) -> bool {
+pub(crate) fn some_allowed(tokens: &[u32], forbidden: &(impl TokenFilter + ?Sized), except: &[(u32, u32)]) -> bool {
     if except.is_empty() && tokens.len() > forbidden.len() {
         return true;
     }
-    tokens.iter().any(|t| forbidden.binary_search(t).is_err() && except.binary_search_by_key(t, |e| e.0).is_err())
+    tokens.iter().any(|&t| !forbidden.contains(t) && except.binary_search_by_key(&t, |e| e.0).is_err())
 }
 
 /// Items with ids, discovered once each, and a work queue of the newly discovered.

@@ -118,15 +118,15 @@ impl PreTokenizedAutomaton {
         let all = &self.token_sets[table.through_any as usize];
         // `free ⊆ all`, so `(A \ F) ∪ (B ∩ F)` is `(A \ F) ∪ B`.
         if regular {
-            all.write_minus(self.tokenizer_dfa.forbidden(c), self.tokenizer_dfa.forbidden_bits(c), out);
+            all.write_minus(&self.tokenizer_dfa.forbidden(c), self.tokenizer_dfa.forbidden_bits(c), out);
         } else {
-            all.write_minus(&[], None, out);
+            all.write_minus(&[][..], None, out);
         }
         if regular {
             self.token_sets[table.through_boundary as usize].or_into(out);
         }
         for o in self.overrides[self.state_override[state as usize] as usize].iter() {
-            let forbidden = regular && self.tokenizer_dfa.forbidden(c).binary_search(&o.token).is_ok();
+            let forbidden = regular && self.tokenizer_dfa.forbids(c, o.token);
             if (if forbidden { o.through_boundary } else { o.through_any }) != NONE {
                 bitset::set(out, o.token as usize);
             } else {
@@ -139,7 +139,7 @@ impl PreTokenizedAutomaton {
     pub(crate) fn next_state(&self, vocab: &Vocabulary, state: u32, token: u32) -> Option<u32> {
         let (set, c) = self.states[state as usize];
         let side = side_of(c);
-        let forbidden = side == Side::InPiece && self.tokenizer_dfa.forbidden(c).binary_search(&token).is_ok();
+        let forbidden = side == Side::InPiece && self.tokenizer_dfa.forbids(c, token);
         let class = class_or_lone(&self.tokenizer_dfa, token);
         let bytes = vocab.token_bytes(token);
         let mut out: Vec<Member> = Vec::new();

@@ -68,7 +68,7 @@ impl ProductAutomaton {
         let q2_next = match &self.tokenizer_dfa {
             None => 0,
             Some(d) => {
-                if d.forbidden(q2).binary_search(&token).is_ok() {
+                if d.forbids(q2, token) {
                     return None;
                 }
                 d.class_of(token)

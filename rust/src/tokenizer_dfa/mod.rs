@@ -67,6 +67,7 @@ use rustc_hash::FxHashMap;
 use crate::error::{Error, Result};
 use crate::tokenizer::bpe::MergeTable;
 use crate::tokenizer::vocab::Vocabulary;
+pub use crate::tokenizer_dfa::forbidden_sets::ForbiddenSet;
 use crate::tokenizer_dfa::forbidden_sets::{ForbiddenBits, ForbiddenSets};
 use crate::util::bitset;
 
@@ -94,7 +95,7 @@ impl Construction {
 pub struct TokenizerDfa {
     construction: Construction,
     class_of: Vec<u32>,
-    /// Sorted forbidden next tokens, per class.
+    /// The forbidden next tokens, per class.
     forbidden: ForbiddenSets,
     /// `byte_of_token[t]` = the byte of a byte-fallback token, `u16::MAX` otherwise.
     byte_of_token: Vec<u16>,
@@ -112,7 +113,7 @@ pub struct TokenizerDfa {
 pub type TokState = u32;
 
 /// Tokens fused into classes by equal forbidden sets, interned by their hash (a collision is
-/// resolved by comparing the sets). Class 0 is the empty set (the state at the start of a
+/// resolved by comparing the sets). Sets arrive as ascending ranks (`ForbiddenSets::ranks`). Class 0 is the empty set (the state at the start of a
 /// continuation); other classes are numbered in the order tokens are added, so adding them in
 /// token order gives the same numbering however the sets were computed.
 struct ClassInterner {
@@ -124,10 +125,12 @@ struct ClassInterner {
 }
 
 impl ClassInterner {
-    fn new(num_tokens: usize) -> ClassInterner {
+    fn new(vocab: &Vocabulary) -> ClassInterner {
+        let n = vocab.num_tokens();
+        let order = ForbiddenSets::lexicographic_order(n, |t| vocab.token_bytes(t).to_vec());
         let mut classes = ClassInterner {
-            class_of: vec![NO_CLASS; num_tokens],
-            forbidden: ForbiddenSets::new(),
+            class_of: vec![NO_CLASS; n],
+            forbidden: ForbiddenSets::new(order),
             by_hash: FxHashMap::default(),
             pairs: 0,
         };
@@ -135,20 +138,20 @@ impl ClassInterner {
         classes
     }
 
-    fn intern(&mut self, f: &[u32], hash: u64) -> u32 {
+    fn intern(&mut self, ranks: &[u32], hash: u64) -> u32 {
         let same = self.by_hash.entry(hash).or_default();
-        if let Some(&c) = same.iter().find(|&&c| self.forbidden.get(c as usize) == f) {
+        if let Some(&c) = same.iter().find(|&&c| self.forbidden.equals_ranks(c as usize, ranks)) {
             return c;
         }
         let c = self.forbidden.len() as u32;
-        self.forbidden.push(f);
+        self.forbidden.push_ranks(ranks);
         same.push(c);
         c
     }
 
-    /// Token `t`'s forbidden set `f` (sorted, without duplicates) with its [`set_hash`].
-    fn add(&mut self, t: u32, f: &[u32], hash: u64) {
-        let c = self.intern(f, hash);
+    /// Token `t`'s forbidden set as ascending `ranks`, with their [`set_hash`].
+    fn add(&mut self, t: u32, ranks: &[u32], hash: u64) {
+        let c = self.intern(ranks, hash);
         self.add_to_class(t, c);
     }
 
@@ -186,8 +189,9 @@ impl TokenizerDfa {
 
     /// The priority-timeline construction, its sets interned as they are found.
     fn from_priority_timeline(vocab: &Vocabulary, table: &MergeTable, words: &Derivations) -> Result<TokenizerDfa> {
-        let mut classes = ClassInterner::new(vocab.num_tokens());
-        build_priority_timeline(table, words, |t, f, hash| {
+        let mut classes = ClassInterner::new(vocab);
+        let ranks = classes.forbidden.ranks().to_vec();
+        build_priority_timeline(table, words, &ranks, |t, f, hash| {
             if words.emittable[t as usize] {
                 classes.add(t, f, hash);
             }
@@ -210,7 +214,7 @@ impl TokenizerDfa {
     /// converted (sorted, hashed) once and its hash set freed as soon as it is interned.
     fn from_sequential(vocab: &Vocabulary, emittable: &[bool]) -> Result<TokenizerDfa> {
         let sequential::States { state_of, mut forbidden } = sequential::states(vocab, emittable);
-        let mut classes = ClassInterner::new(vocab.num_tokens());
+        let mut classes = ClassInterner::new(vocab);
         let mut class_of_state = vec![NO_CLASS; forbidden.len()];
         for (t, &s) in state_of.iter().enumerate() {
             if !emittable[t] {
@@ -221,7 +225,9 @@ impl TokenizerDfa {
                 continue;
             }
             if class_of_state[s as usize] == NO_CLASS {
-                let mut f: Vec<u32> = std::mem::take(&mut forbidden[s as usize]).into_iter().collect();
+                let rank = classes.forbidden.ranks();
+                let mut f: Vec<u32> =
+                    std::mem::take(&mut forbidden[s as usize]).into_iter().map(|t| rank[t as usize]).collect();
                 f.sort_unstable();
                 class_of_state[s as usize] = classes.intern(&f, set_hash(&f));
             }
@@ -298,8 +304,9 @@ impl TokenizerDfa {
     pub fn class_of(&self, token: u32) -> u32 {
         self.class_of.get(token as usize).copied().unwrap_or(NO_CLASS)
     }
-    /// The sorted forbidden next tokens of `class`.
-    pub fn forbidden(&self, class: u32) -> &[u32] {
+    /// The forbidden next tokens of `class`.
+    #[inline]
+    pub fn forbidden(&self, class: u32) -> ForbiddenSet<'_> {
         self.forbidden.get(class as usize)
     }
     /// The forbidden set of `class` as a bitset over the tokens (`words_for(num_tokens)`
@@ -312,7 +319,7 @@ impl TokenizerDfa {
     pub fn forbids(&self, class: u32, token: u32) -> bool {
         match self.forbidden_bits(class) {
             Some(bits) => bitset::contains(bits, token as usize),
-            None => self.forbidden(class).binary_search(&token).is_ok(),
+            None => self.forbidden(class).contains(token),
         }
     }
 
@@ -330,7 +337,7 @@ impl TokenizerDfa {
     pub fn clear_forbidden(&self, class: u32, mask: &mut [u32]) {
         match self.forbidden_bits(class) {
             Some(bits) => bitset::clear_all(mask, bits),
-            None => bitset::clear_sorted(mask, self.forbidden(class)),
+            None => self.forbidden(class).clear_from(mask),
         }
     }
     pub fn num_emittable(&self) -> usize {
@@ -375,7 +382,7 @@ impl TokenizerDfa {
             return self.step_byte(q, b);
         }
         let c = self.class_of(token);
-        if c == NO_CLASS || !self.is_class(q) || self.forbidden.get(q as usize).binary_search(&token).is_ok() {
+        if c == NO_CLASS || !self.is_class(q) || self.forbidden.get(q as usize).contains(token) {
             return None;
         }
         Some(c)
@@ -503,7 +510,7 @@ mod tests {
         let mut with_bits = 0;
         for d in [&dfa, &back] {
             for c in 0..d.num_classes() as u32 {
-                let ids = d.forbidden(c);
+                let ids = d.forbidden(c).to_sorted_vec();
                 if let Some(bits) = d.forbidden_bits(c) {
                     with_bits += 1;
                     assert_eq!(bitset::iter_ones(bits).map(|t| t as u32).collect::<Vec<_>>(), ids);

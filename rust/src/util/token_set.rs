@@ -15,6 +15,43 @@
 
 use crate::util::bitset;
 
+/// A set of token ids that masks are filtered by: a tokenizer DFA's forbidden set
+/// (`tokenizer_dfa::ForbiddenSet`, stored as runs) or a sorted slice of ids.
+pub trait TokenFilter {
+    /// The number of tokens in the set.
+    fn len(&self) -> usize;
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    fn contains(&self, token: u32) -> bool;
+    /// Calls `f` on every token of the set, in no particular order.
+    fn for_each(&self, f: impl FnMut(u32));
+    /// Clears the set's tokens from the bitset `out`: one read-modify-write per token, without
+    /// a data-dependent branch.
+    #[inline]
+    fn clear_from(&self, out: &mut [u32]) {
+        self.for_each(|t| out[(t >> 5) as usize] &= !(1 << (t & 31)));
+    }
+}
+
+/// Strictly increasing ids.
+impl TokenFilter for [u32] {
+    #[inline]
+    fn len(&self) -> usize {
+        <[u32]>::len(self)
+    }
+    #[inline]
+    fn contains(&self, token: u32) -> bool {
+        self.binary_search(&token).is_ok()
+    }
+    #[inline]
+    fn for_each(&self, mut f: impl FnMut(u32)) {
+        for &t in self {
+            f(t);
+        }
+    }
+}
+
 /// A set of token ids; see the module docs.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum TokenSet {
@@ -107,14 +144,18 @@ impl TokenSet {
         }
     }
 
-    /// Writes `self \ forbidden` into `out` (every word is overwritten); `forbidden` is sorted,
-    /// and `forbidden_bits`, when given, is the same set as a bitset.
+    /// Writes `self \ forbidden` into `out` (every word is overwritten); `forbidden_bits`, when
+    /// given, is the same set as a bitset.
     ///
-    /// A small sparse set looks its ids up (in the bitset, else by galloping through
-    /// `forbidden`: `|self| · log |forbidden|`); otherwise the set is written and `forbidden`
-    /// cleared from it, word by word from the bitset, else a word at a time from the ids,
-    /// without a data-dependent branch per id.
-    pub fn write_minus(&self, forbidden: &[u32], forbidden_bits: Option<&[u32]>, out: &mut [u32]) {
+    /// A small sparse set looks its ids up (in the bitset, else in `forbidden`:
+    /// `|self| · log |forbidden|`); otherwise the set is written and `forbidden` cleared from
+    /// it, word by word from the bitset, else a token at a time without a data-dependent branch.
+    pub fn write_minus(
+        &self,
+        forbidden: &(impl TokenFilter + ?Sized),
+        forbidden_bits: Option<&[u32]>,
+        out: &mut [u32],
+    ) {
         match (self, forbidden_bits) {
             (TokenSet::Sparse(ids), Some(bits)) => {
                 out.fill(0);
@@ -130,10 +171,8 @@ impl TokenSet {
             }
             (TokenSet::Sparse(ids), None) if ids.len() * 8 < forbidden.len() => {
                 out.fill(0);
-                let mut rest = forbidden;
                 for &t in ids.iter() {
-                    rest = &rest[rest.partition_point(|&f| f < t)..];
-                    if rest.first() != Some(&t) {
+                    if !forbidden.contains(t) {
                         bitset::set(out, t as usize);
                     }
                 }
@@ -141,11 +180,11 @@ impl TokenSet {
             (TokenSet::Sparse(_), None) => {
                 out.fill(0);
                 self.or_into(out);
-                bitset::clear_sorted(out, forbidden);
+                forbidden.clear_from(out);
             }
             (TokenSet::Dense(set), None) => {
                 out.copy_from_slice(set);
-                bitset::clear_sorted(out, forbidden);
+                forbidden.clear_from(out);
             }
         }
     }
@@ -259,7 +298,7 @@ mod tests {
             }
             for bits in [None, Some(&forbidden_bits[..])] {
                 let mut out = vec![u32::MAX; words];
-                set.write_minus(&forbidden, bits, &mut out);
+                set.write_minus(&forbidden[..], bits, &mut out);
                 assert_eq!(
                     bitset::iter_ones(&out).collect::<Vec<_>>(),
                     expected,

@@ -94,7 +94,7 @@ impl ElementSearch<'_, '_> {
             match side_of(c) {
                 Side::PieceStart => {
                     for g in &gs.groups {
-                        if some_allowed(gs.tokens(g), &[], split_continuations) {
+                        if some_allowed(gs.tokens(g), &[][..], split_continuations) {
                             elements.add(Element::new(g.to, g.class, NONE))?;
                         }
                     }
@@ -108,7 +108,7 @@ impl ElementSearch<'_, '_> {
                         let regular = gs.groups.iter().enumerate().filter(|(_, g)| g.class != LONE);
                         PendingGroups::new(regular.map(|(i, g)| (i as u32, gs.tokens(g))), gs.groups.len())
                     });
-                    let ids = tok.forbidden(c);
+                    let ids = &tok.forbidden(c);
                     let bits = class_bits.load(ids, tok.forbidden_bits(c), pending.num_tokens());
                     let visit = pending.retain(ids, bits, split_continuations, Wanted::Allowed, |gi, allowed| {
                         let g = &gs.groups[gi as usize];
@@ -122,7 +122,7 @@ impl ElementSearch<'_, '_> {
                 let allowed = match side_of(c) {
                     Side::PieceStart => true,
                     Side::AfterLone => false,
-                    Side::InPiece => tok.class_of(t) != NO_CLASS && tok.forbidden(c).binary_search(&t).is_err(),
+                    Side::InPiece => tok.class_of(t) != NO_CLASS && !tok.forbids(c, t),
                 };
                 if allowed {
                     let to = text.walk(z, vocab.token_bytes(t))?;
@@ -234,9 +234,11 @@ impl ElementSearch<'_, '_> {
                 let g = &gs.groups[gi as usize];
                 let tokens = gs.tokens(g);
                 promote(zs, &mut live, &mut work, &|Element { tokenizer: cp, split: up, .. }| match side_of(cp) {
-                    Side::PieceStart => some_allowed(tokens, &[], splits.next_tokens(up)),
+                    Side::PieceStart => some_allowed(tokens, &[][..], splits.next_tokens(up)),
                     Side::AfterLone => false,
-                    Side::InPiece => g.class != LONE && some_allowed(tokens, tok.forbidden(cp), splits.next_tokens(up)),
+                    Side::InPiece => {
+                        g.class != LONE && some_allowed(tokens, &tok.forbidden(cp), splits.next_tokens(up))
+                    }
                 });
             }
         }

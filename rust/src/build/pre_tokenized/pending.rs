@@ -5,11 +5,10 @@
 //! on Llama 3 the contents of a JSON string are one text state reached by ~33,000 classes —
 //! and each visit asks, for every group still pending, whether some token of the group is not
 //! forbidden after the visiting class. Asking group by group costs a binary search per token
-//! (about 60 M of them for one glaive schema). Here the pending tokens are kept in ascending
-//! order, so one galloping merge with the sorted forbidden set answers for every group:
-//! `O(p · log(f / p))` for `p` pending tokens and `f` forbidden ones. When `p` is not small
-//! against `f`, the forbidden set is first set into a scratch bitset ([`ClassBits`]) and each
-//! test is one bit.
+//! (about 60 M of them for one glaive schema). Here one pass over the pending tokens answers
+//! for every group. When the `p` pending tokens are not few against the `f` forbidden ones,
+//! the forbidden set is first set into a scratch bitset ([`ClassBits`]) and each test is one
+//! bit; otherwise each is a lookup in the forbidden set (`O(p · log f)`).
 //!
 //! # Invariants
 //! * `tokens` holds `(token, group)` for exactly the tokens of the groups in `groups`,
@@ -18,14 +17,15 @@
 //!   current round; `dropped[g]` exactly when `g` was pending once and is not any more.
 
 use crate::util::bitset;
+use crate::util::token_set::TokenFilter;
 
 /// How often [`PendingGroups::retain`] offers the groups it did not find to `keep`.
 pub(super) const RECHECK_EVERY: u32 = 8;
 
 /// One class's forbidden set as a bitset for the [`PendingGroups::retain`] calls of one
-/// visit: the tokenizer DFA's own bitset where the class has one, else the sorted ids set into
+/// visit: the tokenizer DFA's own bitset where the class has one, else the ids set into
 /// a scratch bitset when enough tokens will be tested to pay for setting and clearing them (a
-/// bit test replaces a galloping step: the pending groups of a wide table are tested against
+/// bit test replaces a lookup: the pending groups of a wide table are tested against
 /// ~30,000 classes' sets, ~7 M tests per glaive schema on Llama 3).
 pub(super) struct ClassBits {
     words: Vec<u32>,
@@ -37,28 +37,32 @@ impl ClassBits {
         ClassBits { words: vec![0; bitset::words_for(num_tokens)], loaded: false }
     }
 
-    /// The bitset to test `ids` (sorted) with, `None` to gallop through them; `own` is the
+    /// The bitset to test `ids` with, `None` to look each token up in `ids`; `own` is the
     /// DFA's bitset of the class, `tests` how many tokens will be tested. Call
     /// [`ClassBits::unload`] with the same `ids` before the next `load`.
-    pub(super) fn load<'a>(&'a mut self, ids: &[u32], own: Option<&'a [u32]>, tests: usize) -> Option<&'a [u32]> {
+    pub(super) fn load<'a>(
+        &'a mut self,
+        ids: &(impl TokenFilter + ?Sized),
+        own: Option<&'a [u32]>,
+        tests: usize,
+    ) -> Option<&'a [u32]> {
         debug_assert!(!self.loaded, "unload before the next load");
         if own.is_some() {
             return own;
         }
-        // Setting and clearing costs ~2 steps per id; a galloping test ~10 per token.
+        // Setting and clearing costs ~2 steps per id; a lookup ~10 per token.
         if tests * 4 < ids.len() {
             return None;
         }
-        for &t in ids {
-            bitset::set(&mut self.words, t as usize);
-        }
+        let words = &mut self.words;
+        ids.for_each(|t| bitset::set(words, t as usize));
         self.loaded = true;
         Some(&self.words)
     }
 
-    pub(super) fn unload(&mut self, ids: &[u32]) {
+    pub(super) fn unload(&mut self, ids: &(impl TokenFilter + ?Sized)) {
         if std::mem::take(&mut self.loaded) {
-            bitset::clear_sorted(&mut self.words, ids);
+            ids.clear_from(&mut self.words);
         }
         debug_assert!(self.words.iter().all(|&w| w == 0));
     }
@@ -114,8 +118,8 @@ impl PendingGroups {
 
     /// Calls `keep(group, found)` for the pending groups, `found` telling whether one of its
     /// tokens is absent from `except` (sorted `(token, _)` pairs) and, as `wanted` says,
-    /// absent from or present in the sorted `forbidden` (tested in `forbidden_bits`, its bitset,
-    /// when given); the group stays pending when `keep` returns `Ok(true)`. An error stops the
+    /// absent from or present in `forbidden` (tested in `forbidden_bits`, its bitset, when
+    /// given); the group stays pending when `keep` returns `Ok(true)`. An error stops the
     /// visit (the groups not visited stay pending).
     ///
     /// `keep` sees every found group, but the others only every [`RECHECK_EVERY`]th round:
@@ -124,7 +128,7 @@ impl PendingGroups {
     /// groups that stay unfound through thousands of rounds.
     pub(super) fn retain<E>(
         &mut self,
-        forbidden: &[u32],
+        forbidden: &(impl TokenFilter + ?Sized),
         forbidden_bits: Option<&[u32]>,
         except: &[(u32, u32)],
         wanted: Wanted,
@@ -141,17 +145,13 @@ impl PendingGroups {
         let round = self.round;
         let want_forbidden = wanted == Wanted::Forbidden;
         let mut any_found = false;
-        let mut from = 0;
         for &(t, g) in &self.tokens {
             if self.stamp[g as usize] == round {
                 continue;
             }
             let in_forbidden = match forbidden_bits {
                 Some(bits) => bitset::contains(bits, t as usize),
-                None => {
-                    from = gallop(forbidden, from, t);
-                    forbidden.get(from) == Some(&t)
-                }
+                None => forbidden.contains(t),
             };
             if in_forbidden == want_forbidden
                 && (except.is_empty() || except.binary_search_by_key(&t, |e| e.0).is_err())
@@ -194,35 +194,10 @@ impl PendingGroups {
     }
 }
 
-/// The first index `>= from` of the sorted `values` whose value is `>= t` (`values.len()` if
-/// none), found by doubling steps from `from` and then a binary search.
-fn gallop(values: &[u32], from: usize, t: u32) -> usize {
-    let mut lo = from;
-    let mut step = 1;
-    while lo + step < values.len() && values[lo + step] < t {
-        lo += step;
-        step *= 2;
-    }
-    let hi = (lo + step + 1).min(values.len());
-    lo + values[lo..hi].partition_point(|&v| v < t)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::util::random::SplitMix64;
-
-    #[test]
-    fn gallop_finds_the_lower_bound() {
-        let values = [2, 4, 4, 9, 15, 30, 31, 100];
-        for from in 0..values.len() {
-            for t in 0..110 {
-                let want = from + values[from..].partition_point(|&v| v < t);
-                assert_eq!(gallop(&values, from, t), want, "from {from} t {t}");
-            }
-        }
-        assert_eq!(gallop(&[], 0, 5), 0);
-    }
 
     /// Rounds of random forbidden sets against a direct per-group check; groups are dropped at
     /// random, and a dropped group is never visited again.
@@ -255,7 +230,7 @@ mod tests {
                 let mut seen = Vec::new();
                 let recheck = pending.round.wrapping_add(1).is_multiple_of(RECHECK_EVERY);
                 pending
-                    .retain::<()>(&forbidden, bits.as_deref(), &except, wanted, |g, allowed| {
+                    .retain::<()>(&forbidden[..], bits.as_deref(), &except, wanted, |g, allowed| {
                         let want = groups[g as usize].iter().any(|t| {
                             forbidden.binary_search(t).is_ok() == (wanted == Wanted::Forbidden)
                                 && except.binary_search_by_key(t, |e| e.0).is_err()

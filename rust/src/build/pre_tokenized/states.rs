@@ -171,14 +171,14 @@ impl StateSearch<'_, '_> {
             Side::PieceStart | Side::AfterLone => {
                 for g in &search.groups {
                     let target = if side == Side::PieceStart { g.through_any } else { g.through_boundary };
-                    if target != NONE && some_allowed(g.tokens_in(&search.tokens), &[], except) {
+                    if target != NONE && some_allowed(g.tokens_in(&search.tokens), &[][..], except) {
                         states.add((target, g.class))?;
                     }
                 }
             }
             Side::InPiece => {
                 // As in CartesianMerge: each group is tested until its target is reached.
-                let forbidden = tok.forbidden(c);
+                let forbidden = &tok.forbidden(c);
                 let SetSearch { groups, tokens, lone_any, pending_any, pending_boundary } = search;
                 let tests = pending_any.num_tokens() + pending_boundary.num_tokens();
                 let forbidden_bits = class_bits.load(forbidden, tok.forbidden_bits(c), tests);
@@ -205,7 +205,7 @@ impl StateSearch<'_, '_> {
         }
         for o in self.out.override_list[oid as usize].iter() {
             let class = class_or_lone(tok, o.token);
-            let forbidden = side == Side::InPiece && tok.forbidden(c).binary_search(&o.token).is_ok();
+            let forbidden = side == Side::InPiece && tok.forbids(c, o.token);
             let target = if forbidden { o.through_boundary } else { o.through_any };
             if target != NONE {
                 states.add((target, class))?;

@@ -308,7 +308,8 @@ class Compiler:
         that no canonical sequence contains them (``[]`` without a pre-tokenizer)."""
     @property
     def tokenizer_dfa_construction(self) -> str:
-        """``"algorithm3"`` (well-ordered merge table) or ``"priority-timeline"``."""
+        """How the tokenizer DFA was built: ``"priority-timeline"`` (exact for every merge table;
+        the appendix's ``"algorithm3"`` is only a reference in the Rust tests)."""
 
 @final
 class Guide:

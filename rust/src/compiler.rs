@@ -29,11 +29,12 @@ use crate::pre_tokenizer::text_automaton::ContentTrie;
 use crate::regex::byte_dfa::{parse_regex, ByteDfa};
 use crate::regex::byte_nfa::ByteNfa;
 use crate::tokenizer::always_split::tokens_always_split;
+use crate::tokenizer::bpe::MergeTable;
 use crate::tokenizer::normalization::{allowed_chars, normal_form};
 use crate::tokenizer::token_trie::TokenTrie;
 use crate::tokenizer::vocab::{Normalization, Vocabulary};
 use crate::tokenizer_dfa::lone_tokens::{lone_tokens, LoneSplits};
-use crate::tokenizer_dfa::{Construction, TokenizerDfa};
+use crate::tokenizer_dfa::TokenizerDfa;
 
 /// See the module docs. `Send + Sync`: compile from as many threads as you like.
 pub struct Compiler {
@@ -432,14 +433,15 @@ impl Compiler {
         Deadline::after_seconds(self.limits.max_compile_seconds)
     }
 
-    /// The explicit DFA: DirectMerge where it is exact (a well-ordered merge table, on which
-    /// sequential passes equal Hugging Face's priority BPE — the tokenizer DFA then comes from
-    /// Algorithm 3), else the materialised CartesianMerge product; minimised either way.
+    /// The explicit DFA: DirectMerge where it is exact (a well-ordered merge table with one
+    /// producer per token, on which sequential passes equal Hugging Face's priority BPE), else
+    /// the materialised CartesianMerge product; minimised either way.
     fn direct_from(&self, product: &Guide) -> Result<Guide> {
         let limits = self.limits.token_dfa();
         let tok = self.tokenizer_dfa()?;
         // DirectMerge rewrites one merge table over the whole text; it knows no pre-tokenizer.
-        let dfa = if tok.construction() == Construction::Algorithm3 && self.vocab.pre_tokenizer().is_none() {
+        let sequential_exact = MergeTable::sequential_passes_are_exact(self.vocab.merges());
+        let dfa = if sequential_exact && self.vocab.pre_tokenizer().is_none() {
             let ProductParts { byte_dfa } = product.parts();
             let base = direct::base_symbol_dfa(byte_dfa, &self.vocab, tok, limits)?;
             direct_merge(&base, self.vocab.merges(), &limits)?
@@ -528,7 +530,7 @@ mod tests {
             &["a", "b", "c", "ab", "aa", "ac", "abc", "aab"],
             &[("a", "b"), ("a", "a"), ("a", "c"), ("ab", "c"), ("a", "ab")],
         );
-        assert_eq!(c.tokenizer_dfa().unwrap().construction(), Construction::Algorithm3);
+        assert!(MergeTable::sequential_passes_are_exact(c.vocab.merges()));
         same_language(&c, PATTERNS);
     }
 
@@ -536,7 +538,7 @@ mod tests {
     fn materialised_product_equals_cartesian_on_other_tables() {
         // (b, cd) ranks before (c, d): not well-ordered.
         let c = compiler(&["a", "b", "c", "d", "cd", "bcd", "ab"], &[("b", "cd"), ("a", "b"), ("c", "d")]);
-        assert_eq!(c.tokenizer_dfa().unwrap().construction(), Construction::PriorityTimeline);
+        assert!(!MergeTable::sequential_passes_are_exact(c.vocab.merges()));
         same_language(&c, &["[abcd]*", "a(bcd)+", "b?c?d?a"]);
     }
 

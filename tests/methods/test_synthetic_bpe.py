@@ -175,14 +175,14 @@ def test_no_dead_end_when_the_vocabulary_cannot_spell_a_branch(pt, method):
 
 
 def test_tokenizer_dfa_construction_named(pt):
-    """``tokenizer_dfa_construction`` is "algorithm3" for a well-ordered table (every merge's parts
-    exist before it) and "priority-timeline" otherwise (documented in _core.pyi)."""
+    """``tokenizer_dfa_construction`` is "priority-timeline" for well-ordered tables (every merge's
+    parts exist before it) and others alike (documented in _core.pyi)."""
     well = MergeTableBPE(*FIXED_TABLES["chain"])
     bad = MergeTableBPE(*FIXED_TABLES["out_of_order"])
     assert well.is_well_ordered() and not bad.is_well_ordered()
     _, c1, _ = compile_synthetic(pt, well, "[abc]+")
     _, c2, _ = compile_synthetic(pt, bad, "[bcd]+")
-    assert c1.tokenizer_dfa_construction == "algorithm3"
+    assert c1.tokenizer_dfa_construction == "priority-timeline"
     assert c2.tokenizer_dfa_construction == "priority-timeline"
     # "unreachable" has exactly one token the merges never produce ("abc", see FIXED_TABLES),
     # "out_of_order" none (b c d -> b cd -> bcd); both have the same single special token.

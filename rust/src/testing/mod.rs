@@ -21,6 +21,14 @@ use crate::tokenizer::vocab::Vocabulary;
 use crate::util::random::SplitMix64;
 use crate::{compiler::Compiler, limits::Limits};
 
+/// The shared corpus: `$PROPERTOK_SHARED`, default `../shared` next to the repository.
+pub fn shared_dir() -> std::path::PathBuf {
+    match std::env::var("PROPERTOK_SHARED") {
+        Ok(p) if !p.is_empty() => p.into(),
+        _ => std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("shared"),
+    }
+}
+
 /// Small limits, so that every input stays fast; reaching one is an `Err`, not a finding.
 pub fn fuzz_limits() -> Limits {
     Limits {

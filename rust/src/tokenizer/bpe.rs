@@ -110,6 +110,14 @@ impl MergeTable {
             .enumerate()
             .all(|(rank, m)| [m.left, m.right].iter().all(|p| last_producer.get(p).is_none_or(|&r| r < rank)))
     }
+
+    /// Whether the appendix's sequential-pass algorithms (Algorithm 3, DirectMerge) are exact
+    /// for the table: it is well-ordered and every token has one producing merge (Algorithm 3's
+    /// proof sends all transitions on a token to one state; a second producer would break that).
+    pub fn sequential_passes_are_exact(merges: &[Merge]) -> bool {
+        let mut seen = rustc_hash::FxHashSet::default();
+        merges.iter().all(|m| seen.insert(m.merged)) && Self::is_well_ordered(merges)
+    }
 }
 
 #[cfg(test)]

@@ -9,10 +9,17 @@
 //! the start of a continuation and after a byte-fallback character.
 //!
 //! # Two constructions, one result
-//! * [`crate::tokenizer_dfa::sequential`] — the appendix's BuildTokenizerDFA. It assumes merges are applied in
-//!   sequential passes, which equals Hugging Face's priority BPE only for *well-ordered* tables
-//!   (see [`crate::tokenizer::bpe`]). Used when the table is well-ordered.
-//! * `priority` (`build_priority_timeline`) — exact for priority BPE on any table (Mistral-7B, Llama 2).
+//! * `priority` ([`TokenizerDfa::build`]) — exact for priority BPE on any table, and the one
+//!   used.
+//! * [`crate::tokenizer_dfa::sequential`] ([`TokenizerDfa::build_sequential`]) — the
+//!   appendix's BuildTokenizerDFA. It assumes merges are applied in sequential passes, which
+//!   equals Hugging Face's priority BPE only for *well-ordered* tables (see
+//!   [`crate::tokenizer::bpe`]). Kept as the reference the tests hold the other to: on the
+//!   well-ordered tables where both apply it gives the same sets, but its per-state hash sets
+//!   take 6–8× the memory and it is 25–35 % slower (o200k: 3.05 GB and 13.1 s at peak against
+//!   364 MB and 9.2 s; Qwen2 1.57 GB / 5.8 s against 225 MB / 4.0 s; GPT-2 327 / 63 MB).
+//!
+//! The priority-timeline construction:
 //!   A pair `(t1, t2)` is canonical iff each token alone encodes to itself and no merge ever
 //!   crosses the boundary when their text is encoded together. Until the first crossing merge,
 //!   the two sides evolve exactly as when encoded alone, and the global heap pops their merges
@@ -38,11 +45,11 @@
 //! # Memory while building
 //! Tokens are fused into classes as their sets are found (`ClassInterner`), in token order, so
 //! the class numbering (and the cache file) does not depend on how the work was split: the
-//! priority-timeline workers hand their chunks over in order, and Algorithm 3's per-state sets
-//! are converted once per state and freed. Never holding every token's set at once took the
-//! peak of a build from 3.3 to 1.1 GB for Llama 3 (380 M forbidden ids counted per token against
-//! 115 M distinct) and from 6.6 to 3.0 GB for o200k; what remains for o200k is Algorithm 3's
-//! hash sets at their largest.
+//! priority-timeline workers hand their chunks over in order. Never holding every token's set
+//! at once took the peak of a build from 3.3 to 1.1 GB for Llama 3 (380 M forbidden ids counted
+//! per token against 115 M distinct); storing the interned sets as runs
+//! ([`forbidden_sets`]) took it to 0.26 GB, and o200k's, once Algorithm 3 was no longer used,
+//! from 3.0 to 0.36 GB.
 //!
 //! # Tokens that can never be emitted
 //! A token whose own text does not encode to itself (unreachable by the merges, or only ever
@@ -163,7 +170,8 @@ impl ClassInterner {
 }
 
 impl TokenizerDfa {
-    /// Builds the tokenizer DFA of a character-level BPE vocabulary; `Unsupported` for others.
+    /// Builds the tokenizer DFA of a character-level BPE vocabulary (the priority-timeline
+    /// construction); `Unsupported` for others.
     pub fn build(vocab: &Vocabulary) -> Result<TokenizerDfa> {
         if let Some(reason) = vocab.canonical_unsupported_reason() {
             return Err(Error::Unsupported(reason.to_string()));
@@ -171,18 +179,26 @@ impl TokenizerDfa {
         let started = Instant::now();
         let table = MergeTable::new(vocab.merges());
         let words = Derivations::compute(vocab, &table);
-        // Algorithm 3 assumes sequential passes (equal to priority BPE on well-ordered tables)
-        // and that every token has one producing merge (its proof sends all transitions on a
-        // token to one state; a second producer would break that).
-        let unique_producers = {
-            let mut seen = rustc_hash::FxHashSet::default();
-            vocab.merges().iter().all(|m| seen.insert(m.merged))
-        };
-        let mut dfa = if unique_producers && MergeTable::is_well_ordered(vocab.merges()) {
-            Self::from_sequential(vocab, &words.emittable)?
-        } else {
-            Self::from_priority_timeline(vocab, &table, &words)?
-        };
+        let mut dfa = Self::from_priority_timeline(vocab, &table, &words)?;
+        dfa.build_seconds = started.elapsed().as_secs_f64();
+        Ok(dfa)
+    }
+
+    /// The appendix's Algorithm 3 ([`sequential`]), the reference the tests hold
+    /// [`TokenizerDfa::build`] to; `Unsupported` where sequential passes are not exact
+    /// ([`MergeTable::sequential_passes_are_exact`]).
+    pub fn build_sequential(vocab: &Vocabulary) -> Result<TokenizerDfa> {
+        if let Some(reason) = vocab.canonical_unsupported_reason() {
+            return Err(Error::Unsupported(reason.to_string()));
+        }
+        if !MergeTable::sequential_passes_are_exact(vocab.merges()) {
+            return Err(Error::Unsupported(
+                "Algorithm 3 needs a well-ordered merge table with one producer per token".into(),
+            ));
+        }
+        let started = Instant::now();
+        let words = Derivations::compute(vocab, &MergeTable::new(vocab.merges()));
+        let mut dfa = Self::from_sequential(vocab, &words.emittable)?;
         dfa.build_seconds = started.elapsed().as_secs_f64();
         Ok(dfa)
     }
@@ -198,16 +214,6 @@ impl TokenizerDfa {
         });
         let ClassInterner { class_of, forbidden, pairs, .. } = classes;
         Self::assemble(vocab, Construction::PriorityTimeline, class_of, forbidden, pairs, None)
-    }
-
-    /// Same as [`TokenizerDfa::build`] but forcing the priority-timeline construction (tests).
-    pub fn build_priority_timeline(vocab: &Vocabulary) -> Result<TokenizerDfa> {
-        if let Some(reason) = vocab.canonical_unsupported_reason() {
-            return Err(Error::Unsupported(reason.to_string()));
-        }
-        let table = MergeTable::new(vocab.merges());
-        let words = Derivations::compute(vocab, &table);
-        Self::from_priority_timeline(vocab, &table, &words)
     }
 
     /// Algorithm 3 ([`sequential`]): its states' sets become classes in token order, each
@@ -411,9 +417,15 @@ mod tests {
         alone(t1) && alone(t2) && w == [t1, t2]
     }
 
-    fn check_all_pairs(tokens: &[&str], merges: &[(&str, &str)]) {
+    /// Checks every pair against the brute force in each construction that applies; returns
+    /// how many did.
+    fn check_all_pairs(tokens: &[&str], merges: &[(&str, &str)]) -> usize {
         let vocab = Vocabulary::char_bpe_for_tests(tokens, merges).unwrap();
-        for dfa in [TokenizerDfa::build(&vocab).unwrap(), TokenizerDfa::build_priority_timeline(&vocab).unwrap()] {
+        let mut dfas = vec![TokenizerDfa::build(&vocab).unwrap()];
+        let sequential = TokenizerDfa::build_sequential(&vocab);
+        assert_eq!(sequential.is_ok(), MergeTable::sequential_passes_are_exact(vocab.merges()));
+        dfas.extend(sequential.ok());
+        for dfa in &dfas {
             let n = tokens.len() as u32;
             for t1 in 0..n {
                 let q = dfa.step(dfa.initial(), t1);
@@ -430,6 +442,7 @@ mod tests {
                 }
             }
         }
+        dfas.len()
     }
 
     #[test]
@@ -526,20 +539,37 @@ mod tests {
 
     #[test]
     fn blog_table() {
-        check_all_pairs(&["a", "b", "c", "ab", "aa", "ac"], &[("a", "b"), ("a", "a"), ("a", "c")]);
+        let both = check_all_pairs(&["a", "b", "c", "ab", "aa", "ac"], &[("a", "b"), ("a", "a"), ("a", "c")]);
+        assert_eq!(both, 2, "a well-ordered table: Algorithm 3 applies too");
     }
 
     #[test]
     fn chains_and_aa() {
-        check_all_pairs(
+        let both = check_all_pairs(
             &["a", "b", "c", "ab", "abc", "aa", "aaaa"],
             &[("a", "b"), ("ab", "c"), ("a", "a"), ("aa", "aa")],
         );
+        assert_eq!(both, 2);
     }
 
     #[test]
     fn parts_created_later() {
-        check_all_pairs(&["b", "c", "d", "cd", "bcd", "bc"], &[("b", "cd"), ("b", "c"), ("c", "d")]);
-        check_all_pairs(&["a", "b", "ab", "aab", "aa"], &[("a", "ab"), ("a", "a"), ("a", "b")]);
+        // Not well-ordered: only the priority-timeline construction is exact.
+        assert_eq!(check_all_pairs(&["b", "c", "d", "cd", "bcd", "bc"], &[("b", "cd"), ("b", "c"), ("c", "d")]), 1);
+        assert_eq!(check_all_pairs(&["a", "b", "ab", "aab", "aa"], &[("a", "ab"), ("a", "a"), ("a", "b")]), 1);
+    }
+
+    /// On a real well-ordered table (GPT-2's 50,000 merges) both constructions give the same
+    /// classes and sets.
+    #[test]
+    fn algorithm3_equals_priority_timeline_on_gpt2() {
+        let path = crate::testing::shared_dir().join("tokenizers/gpt2/tokenizer.json");
+        let json =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (set PROPERTOK_SHARED)", path.display()));
+        let vocab = Vocabulary::from_json(&json, None, None).unwrap();
+        let (a, b) = (TokenizerDfa::build(&vocab).unwrap(), TokenizerDfa::build_sequential(&vocab).unwrap());
+        assert_eq!((a.construction(), b.construction()), (Construction::PriorityTimeline, Construction::Algorithm3));
+        assert_eq!(a.class_of, b.class_of);
+        assert_eq!(a.forbidden, b.forbidden);
     }
 }

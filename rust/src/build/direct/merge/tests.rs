@@ -766,14 +766,6 @@ fn random_same_heavy_tables() {
 
 // ---- real tables (ignored: reads the shared corpus, prints timings) ---------------------
 
-/// `$PROPERTOK_SHARED`, default `../shared` next to the repository.
-fn shared_dir() -> std::path::PathBuf {
-    match std::env::var("PROPERTOK_SHARED") {
-        Ok(p) if !p.is_empty() => p.into(),
-        _ => std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join("shared"),
-    }
-}
-
 /// The regex's DFA over a character-level BPE's base symbols (characters absent from the
 /// vocabulary are left out: no byte fallback here).
 fn char_base_dfa(regex: &str, vocab: &crate::tokenizer::vocab::Vocabulary) -> (TokenDfa, FxHashMap<u32, Vec<u32>>) {
@@ -856,7 +848,7 @@ fn real_tables_timing() {
         ("json_string", r#""([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*""#),
     ];
     for name in ["mistral7b", "llama2"] {
-        let path = shared_dir().join("tokenizers").join(name).join("tokenizer.json");
+        let path = crate::testing::shared_dir().join("tokenizers").join(name).join("tokenizer.json");
         let Ok(json) = std::fs::read_to_string(&path) else {
             eprintln!("skipped: {} not found", path.display());
             return;

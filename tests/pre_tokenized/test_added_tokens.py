@@ -26,8 +26,10 @@ Coder and Command-R exact.
 Every tokenizer of MANIFEST.json is walked (exact, or refused naming a component) by
 ``test_byte_level.py::test_every_shared_tokenizer_is_exact_or_says_why``, its verdicts pinned.
 
-Command-R's tokenizer DFA takes ~150 s and ~14 GB to build: its oracle tests here run only with
-``PROPERTOK_COSTLY_TOKENIZERS=1`` or ``PROPERTOK_FULL_ORACLE=1`` (``pretok_support.skip_if_costly``).
+Command-R's guide of ``(?s:.*)`` cannot give the mask after ``<`` ``|`` (the start of its added
+tokens' text): one liveness search there passes 250,000 nodes (``max_product_states``) after
+~80 s. ``test_random_pairs_and_triples`` is a strict expected failure for Command-R until that is
+fixed.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import zlib
 from typing import Optional
 
 import pytest
+from propertok import LimitExceeded
 
 from helpers import check_walks, enumerate_sequences, walk
 from oracle import require_shared, tokenizer_path
@@ -206,7 +209,12 @@ def utf8_or_none(o, seq):
         return None
 
 
-@pytest.mark.parametrize("slug", SLUGS)
+@pytest.mark.parametrize("slug", [
+    pytest.param(s, marks=pytest.mark.xfail(strict=True, raises=LimitExceeded,
+                                            reason="the mask after '<' '|' exceeds the liveness-search limit"))
+    if s == "command-r" else s
+    for s in SLUGS
+])
 def test_random_pairs_and_triples(exact, slug, record_property):
     tut = exact(slug)
     o = tut.oracle

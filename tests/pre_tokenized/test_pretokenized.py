@@ -32,7 +32,7 @@ The ``(?s:.*)`` guide (and the tests and checks that use it) is compiled for the
 tokenizers by default, for every byte-level tokenizer with ``PROPERTOK_FULL_ORACLE=1`` or
 ``PROPERTOK_PAIR_SAMPLES`` set; it is compiled in a child process (its compile can peak at several
 GB) and loaded with ``guide_from_bytes``. A supported tokenizer whose tokenizer DFA is too costly
-to build by default (``pretok_support.COSTLY_TOKENIZER_DFA``: Command-R) is tested only with
+to build by default (``pretok_support.COSTLY_TOKENIZER_DFA``, none at present) is tested only with
 ``PROPERTOK_COSTLY_TOKENIZERS=1`` (or ``PROPERTOK_FULL_ORACLE=1``). The tests run grouped by tokenizer (conftest.py), and a
 tokenizer's compiler and guides are dropped when the next one starts.
 
@@ -113,7 +113,7 @@ def byte_level(tokenizer_under_test):
 
     def get(slug):
         if not _refused_cheaply(tokenizer_under_test(slug)):
-            skip_if_costly(slug)  # Command-R: only with PROPERTOK_COSTLY_TOKENIZERS=1
+            skip_if_costly(slug)  # a tokenizer of COSTLY_TOKENIZER_DFA: only with PROPERTOK_COSTLY_TOKENIZERS=1
         tut = tokenizer_under_test(slug)
         for other in [o for o in used if o != slug]:  # the tests run grouped by tokenizer (conftest)
             release(used.pop(other))

@@ -48,7 +48,7 @@
 //! priority-timeline workers hand their chunks over in order. Never holding every token's set
 //! at once took the peak of a build from 3.3 to 1.1 GB for Llama 3 (380 M forbidden ids counted
 //! per token against 115 M distinct); storing the interned sets as runs
-//! ([`forbidden_sets`]) took it to 0.26 GB, and o200k's, once Algorithm 3 was no longer used,
+//! (`forbidden_sets`) took it to 0.26 GB, and o200k's, once Algorithm 3 was no longer used,
 //! from 3.0 to 0.36 GB.
 //!
 //! # Tokens that can never be emitted
@@ -120,9 +120,10 @@ pub struct TokenizerDfa {
 pub type TokState = u32;
 
 /// Tokens fused into classes by equal forbidden sets, interned by their hash (a collision is
-/// resolved by comparing the sets). Sets arrive as ascending ranks (`ForbiddenSets::ranks`). Class 0 is the empty set (the state at the start of a
-/// continuation); other classes are numbered in the order tokens are added, so adding them in
-/// token order gives the same numbering however the sets were computed.
+/// resolved by comparing the sets). Sets arrive as ascending ranks (`ForbiddenSets::ranks`).
+/// Class 0 is the empty set (the state at the start of a continuation); other classes are
+/// numbered in the order tokens are added, so adding them in token order gives the same
+/// numbering however the sets were computed.
 struct ClassInterner {
     class_of: Vec<u32>,
     forbidden: ForbiddenSets,

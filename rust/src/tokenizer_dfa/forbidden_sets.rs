@@ -143,10 +143,9 @@ impl ForbiddenSets {
     }
 
     /// The ranks of the tokens: ids sorted by their bytes (ties by id).
-    pub(crate) fn lexicographic_order(num_tokens: usize, bytes: impl Fn(u32) -> Vec<u8>) -> Vec<u32> {
-        let keys: Vec<Vec<u8>> = (0..num_tokens as u32).map(bytes).collect();
+    pub(crate) fn lexicographic_order<'a>(num_tokens: usize, bytes: impl Fn(u32) -> &'a [u8]) -> Vec<u32> {
         let mut order: Vec<u32> = (0..num_tokens as u32).collect();
-        order.sort_by(|&a, &b| keys[a as usize].cmp(&keys[b as usize]).then(a.cmp(&b)));
+        order.sort_by(|&a, &b| bytes(a).cmp(bytes(b)).then(a.cmp(&b)));
         order
     }
 
@@ -356,12 +355,6 @@ impl<'a> ForbiddenSet<'a> {
         self.for_each(|t| ids.push(t));
         ids.sort_unstable();
         ids
-    }
-
-    /// Clears the set's tokens from the bitset `out`.
-    #[inline]
-    pub fn clear_from(&self, out: &mut [u32]) {
-        self.for_each(|t| out[(t >> 5) as usize] &= !(1 << (t & 31)));
     }
 }
 

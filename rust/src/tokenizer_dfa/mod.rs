@@ -77,6 +77,7 @@ use crate::tokenizer::vocab::Vocabulary;
 pub use crate::tokenizer_dfa::forbidden_sets::ForbiddenSet;
 use crate::tokenizer_dfa::forbidden_sets::{ForbiddenBits, ForbiddenSets};
 use crate::util::bitset;
+use crate::util::token_set::TokenFilter;
 
 /// No class: the token is never emitted (or is a byte-fallback token, see `byte_of_token`).
 pub const NO_CLASS: u32 = u32::MAX;
@@ -135,7 +136,7 @@ struct ClassInterner {
 impl ClassInterner {
     fn new(vocab: &Vocabulary) -> ClassInterner {
         let n = vocab.num_tokens();
-        let order = ForbiddenSets::lexicographic_order(n, |t| vocab.token_bytes(t).to_vec());
+        let order = ForbiddenSets::lexicographic_order(n, |t| vocab.token_bytes(t));
         let mut classes = ClassInterner {
             class_of: vec![NO_CLASS; n],
             forbidden: ForbiddenSets::new(order),

@@ -30,7 +30,7 @@ pub trait TokenFilter {
     /// a data-dependent branch.
     #[inline]
     fn clear_from(&self, out: &mut [u32]) {
-        self.for_each(|t| out[(t >> 5) as usize] &= !(1 << (t & 31)));
+        self.for_each(|t| bitset::clear(out, t as usize));
     }
 }
 
@@ -49,6 +49,10 @@ impl TokenFilter for [u32] {
         for &t in self {
             f(t);
         }
+    }
+    #[inline]
+    fn clear_from(&self, out: &mut [u32]) {
+        bitset::clear_sorted(out, self);
     }
 }
 

@@ -42,7 +42,6 @@ import zlib
 from typing import Optional
 
 import pytest
-from propertok import LimitExceeded
 
 from helpers import check_walks, enumerate_sequences, walk
 from oracle import require_shared, tokenizer_path
@@ -209,12 +208,7 @@ def utf8_or_none(o, seq):
         return None
 
 
-@pytest.mark.parametrize("slug", [
-    pytest.param(s, marks=pytest.mark.xfail(strict=True, raises=LimitExceeded,
-                                            reason="the mask after '<' '|' exceeds the liveness-search limit"))
-    if s == "command-r" else s
-    for s in SLUGS
-])
+@pytest.mark.parametrize("slug", SLUGS)
 def test_random_pairs_and_triples(exact, slug, record_property):
     tut = exact(slug)
     o = tut.oracle

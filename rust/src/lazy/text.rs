@@ -50,8 +50,16 @@ pub(crate) type TextId = u32;
 
 /// A text state `(regex state, pre-tokenizer state, added-token prefix, normal form)`, packed
 /// in 128 bits.
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TextKey(u128);
+
+impl std::fmt::Debug for TextKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.n();
+        let n = if n == NOT_A_PREFIX { "-".to_string() } else { n.to_string() };
+        write!(f, "TextKey(q {}, m {}, n {}, f {}, partial {})", self.q(), self.m(), n, self.f(), self.partial())
+    }
+}
 
 impl TextKey {
     #[inline]

@@ -813,3 +813,52 @@ fn added_tokens_full_exploration_sizes() {
         }
     }
 }
+
+/// No state the machine keeps leads on without ever reaching an accepted end: with added
+/// tokens, a segment the later stages refuted as a gap dies once its text leaves every content
+/// (it used to live on as a sink that took every byte; on Command-R a lazy guide searched
+/// 20,000 nodes in it before giving up).
+#[test]
+fn added_tokens_no_state_without_a_future() {
+    let cases: &[(&[&str], &[&str])] =
+        &[(&["<|YES_TOKEN|>", "<|NO_TOKEN|>"], STARCODER2), (&["<think>", "</think>", "中文"], GPT2)];
+    // (not DeepSeek V3's stages: a refuted guess about its digit groups can stay alive for a
+    // while, e.g. after a mark, with or without added tokens)
+    for &(added, later) in cases {
+        let mut m = added_machine(added, later);
+        let table = crate::pre_tokenizer::piece_table::PieceTable::explore(&mut m, 1_000_000).unwrap();
+        let n = table.num_states();
+        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+        let table = &table;
+        let successors = |s: u32| {
+            let bytes = (0..=255u8).map(move |b| table.byte(s, b));
+            bytes.chain((0..table.num_stages()).map(move |k| table.mark(s, k))).filter(|&t| t != DEAD)
+        };
+        for s in 0..n as u32 {
+            for to in successors(s) {
+                preds[to as usize].push(s);
+            }
+        }
+        let mut alive: Vec<bool> = (0..n as u32).map(|s| table.accepts_end(s)).collect();
+        let mut todo: Vec<u32> = (0..n as u32).filter(|&s| alive[s as usize]).collect();
+        while let Some(s) = todo.pop() {
+            for &p in &preds[s as usize] {
+                if !std::mem::replace(&mut alive[p as usize], true) {
+                    todo.push(p);
+                }
+            }
+        }
+        // (a few states inside a character whose every completion is refused have no
+        // successors at all: they cost nothing)
+        let zombies = (0..n as u32).filter(|&s| !alive[s as usize] && successors(s).next().is_some()).count();
+        assert_eq!(zombies, 0, "{added:?}: {zombies} of {n} states lead on but never to an accepted end");
+    }
+    // The case that was found: after "<|YES_TOKEN|" a space leaves the only content it could be.
+    let mut m = added_machine(&["<|YES_TOKEN|>"], STARCODER2);
+    let mut s = m.start();
+    for &b in b"<|YES_TOKEN|" {
+        s = m.byte(s, b).unwrap();
+        assert_ne!(s, DEAD);
+    }
+    assert_eq!(m.byte(s, b' ').unwrap(), DEAD);
+}

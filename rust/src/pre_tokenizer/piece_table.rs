@@ -6,6 +6,12 @@
 //! (by bytes and marks) already explored: its transitions are plain array reads, so walks need
 //! no lock and no mutation. Built once per tokenizer and shared.
 //!
+//! Exploration also trims: a transition into a state from which no correctly marked text can
+//! end is [`DEAD`], so `DEAD` is exact here where the lazy machine only refutes a guess when
+//! its text does: 186 of DeepSeek V3's 3,389 states lead on without ever ending (a boundary
+//! placed where its digit groups or a look-ahead will refute it), 22 of DeepSeek LLM's, 3 of
+//! Falcon's. A lazy guide's searches then never walk into a region that only looks alive.
+//!
 //! # Costs
 //! `states × 256` byte entries plus `states × stages` mark entries, 4 bytes each: real
 //! pre-tokenizers explore to 700–3,400 states (2.7–14 MB with 4 stages or fewer)... in tens of
@@ -68,12 +74,45 @@ impl PieceTable {
             }
             accepts_end.push(machine.accepts_end(m)?);
         }
-        Ok(PieceTable {
+        let mut table = PieceTable {
             stages,
             bytes: bytes.into_boxed_slice(),
             marks: marks.into_boxed_slice(),
             accepts_end: accepts_end.into_boxed_slice(),
-        })
+        };
+        table.trim();
+        Ok(table)
+    }
+
+    /// Sends every transition into a state with no accepted continuation to [`DEAD`] (see the
+    /// module docs).
+    fn trim(&mut self) {
+        let n = self.num_states();
+        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+        for (i, &to) in self.bytes.iter().enumerate() {
+            if to != DEAD {
+                preds[to as usize].push((i / 256) as u32);
+            }
+        }
+        for (i, &to) in self.marks.iter().enumerate() {
+            if to != DEAD {
+                preds[to as usize].push((i / self.stages) as u32);
+            }
+        }
+        let mut future = self.accepts_end.to_vec();
+        let mut todo: Vec<u32> = (0..n as u32).filter(|&s| future[s as usize]).collect();
+        while let Some(s) = todo.pop() {
+            for &p in &preds[s as usize] {
+                if !std::mem::replace(&mut future[p as usize], true) {
+                    todo.push(p);
+                }
+            }
+        }
+        for to in self.bytes.iter_mut().chain(self.marks.iter_mut()) {
+            if *to != DEAD && !future[*to as usize] {
+                *to = DEAD;
+            }
+        }
     }
 
     pub fn num_states(&self) -> usize {

@@ -206,7 +206,8 @@ class Compiler:
         ``max_byte_dfa_states`` (the regex's DFA), ``max_product_states`` (CartesianMerge's
         product search), ``max_direct_states`` / ``max_direct_transitions`` (explicit DFAs of
         ``direct``; ``auto`` falls back to cartesian past them), ``max_compile_seconds`` (wall
-        time of one compile, tokenizer DFA excluded; ``None`` = unlimited), ``max_guide_bytes``
+        time of one compile, tokenizer DFA excluded, and of each mask or step of a lazy guide that
+        builds new states; ``None`` = unlimited), ``max_guide_bytes``
         (estimated size of a guide's tables). ``max_mask_cache_bytes`` bounds the masks each guide
         caches while in use: past it masks are computed per request (same results, slower).
         Defaults (the README's Limits table): 250,000 byte-DFA states, 2,000,000 product states,

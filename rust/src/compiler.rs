@@ -236,7 +236,7 @@ impl Compiler {
 
     /// What every lazy guide of this tokenizer shares: the tokens a guide may use (as a trie and
     /// as a bitset), the lone tokens and their splits, the pre-tokenizer explored in full.
-    fn lazy_parts(&self) -> Result<&Arc<TokenizerParts>> {
+    pub(crate) fn lazy_parts(&self) -> Result<&Arc<TokenizerParts>> {
         self.lazy_parts
             .get_or_init(|| {
                 let tok = self.tokenizer_dfa()?.clone();

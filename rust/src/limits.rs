@@ -14,8 +14,9 @@
 //! typically well under a millisecond. The one step it cannot interrupt is regex-automata's
 //! determinisation, which is bounded by the byte DFA's state budget instead
 //! ([`crate::regex::byte_dfa`]). The tokenizer DFA, built once per `Compiler`, is not charged to
-//! any compile. Reading the clock costs ~20 ns; checks are placed where an iteration costs
-//! microseconds.
+//! any compile. A lazy guide, which builds states while it decodes, starts a clock of the same
+//! length for each call (`crate::lazy::engine`'s `Engine::timed`). Reading the clock costs
+//! ~20 ns; checks are placed where an iteration costs microseconds.
 
 use std::time::{Duration, Instant};
 
@@ -36,8 +37,9 @@ pub struct Limits {
     /// Transitions of an explicit (`direct`) token DFA; `auto` falls back to `cartesian` past it.
     /// Default [`DEFAULT_MAX_DIRECT_TRANSITIONS`].
     pub max_direct_transitions: usize,
-    /// Wall-clock seconds of one compile, tokenizer DFA excluded (`None`: unlimited). Default
-    /// [`DEFAULT_MAX_COMPILE_SECONDS`].
+    /// Wall-clock seconds of one compile, tokenizer DFA excluded (`None`: unlimited); also of
+    /// each call of a lazy guide (a mask, a step) while it settles states met for the first
+    /// time (`crate::lazy::engine`). Default [`DEFAULT_MAX_COMPILE_SECONDS`].
     pub max_compile_seconds: Option<f64>,
     /// Estimated bytes of a compiled product guide's tables (states, index, per-byte-state
     /// masks), checked during the product search. Default [`DEFAULT_MAX_GUIDE_BYTES`].
@@ -201,13 +203,20 @@ impl TokenDfaLimits {
 pub struct Deadline {
     started: Instant,
     limit: Option<Duration>,
+    /// What the clock times, for the error.
+    what: &'static str,
 }
 
 impl Deadline {
     /// A deadline `max_seconds` from now; `None` (or a non-finite value) means no limit.
     pub fn after_seconds(max_seconds: Option<f64>) -> Deadline {
         let limit = max_seconds.filter(|s| s.is_finite() && *s >= 0.0).map(Duration::from_secs_f64);
-        Deadline { started: Instant::now(), limit }
+        Deadline { started: Instant::now(), limit, what: "one compile" }
+    }
+
+    /// The same clock, timing `what` (named in the error: "wall-clock time of {what}").
+    pub fn timing(self, what: &'static str) -> Deadline {
+        Deadline { what, ..self }
     }
 
     /// No limit.
@@ -222,7 +231,7 @@ impl Deadline {
             Some(limit) if self.started.elapsed() > limit => Err(Error::LimitExceeded {
                 limit: "max_compile_seconds",
                 value: format!("{}", limit.as_secs_f64()),
-                what: format!("wall-clock time of one compile; it was still in {stage}"),
+                what: format!("wall-clock time of {}; it was still in {stage}", self.what),
             }),
             _ => Ok(()),
         }

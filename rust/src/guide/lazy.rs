@@ -32,7 +32,8 @@ impl LazyGuide {
         let vocab = parts.vocab.clone();
         let space =
             TextSpace::new(dfa, parts.pieces.clone(), parts.contents.clone(), parts.normal)?.with_tokens(tokens.len());
-        let engine = Engine::new(parts, space, limits.max_product_states, limits.max_guide_bytes);
+        let engine =
+            Engine::new(parts, space, limits.max_product_states, limits.max_guide_bytes, limits.max_compile_seconds);
         let automaton = LazyAutomaton::new(engine, tokens)?;
         Ok(Guide::new(Method::Cartesian, vocab, Automaton::Lazy(LazyGuide { automaton, limits }), 0))
     }

@@ -47,7 +47,7 @@ impl LazyAutomaton {
     pub(crate) fn new(engine: Engine, tokens: Vec<u32>) -> Result<LazyAutomaton> {
         debug_assert_eq!(tokens.len(), engine.space().num_tokens());
         let initial = engine.text_start(engine.start());
-        if !engine.live(initial)? {
+        if !engine.timed(|| engine.live(initial))? {
             return Err(Error::EmptyLanguage(
                 "no canonical token sequence spells a string of the regex (its strings are not representable by this tokenizer, or its pre-tokenizer never splits them so)".into(),
             ));
@@ -118,6 +118,10 @@ impl LazyAutomaton {
 
     /// The mask without EOS (see the module docs).
     pub(crate) fn write_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
+        self.engine.timed(|| self.fill_mask(state, out))
+    }
+
+    fn fill_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
         let engine = &self.engine;
         let parts = engine.parts();
         let (members, side) = self.members(state);
@@ -187,6 +191,10 @@ impl LazyAutomaton {
 
     /// The state after a non-EOS token, `None` when it is not allowed.
     pub(crate) fn next_state(&self, state: u32, token: u32) -> Result<Option<u32>> {
+        self.engine.timed(|| self.step(state, token))
+    }
+
+    fn step(&self, state: u32, token: u32) -> Result<Option<u32>> {
         let engine = &self.engine;
         let parts = engine.parts();
         let tok = &*parts.tok;

@@ -48,8 +48,13 @@
 //! state takes a slice and only the exit tokens are walked); a search visits the
 //! nodes between its start and the nearest live node, groups in order of the regex's distance to
 //! acceptance. Limits: `max_product_states` bounds the text states and the nodes of one search,
-//! `max_guide_bytes` the memo's bytes (text states, facts, first-token sets, ways).
+//! `max_guide_bytes` the memo's bytes (text states, facts, first-token sets, ways), and
+//! `max_compile_seconds` the wall time of one call of the guide ([`Engine::timed`]: a mask, a
+//! step, the initial state), checked before each trie walk and each node a search adds.
+//! Before that clock, a Command-R guide gave up on `max_product_states` after ~80 s in a region
+//! of the pre-tokenizer that only looked alive (since trimmed, `crate::pre_tokenizer::piece_table`).
 
+use std::cell::Cell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
@@ -59,6 +64,7 @@ use super::groups::{GroupCache, Groups, Mapped, Walked};
 use super::slice::{SliceInputs, SliceUse, Slices};
 use super::text::{Step, TextId, TextKey, TextSpace, WaySearch};
 use crate::error::{Error, Result};
+use crate::limits::Deadline;
 use crate::pre_tokenizer::normal_form::NormalForm;
 use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::ContentTrie;
@@ -198,7 +204,25 @@ pub(crate) struct Engine {
     sliced: AtomicUsize,
     max_states: usize,
     max_bytes: usize,
+    /// Wall-clock seconds of one call ([`Engine::timed`]; `None`: unlimited).
+    max_seconds: Option<f64>,
     bytes: AtomicUsize,
+}
+
+thread_local! {
+    /// The clock of the guide call this thread is inside ([`Engine::timed`]). Per thread, not
+    /// per engine: a call's work runs on its caller's thread, and every engine method it
+    /// reaches reads the clock without it being passed through each of them.
+    static CALL_DEADLINE: Cell<Option<Deadline>> = const { Cell::new(None) };
+}
+
+/// Clears the thread's clock when the outermost timed call ends, even by a panic.
+struct ClockGuard;
+
+impl Drop for ClockGuard {
+    fn drop(&mut self) {
+        CALL_DEADLINE.with(|d| d.set(None));
+    }
 }
 
 /// How far a probe looks along a shortest way to acceptance (longer tokens are not tried), and
@@ -219,7 +243,15 @@ const WITNESS_MIN_CLASSES: usize = 8;
 const BYTES_PER_ENTRY: usize = 48;
 
 impl Engine {
-    pub(crate) fn new(parts: Arc<TokenizerParts>, space: TextSpace, max_states: usize, max_bytes: usize) -> Engine {
+    /// An engine over `space`, with the limits of one guide: `max_states` (text states, nodes of
+    /// one search), `max_bytes` (the memo), `max_seconds` (one call, see [`Engine::timed`]).
+    pub(crate) fn new(
+        parts: Arc<TokenizerParts>,
+        space: TextSpace,
+        max_states: usize,
+        max_bytes: usize,
+        max_seconds: Option<f64>,
+    ) -> Engine {
         let engine = Engine {
             parts,
             space,
@@ -233,6 +265,7 @@ impl Engine {
             sliced: AtomicUsize::new(0),
             max_states,
             max_bytes,
+            max_seconds,
             bytes: AtomicUsize::new(0),
         };
         engine.texts.intern(&engine.space.start(), usize::MAX).expect("no limit on the first text state");
@@ -241,6 +274,26 @@ impl Engine {
 
     pub(crate) fn max_states(&self) -> usize {
         self.max_states
+    }
+
+    /// Runs `call`, one call of the guide, on a clock of `max_seconds`: the work it does past
+    /// that (trie walks and searches for states met for the first time) stops with
+    /// `LimitExceeded(max_compile_seconds)`. Facts recorded before stay true, so the guide stays
+    /// usable. A call inside another keeps the outer clock.
+    pub(crate) fn timed<T>(&self, call: impl FnOnce() -> Result<T>) -> Result<T> {
+        if CALL_DEADLINE.with(|d| d.get().is_some()) {
+            return call();
+        }
+        let deadline = Deadline::after_seconds(self.max_seconds).timing("one call of a lazy guide");
+        CALL_DEADLINE.with(|d| d.set(Some(deadline)));
+        let _guard = ClockGuard;
+        call()
+    }
+
+    /// `Err(LimitExceeded)` once the clock of the current call ([`Engine::timed`]) has run out.
+    #[inline]
+    fn check_clock(&self, stage: &str) -> Result<()> {
+        CALL_DEADLINE.with(|d| d.get().map_or(Ok(()), |deadline| deadline.check(stage)))
     }
     pub(crate) fn parts(&self) -> &TokenizerParts {
         &self.parts
@@ -351,6 +404,7 @@ impl Engine {
         if let Some(groups) = self.groups.get(z) {
             return Ok(groups);
         }
+        self.check_clock("a trie walk of a text state met for the first time")?;
         let key = self.key(z);
         let tok = &*self.parts.tok;
         let mut walked = Walked::default();
@@ -739,6 +793,7 @@ impl Engine {
                         self.record(w, false)?;
                         continue;
                     }
+                    self.check_clock("a liveness search")?;
                     if nodes.len() >= self.max_states {
                         return Err(Error::LimitExceeded {
                             limit: "max_product_states",

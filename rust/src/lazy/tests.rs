@@ -4,7 +4,9 @@
 
 use std::sync::Arc;
 
+use crate::guide::lazy::LazyGuide;
 use crate::guide::{Guide, Method};
+use crate::regex::byte_dfa::ByteDfa;
 use crate::tokenizer::vocab::Vocabulary;
 use crate::{Compiler, Error, Limits};
 
@@ -110,6 +112,32 @@ fn the_state_limit_is_reported_by_name() {
         Err(Error::LimitExceeded { limit: "max_product_states", .. }) => {}
         other => panic!("expected LimitExceeded(max_product_states), got {:?}", other.err()),
     }
+}
+
+/// `max_compile_seconds` also times each call of a lazy guide: one that must walk or search
+/// past it stops with `LimitExceeded` naming the limit and the call, not a wrong mask.
+#[test]
+fn a_call_past_its_clock_is_reported_by_name() {
+    let compiler = Compiler::new(mistral(), Limits::default());
+    let parts = compiler.lazy_parts().unwrap().clone();
+    let compile = |seconds| {
+        let limits = Limits { max_compile_seconds: seconds, ..Limits::default() };
+        LazyGuide::compile(parts.clone(), ByteDfa::from_regex(REGEX, 100_000).unwrap(), Vec::new(), limits)
+    };
+    let unlimited = compile(None).unwrap();
+    assert!(!unlimited.mask(unlimited.initial_state()).unwrap().is_empty());
+    // A fresh guide's first mask walks the trie from the start state: past a clock of 0 s.
+    let outcome = compile(Some(0.0)).and_then(|g| g.mask(g.initial_state()).map(|m| m.len()));
+    match outcome {
+        Err(Error::LimitExceeded { limit: "max_compile_seconds", what, .. }) => {
+            assert!(what.contains("one call of a lazy guide"), "{what}");
+        }
+        other => panic!("expected LimitExceeded(max_compile_seconds), got {other:?}"),
+    }
+    // Calls on other threads, and later calls on this one, have clocks of their own.
+    let generous = Arc::new(compile(Some(60.0)).unwrap());
+    let walk = unlimited.random_walk(5, 30).unwrap();
+    assert_eq!(masks_along(&generous, &walk), masks_along(&unlimited, &walk));
 }
 
 /// A token sequence the guide allows that spells `text` from `state` (longest tokens first).

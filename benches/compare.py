@@ -49,7 +49,6 @@ import multiprocessing as mp
 import os
 import platform
 import random
-import re
 import subprocess
 import sys
 import time

@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tokenizers import Regex, Tokenizer, pre_tokenizers
+from tokenizers import Regex, pre_tokenizers
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKENIZERS = Path(os.environ.get("PROPERTOK_TOKENIZERS", "/work/shared/tokenizers"))

@@ -33,6 +33,13 @@
 //! together hold every token of the text state with its successor, exactly as a full walk would
 //! ([`crate::lazy::groups`]); tests compare the two.
 //!
+//! A DFA determinized on demand is not minimal: two byte strings that reach one slice state may
+//! lead the regex to two distinct states with the same future (a character's lead bytes take
+//! different NFA states to the same position). The map then keeps the first, once a small
+//! search has proved the two equivalent ([`equivalent`]); a token's group may name that state
+//! where its walk gives the other, which changes which text state a fact is recorded at, never
+//! a mask (every answer depends on the regex state only through its future).
+//!
 //! # With a normalizer
 //! The normal form is a component of the text state (`crate::lazy::text`), and it differs after
 //! almost every letter (after `e` an acute accent would compose, after `q` it would not), so a
@@ -324,12 +331,46 @@ pub(crate) fn simulate(slice: &ByteDfa, dfa: &TextRegex, q: u32) -> Option<Vec<u
                     phi[s2 as usize] = r2;
                     todo.push(s2);
                 }
-                known if known != r2 => return None,
+                known if known != r2 && !equivalent(dfa, known, r2) => return None,
                 _ => {}
             }
         }
     }
     Some(phi)
+}
+
+/// Pairs of regex states [`equivalent`] may visit before it gives up. Small: a slice is found
+/// on the way to a first mask, and states that differ only inside one character converge within
+/// a few bytes; with 4,096, `Github_easy/o58906`'s counted strings spent 79 ms proving pairs
+/// that never converge (Mistral-7B).
+const MAX_EQUIVALENCE_PAIRS: usize = 64;
+
+/// Whether regex states `a` and `b` take exactly the same byte strings to acceptance, so that a
+/// slice may pair either with one slice state: a search over the pairs of states the same bytes
+/// lead them to (one byte per class), failing on a pair where one accepts and the other does
+/// not, where only one is dead, or past [`MAX_EQUIVALENCE_PAIRS`] pairs. A minimal DFA has no
+/// distinct equivalent states; a DFA determinized on demand does (a character's UTF-8 lead
+/// bytes reach the same position by different NFA states), and without this check
+/// `Github_easy/o58906`'s counted strings took no slice: 23 ms for one mask on Mistral-7B.
+fn equivalent(dfa: &TextRegex, a: u32, b: u32) -> bool {
+    if dfa.as_dfa().is_some() {
+        return false; // minimal: distinct states differ
+    }
+    let mut seen_classes = [false; 256];
+    let bytes: Vec<u8> =
+        (0..=255u8).filter(|&c| !std::mem::replace(&mut seen_classes[dfa.byte_class(c) as usize], true)).collect();
+    let mut seen = rustc_hash::FxHashSet::default();
+    let mut todo = vec![(a, b)];
+    while let Some((x, y)) = todo.pop() {
+        if x == y || !seen.insert((x.min(y), x.max(y))) {
+            continue;
+        }
+        if x == DEAD || y == DEAD || dfa.is_accepting(x) != dfa.is_accepting(y) || seen.len() > MAX_EQUIVALENCE_PAIRS {
+            return false;
+        }
+        todo.extend(bytes.iter().map(|&c| (dfa.next(x, c), dfa.next(y, c))));
+    }
+    true
 }
 
 /// The map of a counted use of `slice` by regex state `q` of `dfa` (see [`SliceUse`]): for every
@@ -378,7 +419,7 @@ pub(crate) fn simulate_counted(slice: &ByteDfa, max_chars: usize, dfa: &TextRege
                     *seen = r2;
                     todo.push((s2, k2));
                 }
-                known if *known != r2 => return None,
+                known if *known != r2 && !equivalent(dfa, *known, r2) => return None,
                 _ => {}
             }
         }

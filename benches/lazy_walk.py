@@ -3,6 +3,7 @@
 
     python benches/lazy_walk.py --glaive 40                 # 40 sampled Glaiveai2K regexes
     python benches/lazy_walk.py --github 30 --tokenizer qwen2
+    python benches/lazy_walk.py --ids Github_easy/o58906 --tokenizer mistral7b
 
 For an A/B of a change: build each version, run this back to back on each, compare. Inputs are
 ``compare.py``'s (same seed, same canonical document paths); each schema gets a fresh lazy guide
@@ -28,9 +29,10 @@ def main():
     ap.add_argument("--github", type=int, default=0)
     ap.add_argument("--tokenizer", default="llama3")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ids", default="", help="comma-separated schema ids instead of the sample")
     ap.add_argument("--slow", type=float, default=10.0, help="report steps over this many ms")
     a = ap.parse_args()
-    items = compare.sample_items(a.glaive, a.github, a.seed)
+    items = compare.sample_items(a.glaive, a.github, a.seed, [x for x in a.ids.split(",") if x])
     paths, _, _ = compare.canonical_paths(items, compare.load_oracle_module(), a.tokenizer, 1)
     compiler = pt.Compiler(pt.Vocabulary.from_file(str(compare.tokenizer_path(a.tokenizer))))
     steps, first, built, failed = [], [], [], 0

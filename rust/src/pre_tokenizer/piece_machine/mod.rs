@@ -697,20 +697,18 @@ impl PieceMachine {
                     if self.added.is_some() && j > 0 {
                         // Not a gap: the segment can only be an added token's match.
                         stages[1..].fill(DEAD);
-                        dead = seg == NOT_ADDED;
                     } else {
                         dead = true;
                     }
                     break;
                 }
             }
-            // Suspended before this character, the segment can still only be a match: once its
-            // text leaves every content, no continuation is accepted (without this the state
-            // lived on, a sink that accepted every byte, and a lazy guide on Command-R searched
-            // 20,000 nodes in it class by class before giving up on `max_product_states`).
-            if self.added.is_some() && seg == NOT_ADDED && stages.len() > 1 && stages[1..].iter().all(|&s| s == DEAD) {
-                dead = true;
-            }
+            // Suspended (at this character or before), the segment can only be a match: once its
+            // text leaves every content, nothing is accepted. (Checked only at suspension, a
+            // segment suspended earlier lived on as a sink that took every byte, and a lazy
+            // guide on Command-R searched 20,000 nodes in it before giving up.)
+            let suspended = self.added.is_some() && stages.len() > 1 && stages[1..].iter().all(|&s| s == DEAD);
+            dead |= suspended && seg == NOT_ADDED;
             if dead {
                 DEAD
             } else {

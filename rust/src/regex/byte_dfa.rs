@@ -1,14 +1,16 @@
 //! Regex → trimmed byte-level DFA.
 //!
 //! A [`ByteDfa`] recognises the UTF-8 encodings of the strings that match a regex *in full*
-//! (the whole string, not a substring). It is built with `regex-automata`: the pattern is
-//! parsed with `regex-syntax` (so unsupported features get a precise error before any
-//! automaton is built), compiled to a Thompson NFA and determinised into a dense DFA with
-//! `MatchKind::All` (every match, not leftmost-first, so that `a|ab` accepts both), an
-//! anchored start, and minimised (Hopcroft): outlines-style JSON regexes repeat the same
-//! tails (`[ ]?`, string bodies), and every byte state saved here saves one state per tokenizer
-//! class in the CartesianMerge product (about half of them on glaive schemas). We then copy the
-//! part of that DFA reachable from the start into our own table and trim it.
+//! (the whole string, not a substring). The pattern is parsed with `regex-syntax` (so
+//! unsupported features get a precise error before any automaton is built) and compiled to a
+//! Thompson NFA by `regex-automata`; the NFA is determinised with `MatchKind::All` semantics
+//! (every match, not leftmost-first, so that `a|ab` accepts both) from an anchored start, by our
+//! subset construction (`crate::regex::determinize`, 8× faster on glaive regexes) or, for a regex
+//! with look-around (`^`, `$`, `\b`), by regex-automata's dense DFA builder, whose reachable part
+//! is copied into our table. The result is trimmed, its byte classes merged where no state tells
+//! them apart, and minimised (Hopcroft): outlines-style JSON regexes repeat the same tails
+//! (`[ ]?`, string bodies), and every byte state saved here saves one state per tokenizer class
+//! in the CartesianMerge product (about half of them on glaive schemas).
 //!
 //! # Invariants
 //! * Every state is *relevant*: reachable from `start` and able to reach an accepting state
@@ -16,16 +18,23 @@
 //! * `regex-automata` reports a match one transition late (its match states are delayed by one
 //!   byte). Here a state is accepting when its end-of-input transition is a match, so
 //!   "accepting" means what the papers mean: the bytes read so far are in the language.
-//! * Transitions are over byte equivalence classes (bytes that no part of the regex
-//!   distinguishes share a class), `DEAD` where there is no transition.
+//! * Transitions are over byte equivalence classes, `DEAD` where there is no transition. Two
+//!   bytes share a class iff they lead every state to the same place (the NFA's classes, which
+//!   come from its edges, merged: the UTF-8 ranges of `\d` or `[^"\\]` split dozens of classes
+//!   that the minimal DFA never tells apart, 62 → 45 on average over 300 JSONSchemaBench
+//!   regexes).
+//! * Both determinisers give the same minimal DFA, table for table (tested on random regexes
+//!   and on the shared corpus in `crate::regex::determinize`).
 //!
 //! # Costs
 //! Determinisation is worst-case exponential in the pattern (`(a|b)*a(a|b){20}`); the build
 //! stops with [`Error::LimitExceeded`] once `4 * max_states` states are reached (the DFA
 //! before minimisation) or when the minimal DFA has more than `max_states`, and the memory
-//! regex-automata may use while determinising is capped accordingly. Minimisation (Hopcroft,
+//! the determiniser may use is capped accordingly. Minimisation (Hopcroft,
 //! `crate::regex::minimize`) costs `O(k · n · log n)` for `n` states and `k` byte classes. The table
-//! takes `4 * states * classes` bytes.
+//! takes `4 * states * classes` bytes. On 200 Glaiveai2K regexes (2 cores, median per regex):
+//! parse 96 µs, NFA 42 µs, determinise 73 µs, trim and merge 53 µs, minimise 135 µs
+//! (`benches/RESULTS.md`, "Stop 34").
 
 use regex_automata::{
     dfa::{dense, Automaton, StartKind},
@@ -36,6 +45,8 @@ use regex_automata::{
 use regex_syntax::{ast, hir::Hir};
 
 use crate::error::{Error, Result};
+use crate::regex::byte_nfa::ByteNfa;
+use crate::regex::determinize::{determinize, SubsetDfa, SubsetLimits};
 use crate::util::random::SplitMix64;
 
 /// Marks a missing transition.
@@ -43,6 +54,30 @@ pub const DEAD: u32 = u32::MAX;
 
 /// How many times `max_states` the determinised DFA may have before minimisation.
 const UNMINIMISED_FACTOR: usize = 4;
+
+/// What determinising one regex may take, from the user's `max_states` (on the minimal DFA).
+struct Budget {
+    max_states: usize,
+    /// The DFA is minimised after determinisation (see `partition`), so the determinised one
+    /// may be larger than the limit on the result: `UNMINIMISED_FACTOR` times more.
+    max_unminimised: usize,
+    /// The DFA's table: a dense state takes one 4-byte id per class (plus end of input), so
+    /// `max_unminimised` states fit in `max_unminimised * (classes + 1) * 4` bytes; this allows
+    /// about twice that, so an exponential DFA stops near the state limit instead of building
+    /// millions of states first.
+    table_bytes: usize,
+    /// The determiniser also keeps each state's set of NFA states: more room.
+    set_bytes: usize,
+}
+
+impl Budget {
+    fn of(nfa: &thompson::NFA, max_states: usize) -> Budget {
+        let max_unminimised = max_states.saturating_mul(UNMINIMISED_FACTOR);
+        let columns = nfa.byte_classes().alphabet_len() + 1;
+        let table_bytes = max_unminimised.saturating_mul(columns * 4 * 2).max(1 << 16);
+        Budget { max_states, max_unminimised, table_bytes, set_bytes: table_bytes.saturating_mul(4).max(64 << 20) }
+    }
+}
 
 /// A trimmed DFA over bytes. See the module docs for its invariants.
 #[derive(Clone, Debug)]
@@ -88,16 +123,32 @@ impl ByteDfa {
     /// (check [`ByteDfa::is_empty`]).
     pub fn from_hir(hir: &Hir, max_states: usize) -> Result<ByteDfa> {
         let nfa = thompson_nfa(hir, max_states)?;
-        // regex-automata's own memory while determinising, sized from the NFA's byte classes:
-        // a dense state takes one 4-byte id per class (plus end of input), so `max_states`
-        // states fit in `max_states * (classes + 1) * 4` bytes; the budget allows about twice
-        // that, so an exponential DFA stops near our state limit instead of building millions
-        // of states first.
-        // The DFA is minimised after determinisation (see `partition`), so the determinised one
-        // may be larger than the limit on the result: allow it `UNMINIMISED_FACTOR` times more.
-        let max_unminimised = max_states.saturating_mul(UNMINIMISED_FACTOR);
-        let columns = nfa.byte_classes().alphabet_len() + 1;
-        let byte_budget = max_unminimised.saturating_mul(columns * 4 * 2).max(1 << 16);
+        let budget = Budget::of(&nfa, max_states);
+        let full = if nfa.look_set_any().is_empty() {
+            Self::subset_construction(&nfa, &budget)?
+        } else {
+            Self::determinized_by_regex_automata(&nfa, &budget)?
+        };
+        Self::minimal(full, max_states)
+    }
+
+    /// Our subset construction (`crate::regex::determinize`), for NFAs without look-around.
+    fn subset_construction(nfa: &thompson::NFA, budget: &Budget) -> Result<ByteDfa> {
+        let value = budget.max_states.to_string();
+        let limits = SubsetLimits {
+            max_states: budget.max_unminimised,
+            // Each key is held twice (by id and in the map), 4 bytes an id.
+            max_key_ids: budget.set_bytes / 8,
+            limit: "max_byte_dfa_states",
+            value: &value,
+        };
+        let SubsetDfa { classes, num_classes, trans, accepting } = determinize(&ByteNfa::from_thompson(nfa), &limits)?;
+        Ok(ByteDfa { classes, num_classes, trans, accepting, start: 0, distance_to_accept: Vec::new() })
+    }
+
+    /// regex-automata's determiniser, which handles look-around (`^`, `$`, `\b`); its DFA
+    /// copied into our table.
+    fn determinized_by_regex_automata(nfa: &thompson::NFA, budget: &Budget) -> Result<ByteDfa> {
         let ra = dense::Builder::new()
             .configure(
                 dense::Config::new()
@@ -107,23 +158,45 @@ impl ByteDfa {
                     // took 100 s on one JSONSchemaBench regex (see `partition`).
                     .minimize(false)
                     .byte_classes(true)
-                    // The determiniser also keeps each state's set of NFA states: more room.
-                    .determinize_size_limit(Some(byte_budget.saturating_mul(4).max(64 << 20)))
-                    .dfa_size_limit(Some(byte_budget)),
+                    .determinize_size_limit(Some(budget.set_bytes))
+                    .dfa_size_limit(Some(budget.table_bytes)),
             )
-            .build_from_nfa(&nfa)
+            .build_from_nfa(nfa)
             .map_err(|e| {
                 if e.is_size_limit_exceeded() {
                     Error::LimitExceeded {
                         limit: "max_byte_dfa_states",
-                        value: max_states.to_string(),
+                        value: budget.max_states.to_string(),
                         what: "the regex's DFA is too large to determinise".into(),
                     }
                 } else {
                     Error::UnsupportedRegex(e.to_string())
                 }
             })?;
-        let minimal = Self::copy_trimmed(&ra, max_unminimised, max_states)?.minimized();
+        Self::copy(&ra, budget.max_unminimised, budget.max_states)
+    }
+
+    /// [`ByteDfa::from_hir`] through regex-automata's determiniser whatever the regex: the
+    /// reference our subset construction is tested against.
+    #[cfg(test)]
+    pub(crate) fn from_hir_by_regex_automata(hir: &Hir, max_states: usize) -> Result<ByteDfa> {
+        let nfa = thompson_nfa(hir, max_states)?;
+        Self::minimal(Self::determinized_by_regex_automata(&nfa, &Budget::of(&nfa, max_states))?, max_states)
+    }
+
+    /// Whether `other` has the same table: classes, transitions, start and accepting states.
+    #[cfg(test)]
+    pub(crate) fn same_table(&self, other: &ByteDfa) -> bool {
+        (self.classes, &self.trans, &self.accepting, self.start)
+            == (other.classes, &other.trans, &other.accepting, other.start)
+    }
+
+    /// The minimal DFA of `full` with the fewest byte classes, or `LimitExceeded` when it has
+    /// over `max_states` states.
+    fn minimal(full: ByteDfa, max_states: usize) -> Result<ByteDfa> {
+        // Classes merged before minimising (its cost is linear in them) and again after (two
+        // classes may differ only between equivalent states).
+        let minimal = full.trim().merged_classes().minimized().merged_classes();
         if minimal.num_states() > max_states {
             return Err(Error::LimitExceeded {
                 limit: "max_byte_dfa_states",
@@ -135,8 +208,8 @@ impl ByteDfa {
     }
 
     /// Copies the reachable states (at most `max_copied`; past it `LimitExceeded` names the
-    /// user's `max_states`) and trims them.
-    fn copy_trimmed(ra: &dense::DFA<Vec<u32>>, max_copied: usize, max_states: usize) -> Result<ByteDfa> {
+    /// user's `max_states`).
+    fn copy(ra: &dense::DFA<Vec<u32>>, max_copied: usize, max_states: usize) -> Result<ByteDfa> {
         use regex_automata::util::primitives::StateID;
         let ra_start = ra
             .start_state(&start::Config::new().anchored(Anchored::Yes))
@@ -188,30 +261,24 @@ impl ByteDfa {
             }
         }
         let accepting: Vec<bool> = order.iter().map(|&s| ra.is_match_state(ra.next_eoi_state(s))).collect();
-        let full = ByteDfa { classes, num_classes, trans, accepting, start: 0, distance_to_accept: Vec::new() };
-        Ok(full.trim())
+        Ok(ByteDfa { classes, num_classes, trans, accepting, start: 0, distance_to_accept: Vec::new() })
     }
 
-    /// The minimal DFA of the same language (Hopcroft, see `partition`), trimmed and renumbered.
-    /// Expects a trimmed DFA: every state live, so only the completing sink is dead.
+    /// The minimal DFA of the same language (`crate::regex::minimize`), trimmed and renumbered.
+    /// Expects a trimmed DFA: every state live, so none is equivalent to a missing transition.
     fn minimized(self) -> ByteDfa {
         let n = self.accepting.len();
         let k = self.num_classes;
         if n == 0 {
             return self;
         }
-        let sink = n as u32;
-        let mut complete: Vec<u32> = self.trans.iter().map(|&t| if t == DEAD { sink } else { t }).collect();
-        complete.extend(std::iter::repeat_n(sink, k));
-        let mut accepting = self.accepting.clone();
-        accepting.push(false);
-        let block = crate::regex::minimize::coarsest_partition(n + 1, k, &complete, &accepting);
-        // Dense ids for the blocks other than the sink's, and one representative each.
-        let mut id_of_block = vec![u32::MAX; n + 1];
+        let block = crate::regex::minimize::coarsest_partition_partial(n, k, &self.trans, &self.accepting, DEAD);
+        // Dense ids for the blocks, in the order of their first state, and one representative each.
+        let mut id_of_block = vec![u32::MAX; n];
         let mut representatives: Vec<usize> = Vec::new();
-        for s in 0..n {
-            let b = block[s] as usize;
-            if b != block[n] as usize && id_of_block[b] == u32::MAX {
+        for (s, &b) in block.iter().enumerate() {
+            let b = b as usize;
+            if id_of_block[b] == u32::MAX {
                 id_of_block[b] = representatives.len() as u32;
                 representatives.push(s);
             }
@@ -238,13 +305,20 @@ impl ByteDfa {
     fn trim(self) -> ByteDfa {
         let n = self.accepting.len();
         let k = self.num_classes;
-        let mut reverse: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for s in 0..n {
-            for c in 0..k {
-                let t = self.trans[s * k + c];
-                if t != DEAD {
-                    reverse[t as usize].push(s as u32);
-                }
+        // Predecessors as one array: those of `t` are `reverse[first[t]..first[t + 1]]`.
+        let mut first = vec![0u32; n + 1];
+        for &t in self.trans.iter().filter(|&&t| t != DEAD) {
+            first[t as usize + 1] += 1;
+        }
+        for t in 0..n {
+            first[t + 1] += first[t];
+        }
+        let mut fill = first.clone();
+        let mut reverse = vec![0u32; first[n] as usize];
+        for (i, &t) in self.trans.iter().enumerate() {
+            if t != DEAD {
+                reverse[fill[t as usize] as usize] = (i / k) as u32;
+                fill[t as usize] += 1;
             }
         }
         let mut dist = vec![u32::MAX; n];
@@ -256,7 +330,7 @@ impl ByteDfa {
             }
         }
         while let Some(s) = queue.pop_front() {
-            for &p in &reverse[s as usize] {
+            for &p in &reverse[first[s as usize] as usize..first[s as usize + 1] as usize] {
                 if dist[p as usize] == u32::MAX {
                     dist[p as usize] = dist[s as usize] + 1;
                     queue.push_back(p);
@@ -304,6 +378,48 @@ impl ByteDfa {
             start: 0,
             distance_to_accept: order.iter().map(|&s| dist[s as usize]).collect(),
         }
+    }
+
+    /// The same DFA with byte classes that lead every state to the same place merged into one:
+    /// a regex's classes come from its NFA's edges, and many of them (the UTF-8 ranges of `\d`
+    /// or `[^"\\]`) never lead anywhere different. Renumbers classes in byte order.
+    fn merged_classes(self) -> ByteDfa {
+        use std::hash::{Hash, Hasher};
+        let (n, k) = (self.accepting.len(), self.num_classes);
+        let table = &self.trans;
+        let column = |c: usize| (0..n).map(move |s| table[s * k + c]);
+        // Columns by hash, each compared in full with the kept columns of its hash.
+        let mut by_hash: rustc_hash::FxHashMap<u64, Vec<u8>> = Default::default();
+        let mut representatives: Vec<usize> = Vec::new();
+        let new_class: Vec<u8> = (0..k)
+            .map(|c| {
+                let mut hasher = rustc_hash::FxHasher::default();
+                column(c).for_each(|t| t.hash(&mut hasher));
+                let same = by_hash.entry(hasher.finish()).or_default();
+                match same.iter().find(|&&id| column(representatives[id as usize]).eq(column(c))) {
+                    Some(&id) => id,
+                    None => {
+                        let id = representatives.len() as u8;
+                        same.push(id);
+                        representatives.push(c);
+                        id
+                    }
+                }
+            })
+            .collect();
+        if representatives.len() == k {
+            return self;
+        }
+        let k2 = representatives.len();
+        let mut trans = Vec::with_capacity(n * k2);
+        for s in 0..n {
+            trans.extend(representatives.iter().map(|&c| self.trans[s * k + c]));
+        }
+        let mut classes = self.classes;
+        for c in classes.iter_mut() {
+            *c = new_class[*c as usize];
+        }
+        ByteDfa { classes, num_classes: k2, trans, ..self }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -447,23 +563,26 @@ impl ByteDfa {
 /// under 100 bytes of NFA per DFA state; this allows 1 KiB per allowed state.
 pub(crate) fn thompson_nfa(hir: &Hir, max_states: usize) -> Result<thompson::NFA> {
     let nfa_budget = max_states.saturating_mul(1 << 10).max(16 << 20);
-    thompson::Compiler::new()
-        .configure(
-            thompson::Config::new()
-                .utf8(true)
-                .shrink(true)
-                .which_captures(thompson::WhichCaptures::None)
-                .nfa_size_limit(Some(nfa_budget)),
-        )
-        .build_from_hir(hir)
-        .map_err(|e| match e.size_limit() {
-            Some(_) => Error::LimitExceeded {
-                limit: "max_byte_dfa_states",
-                value: max_states.to_string(),
-                what: format!("the regex's NFA exceeds {nfa_budget} bytes, too large to determinise"),
-            },
-            None => Error::UnsupportedRegex(e.to_string()),
-        })
+    let config = thompson::Config::new()
+        .utf8(true)
+        .shrink(true)
+        .which_captures(thompson::WhichCaptures::None)
+        .nfa_size_limit(Some(nfa_budget));
+    // One compiler per thread, reused: a fresh one allocates and clears regex-automata's UTF-8
+    // suffix cache (10,000 entries, ~400 KB) on every build, which was a third of a glaive
+    // regex's NFA time and, on a heap just returned to the OS, ~190 page faults (~0.4 ms).
+    thread_local! {
+        static COMPILER: std::cell::RefCell<thompson::Compiler> = std::cell::RefCell::new(thompson::Compiler::new());
+    }
+    let refused = |e: thompson::BuildError| match e.size_limit() {
+        Some(_) => Error::LimitExceeded {
+            limit: "max_byte_dfa_states",
+            value: max_states.to_string(),
+            what: format!("the regex's NFA exceeds {nfa_budget} bytes, too large to determinise"),
+        },
+        None => Error::UnsupportedRegex(e.to_string()),
+    };
+    COMPILER.with(|compiler| compiler.borrow_mut().configure(config).build_from_hir(hir).map_err(refused))
 }
 
 /// The first byte of a special-token marker: 0xFF never occurs in UTF-8, so no text walks it.

@@ -76,7 +76,7 @@ impl ByteNfa {
 
     /// The part of `nfa` reachable from its anchored start, renumbered in the order met (the
     /// NFA also holds an unanchored prefix, `(?s-u:.)*?`, which full matches never take).
-    fn from_thompson(nfa: &thompson::NFA) -> ByteNfa {
+    pub(crate) fn from_thompson(nfa: &thompson::NFA) -> ByteNfa {
         let states = nfa.states();
         let mut id = vec![u32::MAX; states.len()];
         let mut order = vec![nfa.start_anchored()];

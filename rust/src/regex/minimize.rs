@@ -17,6 +17,10 @@
 //! Why not regex-automata's own minimisation: on one JSONSchemaBench regex
 //! (`Github_medium/o42855`, 23k states) it took 100 s, against 0.2 s to determinise; this one
 //! runs on the trimmed DFA (no dead or unreachable states) and stays in the `n · k · log n` bound.
+//!
+//! A regex's byte DFA minimises with [`coarsest_partition_partial`] instead: the same result
+//! without completing the DFA, at a cost in its transitions only (see there). The complete
+//! version stays for automata that are complete anyway (the normal-form automaton).
 
 /// Block of every state in the coarsest partition compatible with `accepting` and `trans`
 /// (see the module docs). Block ids are dense, `0..num_blocks`.
@@ -139,6 +143,181 @@ pub fn coarsest_partition(n: usize, k: usize, trans: &[u32], accepting: &[bool])
     block_of
 }
 
+/// The coarsest partition of a *trimmed partial* DFA: `trans[s * k + c]` is `dead` where `s`
+/// has no transition on `c`, and every state reaches an accepting one (so none is equivalent
+/// to the missing sink). Block ids are dense, `0..num_blocks`.
+///
+/// Valmari and Lehtinen's refinement (2008): it splits by transitions that exist, never by the
+/// missing ones, so it costs `O(m · log n)` for `m` transitions instead of the
+/// `O(k · n · log n)` of [`coarsest_partition`] on the completed DFA. A regex's DFA is sparse
+/// (a glaive regex: ~166 states × 45 classes, most transitions missing): on 200 glaive
+/// regexes the partition took 42 µs on average instead of 139 µs on the completed DFA.
+///
+/// Two partitions are refined together: states into blocks, transitions into *cords* (first
+/// one cord per class). Taking a cord splits every block into the states with a transition in
+/// it and the others; a new block (always the smaller part of a split, the larger keeping the
+/// old id) splits every cord into the transitions that enter it and the others. Each cord and
+/// each new block is taken once, and a transition is looked at again only when it enters a
+/// block that was halved, hence the `log n`.
+pub fn coarsest_partition_partial(n: usize, k: usize, trans: &[u32], accepting: &[bool], dead: u32) -> Vec<u32> {
+    debug_assert_eq!(trans.len(), n * k);
+    debug_assert_eq!(accepting.len(), n);
+    if n == 0 {
+        return Vec::new();
+    }
+    // Transitions in class order (so each class is a contiguous cord): tails and heads.
+    let mut tail: Vec<u32> = Vec::new();
+    let mut head: Vec<u32> = Vec::new();
+    let mut cord_ends: Vec<usize> = Vec::new();
+    for c in 0..k {
+        for s in 0..n {
+            let t = trans[s * k + c];
+            if t != dead {
+                tail.push(s as u32);
+                head.push(t);
+            }
+        }
+        if cord_ends.last().copied().unwrap_or(0) < tail.len() {
+            cord_ends.push(tail.len());
+        }
+    }
+    let m = tail.len();
+    // Incoming transitions of each state: `incoming[first_in[q]..first_in[q + 1]]`.
+    let mut first_in = vec![0u32; n + 1];
+    for &h in &head {
+        first_in[h as usize + 1] += 1;
+    }
+    for q in 0..n {
+        first_in[q + 1] += first_in[q];
+    }
+    let mut fill = first_in.clone();
+    let mut incoming = vec![0u32; m];
+    for (i, &h) in head.iter().enumerate() {
+        incoming[fill[h as usize] as usize] = i as u32;
+        fill[h as usize] += 1;
+    }
+
+    let mut blocks = Refinable::new(n, &[n]);
+    for s in (0..n).filter(|&s| accepting[s]) {
+        blocks.mark(s as u32);
+    }
+    blocks.split();
+    let mut cords = Refinable::new(m, &cord_ends);
+    // Block 0 (the larger part of the first split) is never a splitter: the others and the
+    // cords imply it.
+    let (mut b, mut c) = (1, 0);
+    while c < cords.len() {
+        for i in cords.range(c) {
+            blocks.mark(tail[cords.elements[i] as usize]);
+        }
+        blocks.split();
+        c += 1;
+        while b < blocks.len() {
+            for i in blocks.range(b) {
+                let q = blocks.elements[i] as usize;
+                for &t in &incoming[first_in[q] as usize..first_in[q + 1] as usize] {
+                    cords.mark(t);
+                }
+            }
+            cords.split();
+            b += 1;
+        }
+    }
+    blocks.set_of
+}
+
+/// A partition of `0..n` into sets that can be refined: mark elements, then split every set
+/// into its marked and unmarked parts. The smaller part of a split becomes a new set (the
+/// highest id); the larger keeps the old id.
+struct Refinable {
+    /// Sets are contiguous ranges of `elements`: set `s` is `elements[first[s]..past[s]]`.
+    elements: Vec<u32>,
+    /// Index of each element in `elements`.
+    location: Vec<u32>,
+    set_of: Vec<u32>,
+    first: Vec<u32>,
+    past: Vec<u32>,
+    /// Marked elements of each set (moved to the front of its range).
+    marked: Vec<u32>,
+    /// Sets with a marked element.
+    touched: Vec<u32>,
+}
+
+impl Refinable {
+    /// `0..n` split at `ends` (increasing, the last `n`; an empty list or `n == 0`: no sets).
+    fn new(n: usize, ends: &[usize]) -> Refinable {
+        let mut set_of = vec![0u32; n];
+        let (mut first, mut past) = (Vec::new(), Vec::new());
+        let mut lo = 0;
+        for &hi in ends.iter().filter(|_| n > 0) {
+            set_of[lo..hi].iter_mut().for_each(|x| *x = first.len() as u32);
+            first.push(lo as u32);
+            past.push(hi as u32);
+            lo = hi;
+        }
+        let sets = first.len();
+        Refinable {
+            elements: (0..n as u32).collect(),
+            location: (0..n as u32).collect(),
+            set_of,
+            first,
+            past,
+            marked: vec![0; sets],
+            touched: Vec::new(),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.first.len()
+    }
+
+    fn range(&self, s: usize) -> std::ops::Range<usize> {
+        self.first[s] as usize..self.past[s] as usize
+    }
+
+    fn mark(&mut self, e: u32) {
+        let s = self.set_of[e as usize] as usize;
+        let i = self.location[e as usize];
+        let j = self.first[s] + self.marked[s];
+        if i < j {
+            return; // already marked
+        }
+        let other = self.elements[j as usize];
+        self.elements[i as usize] = other;
+        self.location[other as usize] = i;
+        self.elements[j as usize] = e;
+        self.location[e as usize] = j;
+        if self.marked[s] == 0 {
+            self.touched.push(s as u32);
+        }
+        self.marked[s] += 1;
+    }
+
+    fn split(&mut self) {
+        while let Some(s) = self.touched.pop() {
+            let s = s as usize;
+            let j = self.first[s] + std::mem::take(&mut self.marked[s]);
+            if j == self.past[s] {
+                continue; // all marked: no split
+            }
+            let z = self.first.len();
+            if j - self.first[s] <= self.past[s] - j {
+                self.first.push(self.first[s]);
+                self.past.push(j);
+                self.first[s] = j;
+            } else {
+                self.first.push(j);
+                self.past.push(self.past[s]);
+                self.past[s] = j;
+            }
+            self.marked.push(0);
+            for i in self.first[z]..self.past[z] {
+                self.set_of[self.elements[i as usize] as usize] = z as u32;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -196,5 +375,74 @@ mod tests {
         // A 3-cycle of accepting states is one state.
         let p = coarsest_partition(3, 1, &[1, 2, 0], &[true, true, true]);
         assert!(p.iter().all(|&b| b == p[0]));
+    }
+
+    /// The partial version against Moore's on the completed DFA, on random trimmed partial DFAs.
+    #[test]
+    fn partial_equals_moore_on_random_trimmed_dfas() {
+        let mut rng = crate::util::random::SplitMix64::new(9);
+        let mut tried = 0;
+        while tried < 2_000 {
+            let n = 1 + rng.below(12);
+            let k = 1 + rng.below(4);
+            let dead = u32::MAX;
+            let mut trans: Vec<u32> =
+                (0..n * k).map(|_| if rng.one_in(2) { dead } else { rng.below(n) as u32 }).collect();
+            let accepting: Vec<bool> = (0..n).map(|_| rng.one_in(3)).collect();
+            // Keep the instances where every state reaches acceptance (trimmed).
+            let mut live: Vec<bool> = accepting.clone();
+            loop {
+                let before = live.iter().filter(|&&x| x).count();
+                for s in 0..n {
+                    live[s] |= (0..k).any(|c| trans[s * k + c] != dead && live[trans[s * k + c] as usize]);
+                }
+                if live.iter().filter(|&&x| x).count() == before {
+                    break;
+                }
+            }
+            if !live.iter().all(|&x| x) {
+                continue;
+            }
+            tried += 1;
+            let fast = coarsest_partition_partial(n, k, &trans, &accepting, dead);
+            trans.iter_mut().for_each(|t| {
+                if *t == dead {
+                    *t = n as u32;
+                }
+            });
+            trans.extend(std::iter::repeat_n(n as u32, k));
+            let mut complete_accepting = accepting.clone();
+            complete_accepting.push(false);
+            let slow = moore(n + 1, k, &trans, &complete_accepting);
+            assert!(same_partition(&fast, &slow[..n]), "n={n} k={k} trans={trans:?} acc={accepting:?}");
+            let blocks = fast.iter().collect::<std::collections::HashSet<_>>().len();
+            assert!(fast.iter().all(|&b| (b as usize) < blocks), "ids are dense");
+        }
+    }
+
+    /// Larger sparse DFAs than Moore's reference can take: the partial refinement against
+    /// [`coarsest_partition`] on the completed DFA.
+    #[test]
+    fn partial_equals_complete_on_larger_sparse_dfas() {
+        let mut rng = crate::util::random::SplitMix64::new(5);
+        for _ in 0..200 {
+            let n = 2 + rng.below(300);
+            let k = 1 + rng.below(8);
+            let dead = u32::MAX;
+            // Every state reaches the accepting state n - 1 along a chain; other transitions random.
+            let mut trans: Vec<u32> =
+                (0..n * k).map(|_| if rng.one_in(4) { rng.below(n) as u32 } else { dead }).collect();
+            for s in 0..n - 1 {
+                trans[s * k + rng.below(k)] = (s + 1) as u32;
+            }
+            let accepting: Vec<bool> = (0..n).map(|s| s == n - 1 || rng.one_in(5)).collect();
+            let fast = coarsest_partition_partial(n, k, &trans, &accepting, dead);
+            let mut complete: Vec<u32> = trans.iter().map(|&t| if t == dead { n as u32 } else { t }).collect();
+            complete.extend(std::iter::repeat_n(n as u32, k));
+            let mut complete_accepting = accepting.clone();
+            complete_accepting.push(false);
+            let slow = coarsest_partition(n + 1, k, &complete, &complete_accepting);
+            assert!(same_partition(&fast, &slow[..n]), "n={n} k={k}");
+        }
     }
 }

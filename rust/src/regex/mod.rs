@@ -1,6 +1,8 @@
-//! The regex side: a regex compiled (by regex-automata) to a trimmed, minimised DFA over bytes,
-//! or to an NFA that a lazy automaton determinises on demand.
+//! The regex side: a regex compiled (parsed and turned into an NFA by regex-syntax and
+//! regex-automata, determinised by our subset construction) to a trimmed, minimised DFA over
+//! bytes, or to an NFA that a lazy automaton determinises on demand.
 
 pub mod byte_dfa;
 pub mod byte_nfa;
+pub(crate) mod determinize;
 pub(crate) mod minimize;

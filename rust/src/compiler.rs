@@ -300,7 +300,7 @@ impl Compiler {
         let hir = parse_regex(pattern)?;
         let nfa = ByteNfa::from_hir(&hir, self.limits.max_byte_dfa_states)?;
         let regex: TextRegex = if nfa.num_states() <= max_nfa_states_for_dfa {
-            ByteDfa::from_parsed(pattern, Ok(hir), self.limits.max_byte_dfa_states)?.into()
+            ByteDfa::from_byte_nfa(&nfa, self.limits.max_byte_dfa_states)?.non_empty(pattern)?.into()
         } else {
             let max_states = self.limits.max_product_states.min(TextSpace::MAX_REGEX_STATES);
             TextRegex::Grammar(Box::new(PushdownDfa::of_regex(pattern, nfa, max_states)?))

@@ -149,7 +149,7 @@ impl RuleAutomata {
         let hir = translate(regex, false)?;
         let mut nfa = ByteNfa::from_hir(&hir, max_dfa_states)?;
         if nfa.num_states() <= self.dfa_up_to {
-            nfa = match ByteDfa::from_hir(&hir, max_dfa_states)? {
+            nfa = match ByteDfa::from_byte_nfa(&nfa, max_dfa_states)? {
                 dfa if dfa.is_empty() => nfa,
                 dfa => ByteNfa::from_dfa(&dfa),
             };

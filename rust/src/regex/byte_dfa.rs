@@ -71,9 +71,10 @@ struct Budget {
 }
 
 impl Budget {
-    fn of(nfa: &thompson::NFA, max_states: usize) -> Budget {
+    /// For an NFA with `num_classes` byte classes (regex-automata counts end of input as one).
+    fn of(num_classes: usize, max_states: usize) -> Budget {
         let max_unminimised = max_states.saturating_mul(UNMINIMISED_FACTOR);
-        let columns = nfa.byte_classes().alphabet_len() + 1;
+        let columns = num_classes + 1;
         let table_bytes = max_unminimised.saturating_mul(columns * 4 * 2).max(1 << 16);
         Budget { max_states, max_unminimised, table_bytes, set_bytes: table_bytes.saturating_mul(4).max(64 << 20) }
     }
@@ -111,29 +112,40 @@ impl ByteDfa {
     }
 
     pub(crate) fn from_parsed(pattern: &str, hir: Result<Hir>, max_states: usize) -> Result<ByteDfa> {
-        let hir = hir?;
-        let dfa = ByteDfa::from_hir(&hir, max_states)?;
-        if dfa.is_empty() {
+        ByteDfa::from_hir(&hir?, max_states)?.non_empty(pattern)
+    }
+
+    /// `self`, or [`Error::EmptyLanguage`] naming `pattern` when no string matches.
+    pub(crate) fn non_empty(self, pattern: &str) -> Result<ByteDfa> {
+        if self.is_empty() {
             return Err(Error::EmptyLanguage(format!("no string matches the regex {pattern:?}")));
         }
-        Ok(dfa)
+        Ok(self)
     }
 
     /// Compiles an already translated regex. An empty language gives a DFA with no states
     /// (check [`ByteDfa::is_empty`]).
     pub fn from_hir(hir: &Hir, max_states: usize) -> Result<ByteDfa> {
         let nfa = thompson_nfa(hir, max_states)?;
-        let budget = Budget::of(&nfa, max_states);
+        let budget = Budget::of(nfa.byte_classes().alphabet_len(), max_states);
         let full = if nfa.look_set_any().is_empty() {
-            Self::subset_construction(&nfa, &budget)?
+            Self::subset_construction(&ByteNfa::from_thompson(&nfa), &budget)?
         } else {
             Self::determinized_by_regex_automata(&nfa, &budget)?
         };
         Self::minimal(full, max_states)
     }
 
+    /// The minimal DFA of an NFA already built (an empty language gives a DFA with no
+    /// states), as [`ByteDfa::from_hir`] would build it from the same regex: callers that hold
+    /// the [`ByteNfa`] spare a second Thompson construction.
+    pub(crate) fn from_byte_nfa(nfa: &ByteNfa, max_states: usize) -> Result<ByteDfa> {
+        let budget = Budget::of(nfa.num_classes(), max_states);
+        Self::minimal(Self::subset_construction(nfa, &budget)?, max_states)
+    }
+
     /// Our subset construction (`crate::regex::determinize`), for NFAs without look-around.
-    fn subset_construction(nfa: &thompson::NFA, budget: &Budget) -> Result<ByteDfa> {
+    fn subset_construction(nfa: &ByteNfa, budget: &Budget) -> Result<ByteDfa> {
         let value = budget.max_states.to_string();
         let limits = SubsetLimits {
             max_states: budget.max_unminimised,
@@ -142,7 +154,7 @@ impl ByteDfa {
             limit: "max_byte_dfa_states",
             value: &value,
         };
-        let SubsetDfa { classes, num_classes, trans, accepting } = determinize(&ByteNfa::from_thompson(nfa), &limits)?;
+        let SubsetDfa { classes, num_classes, trans, accepting } = determinize(nfa, &limits)?;
         Ok(ByteDfa { classes, num_classes, trans, accepting, start: 0, distance_to_accept: Vec::new() })
     }
 
@@ -181,7 +193,8 @@ impl ByteDfa {
     #[cfg(test)]
     pub(crate) fn from_hir_by_regex_automata(hir: &Hir, max_states: usize) -> Result<ByteDfa> {
         let nfa = thompson_nfa(hir, max_states)?;
-        Self::minimal(Self::determinized_by_regex_automata(&nfa, &Budget::of(&nfa, max_states))?, max_states)
+        let budget = Budget::of(nfa.byte_classes().alphabet_len(), max_states);
+        Self::minimal(Self::determinized_by_regex_automata(&nfa, &budget)?, max_states)
     }
 
     /// Whether `other` has the same table: classes, transitions, start and accepting states.

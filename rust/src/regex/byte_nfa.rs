@@ -233,6 +233,11 @@ impl ByteNfa {
         self.edges(s).iter().find(|e| e.lo <= b && b <= e.hi).map(|e| e.to)
     }
 
+    /// Number of byte classes (ids `0..num_classes()`).
+    pub fn num_classes(&self) -> usize {
+        self.classes.iter().map(|&c| c as usize).max().unwrap_or(0) + 1
+    }
+
     /// Bytes with the same edges from every state share a class.
     #[inline]
     pub fn byte_class(&self, b: u8) -> u8 {

@@ -26,7 +26,7 @@ use crate::pre_tokenizer::normal_form::Normalized;
 use crate::pre_tokenizer::piece_machine::PieceMachineSpec;
 use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::ContentTrie;
-use crate::regex::byte_dfa::{parse_regex, ByteDfa};
+use crate::regex::byte_dfa::{parse_regex, Bound, ByteDfa};
 use crate::regex::byte_nfa::ByteNfa;
 use crate::tokenizer::always_split::tokens_always_split;
 use crate::tokenizer::bpe::MergeTable;
@@ -279,39 +279,46 @@ impl Compiler {
     /// first time a decoder reaches them (see `crate::lazy`); the same language as
     /// `compile_regex(pattern, Method::Cartesian)`.
     ///
-    /// The regex's automaton is its minimal DFA when its NFA has at most
-    /// [`Compiler::LAZY_DFA_NFA_STATES`] states, and otherwise the DFA determinized as the
-    /// decoder walks it ([`PushdownDfa::of_regex`]). A minimal DFA costs ~3 µs per NFA state to
-    /// build (regex-automata's subset construction, then minimization: 12 ms for a 3,500-state
-    /// NFA, 1.25 s for JSONSchemaBench's largest regex, whose NFA takes 83 ms), but it steps by
-    /// an array lookup and merges equivalent states. States determinized on demand are not
-    /// merged, so a document meets more of them and slices recognise fewer loops: along 50
-    /// Github_* documents on Llama 3, mask fills took 35 % longer at the median (41 µs against
-    /// 30 µs) when every regex over 1,000 NFA states was determinized on demand.
+    /// The regex's automaton is its minimal DFA when the subset construction stays within
+    /// [`Compiler::LAZY_DFA_BOUND`], and otherwise the DFA determinized as the decoder walks it
+    /// ([`PushdownDfa::of_regex`]). A minimal DFA steps by an array lookup and merges equivalent
+    /// states; states determinized on demand are not merged, so a document meets more of them
+    /// and slices recognise fewer loops: along 50 Github_* documents on Llama 3, mask fills took
+    /// 35 % longer at the median (41 µs against 30 µs) when every regex over 1,000 NFA states
+    /// was determinized on demand. So the DFA is tried first, and given up where it would cost
+    /// more than a compile may (the bound: ~10 ms).
     pub fn compile_regex_lazy(&self, pattern: &str) -> Result<Guide> {
-        self.compile_regex_lazy_with(pattern, Self::LAZY_DFA_NFA_STATES)
+        self.compile_regex_lazy_with(pattern, Self::LAZY_DFA_BOUND)
     }
 
-    /// [`Compiler::compile_regex_lazy`] with another bound on the NFA states of a regex whose
-    /// minimal DFA is built up front (0: determinize every regex on demand, as the tests do).
-    pub fn compile_regex_lazy_with(&self, pattern: &str, max_nfa_states_for_dfa: usize) -> Result<Guide> {
+    /// [`Compiler::compile_regex_lazy`] with another bound on the subset construction of a
+    /// regex whose minimal DFA is built up front ([`Bound::ON_DEMAND`]: determinize every regex
+    /// on demand, as the tests do).
+    pub fn compile_regex_lazy_with(&self, pattern: &str, dfa_bound: Bound) -> Result<Guide> {
         let parts = self.lazy_parts()?.clone();
         let deadline = self.deadline();
         let hir = parse_regex(pattern)?;
         let nfa = ByteNfa::from_hir(&hir, self.limits.max_byte_dfa_states)?;
-        let regex: TextRegex = if nfa.num_states() <= max_nfa_states_for_dfa {
-            ByteDfa::from_byte_nfa(&nfa, self.limits.max_byte_dfa_states)?.non_empty(pattern)?.into()
-        } else {
-            let max_states = self.limits.max_product_states.min(TextSpace::MAX_REGEX_STATES);
-            TextRegex::Grammar(Box::new(PushdownDfa::of_regex(pattern, nfa, max_states)?))
+        let dfa = match dfa_bound {
+            Bound::ON_DEMAND => None,
+            _ => ByteDfa::from_byte_nfa_within(&nfa, self.limits.max_byte_dfa_states, dfa_bound)?,
+        };
+        let regex: TextRegex = match dfa {
+            Some(dfa) => dfa.non_empty(pattern)?.into(),
+            None => {
+                let max_states = self.limits.max_product_states.min(TextSpace::MAX_REGEX_STATES);
+                TextRegex::Grammar(Box::new(PushdownDfa::of_regex(pattern, nfa, max_states)?))
+            }
         };
         deadline.check("the regex's automaton")?;
         self.finish(LazyGuide::compile(parts, regex, Vec::new(), self.limits)?)
     }
 
-    /// See [`Compiler::compile_regex_lazy`]: a minimal DFA up to ~15 ms of build, within the
-    /// 20 ms that issue 17 allows a compile at the 99th percentile.
-    pub const LAZY_DFA_NFA_STATES: usize = 5_000;
+    /// See [`Compiler::compile_regex_lazy`]: the subset construction of a lazy guide's regex
+    /// stops at 10,000 states before minimisation or 250,000 units of work (~40 ns each: ~10 ms
+    /// of determinizing; minimizing 10,000 states adds at most a few ms). Of 300 JSONSchemaBench
+    /// regexes, the ones past it took 40 ms to 1 s to determinize and minimize.
+    pub const LAZY_DFA_BOUND: Bound = Bound { max_states: 10_000, max_work: 250_000 };
 
     /// Compiles a parsed grammar (see `crate::grammar`). Lazy (`lazy` and `method` cartesian):
     /// the grammar's rules as a pushdown automaton ([`crate::lazy::pushdown`]), nesting
@@ -517,9 +524,27 @@ mod tests {
             assert_eq!(direct.first_difference(&cartesian), Ok(None), "{p}");
             let lazy = c.compile_regex_lazy(p).unwrap();
             assert_eq!(lazy.first_difference(&cartesian), Ok(None), "{p}: lazy");
-            let on_demand = c.compile_regex_lazy_with(p, 0).unwrap();
+            let on_demand = c.compile_regex_lazy_with(p, Bound::ON_DEMAND).unwrap();
             assert_eq!(on_demand.first_difference(&cartesian), Ok(None), "{p}: determinized on demand");
         }
+    }
+
+    /// A regex whose subset construction passes the bound runs on demand, the others get their
+    /// minimal DFA; the same language either way.
+    #[test]
+    fn a_regex_past_the_dfa_bound_is_determinized_on_demand() {
+        let c = compiler(&["a", "b", "c", "ab"], &[("a", "b")]);
+        let tight = Bound { max_states: 4, max_work: 1_000 };
+        for (pattern, kind) in [("a(b|c)", "minimal DFA"), ("(a|b)*a(a|b){3}", "DFA on demand")] {
+            let guide = c.compile_regex_lazy_with(pattern, tight).unwrap();
+            assert_eq!(guide.lazy_text_automaton(), Some(kind), "{pattern}");
+            let eager = c.compile_regex(pattern, Method::Cartesian).unwrap();
+            assert_eq!(guide.first_difference(&eager), Ok(None), "{pattern}");
+        }
+        let worked = Bound { max_states: 1_000, max_work: 5 };
+        let guide = c.compile_regex_lazy_with("(a|b)*a(a|b){3}", worked).unwrap();
+        assert_eq!(guide.lazy_text_automaton(), Some("DFA on demand"), "past the work bound");
+        assert_eq!(c.compile_regex_lazy("(a|b)*a(a|b){3}").unwrap().lazy_text_automaton(), Some("minimal DFA"));
     }
 
     const PATTERNS: &[&str] = &["[abc]*", "a+b?c", "(ab|ba)*c?", "a{0,7}", "(aab|abc)+", "c(a|b){2,5}"];

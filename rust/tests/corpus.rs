@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use propertok::regex::byte_dfa::Bound;
 use propertok::util::bitset;
 use propertok::{Compiler, Error, Guide, Limits, Method, Vocabulary};
 use toml::Value;
@@ -138,7 +139,7 @@ fn run_file(path: &Path, failures: &mut Vec<String>) -> usize {
             let compiled = match method {
                 How::Eager(m) => compiler.compile_regex(regex, m),
                 How::Lazy => compiler.compile_regex_lazy(regex),
-                How::OnDemand => compiler.compile_regex_lazy_with(regex, 0),
+                How::OnDemand => compiler.compile_regex_lazy_with(regex, Bound::ON_DEMAND),
                 How::Auto => compiler.compile_regex_auto(regex),
             };
             if let Some((_, expected)) = limit.iter().find(|(m, _)| m == method_name) {

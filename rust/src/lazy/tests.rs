@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::guide::lazy::LazyGuide;
 use crate::guide::{Guide, Method};
-use crate::regex::byte_dfa::ByteDfa;
+use crate::regex::byte_dfa::{Bound, ByteDfa};
 use crate::tokenizer::vocab::Vocabulary;
 use crate::{Compiler, Error, Limits};
 
@@ -64,7 +64,7 @@ fn threads_sharing_a_fresh_guide_see_the_eager_masks() {
         let lazy = Arc::new(compiler.compile_regex_lazy(REGEX).unwrap());
         assert_eq!(masks_from_threads(&lazy, &walks), want);
         // The regex's DFA determinized on demand, by the threads themselves.
-        let on_demand = Arc::new(compiler.compile_regex_lazy_with(REGEX, 0).unwrap());
+        let on_demand = Arc::new(compiler.compile_regex_lazy_with(REGEX, Bound::ON_DEMAND).unwrap());
         assert_eq!(masks_from_threads(&on_demand, &walks), want);
     }
 }

@@ -46,7 +46,7 @@ use regex_syntax::{ast, hir::Hir};
 
 use crate::error::{Error, Result};
 use crate::regex::byte_nfa::ByteNfa;
-use crate::regex::determinize::{determinize, SubsetDfa, SubsetLimits};
+use crate::regex::determinize::{determinize, Exceeded, SubsetDfa, SubsetLimits};
 use crate::util::random::SplitMix64;
 
 /// Marks a missing transition.
@@ -54,6 +54,22 @@ pub const DEAD: u32 = u32::MAX;
 
 /// How many times `max_states` the determinised DFA may have before minimisation.
 const UNMINIMISED_FACTOR: usize = 4;
+
+/// Where a caller that has another way out (running the NFA) stops determinising a regex up
+/// front; see `Compiler::compile_regex_lazy_with`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bound {
+    /// States of the DFA before minimisation.
+    pub max_states: usize,
+    /// Work of the subset construction: NFA states visited by its ε-closures plus NFA edges
+    /// read, ~40 ns a unit on 2 cores.
+    pub max_work: usize,
+}
+
+impl Bound {
+    /// Never determinize up front: every state on demand (how the tests reach that engine).
+    pub const ON_DEMAND: Bound = Bound { max_states: 0, max_work: 0 };
+}
 
 /// What determinising one regex may take, from the user's `max_states` (on the minimal DFA).
 struct Budget {
@@ -129,7 +145,7 @@ impl ByteDfa {
         let nfa = thompson_nfa(hir, max_states)?;
         let budget = Budget::of(nfa.byte_classes().alphabet_len(), max_states);
         let full = if nfa.look_set_any().is_empty() {
-            Self::subset_construction(&ByteNfa::from_thompson(&nfa), &budget)?
+            Self::subset_construction(&ByteNfa::from_thompson(&nfa), &budget, None)?.expect("unbounded")
         } else {
             Self::determinized_by_regex_automata(&nfa, &budget)?
         };
@@ -141,21 +157,48 @@ impl ByteDfa {
     /// the [`ByteNfa`] spare a second Thompson construction.
     pub(crate) fn from_byte_nfa(nfa: &ByteNfa, max_states: usize) -> Result<ByteDfa> {
         let budget = Budget::of(nfa.num_classes(), max_states);
-        Self::minimal(Self::subset_construction(nfa, &budget)?, max_states)
+        Self::minimal(Self::subset_construction(nfa, &budget, None)?.expect("unbounded"), max_states)
     }
 
-    /// Our subset construction (`crate::regex::determinize`), for NFAs without look-around.
-    fn subset_construction(nfa: &ByteNfa, budget: &Budget) -> Result<ByteDfa> {
-        let value = budget.max_states.to_string();
+    /// [`ByteDfa::from_byte_nfa`], or `None` once the subset construction passes `bound`. For
+    /// callers that can run the NFA instead.
+    pub(crate) fn from_byte_nfa_within(nfa: &ByteNfa, max_states: usize, bound: Bound) -> Result<Option<ByteDfa>> {
+        let budget = Budget::of(nfa.num_classes(), max_states);
+        match Self::subset_construction(nfa, &budget, Some(bound))? {
+            Some(full) => Ok(Some(Self::minimal(full, max_states)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// Our subset construction (`crate::regex::determinize`), for NFAs without look-around;
+    /// `None` past `bound`.
+    fn subset_construction(nfa: &ByteNfa, budget: &Budget, bound: Option<Bound>) -> Result<Option<ByteDfa>> {
+        let bound = bound.unwrap_or(Bound { max_states: usize::MAX, max_work: usize::MAX });
         let limits = SubsetLimits {
-            max_states: budget.max_unminimised,
+            max_states: budget.max_unminimised.min(bound.max_states),
             // Each key is held twice (by id and in the map), 4 bytes an id.
             max_key_ids: budget.set_bytes / 8,
-            limit: "max_byte_dfa_states",
-            value: &value,
+            max_work: bound.max_work,
         };
-        let SubsetDfa { classes, num_classes, trans, accepting } = determinize(nfa, &limits)?;
-        Ok(ByteDfa { classes, num_classes, trans, accepting, start: 0, distance_to_accept: Vec::new() })
+        let exceeded = |what: String| Error::LimitExceeded {
+            limit: "max_byte_dfa_states",
+            value: budget.max_states.to_string(),
+            what,
+        };
+        match determinize(nfa, &limits) {
+            Ok(SubsetDfa { classes, num_classes, trans, accepting }) => {
+                Ok(Some(ByteDfa { classes, num_classes, trans, accepting, start: 0, distance_to_accept: Vec::new() }))
+            }
+            Err(Exceeded::Work) => Ok(None),
+            Err(Exceeded::States) if bound.max_states < budget.max_unminimised => Ok(None),
+            Err(Exceeded::States) => {
+                Err(exceeded(format!("the regex's byte DFA has over {} states before minimisation", limits.max_states)))
+            }
+            Err(Exceeded::KeyIds) => Err(exceeded(format!(
+                "determinising the regex holds over {} NFA states in its DFA states, too large",
+                limits.max_key_ids
+            ))),
+        }
     }
 
     /// regex-automata's determiniser, which handles look-around (`^`, `$`, `\b`); its DFA

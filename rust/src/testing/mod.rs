@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::error::Error;
 use crate::guide::matcher::Matcher;
 use crate::guide::{Guide, Method};
-use crate::regex::byte_dfa::ByteDfa;
+use crate::regex::byte_dfa::{Bound, ByteDfa};
 use crate::tokenizer::bpe::MergeTable;
 use crate::tokenizer::vocab::Vocabulary;
 use crate::util::random::SplitMix64;
@@ -231,7 +231,7 @@ pub fn check_regex_guide(data: &[u8]) {
     // eager guide's language.
     if let Some(c) = find(Method::Cartesian) {
         let ctx = format!("regex {pattern:?}, tokens {tokens:?}, merges {merges:?}");
-        match compiler.compile_regex_lazy_with(&pattern, 0) {
+        match compiler.compile_regex_lazy_with(&pattern, Bound::ON_DEMAND) {
             Ok(on_demand) => assert_eq!(on_demand.first_difference(&c), Ok(None), "{ctx}: on demand vs eager"),
             Err(Error::LimitExceeded { .. }) => {}
             Err(e) => panic!("{ctx}: the eager guide compiled, the on-demand one failed: {e}"),

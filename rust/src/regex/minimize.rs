@@ -343,6 +343,13 @@ mod tests {
         }
     }
 
+    /// A partial DFA completed with a sink, state `n`: its table and accepting states.
+    fn completed(n: usize, k: usize, trans: &[u32], accepting: &[bool], dead: u32) -> (Vec<u32>, Vec<bool>) {
+        let mut complete: Vec<u32> = trans.iter().map(|&t| if t == dead { n as u32 } else { t }).collect();
+        complete.extend(std::iter::repeat_n(n as u32, k));
+        (complete, accepting.iter().copied().chain([false]).collect())
+    }
+
     /// Same partition up to renaming of blocks.
     fn same_partition(a: &[u32], b: &[u32]) -> bool {
         let mut ab = std::collections::HashMap::new();
@@ -386,8 +393,7 @@ mod tests {
             let n = 1 + rng.below(12);
             let k = 1 + rng.below(4);
             let dead = u32::MAX;
-            let mut trans: Vec<u32> =
-                (0..n * k).map(|_| if rng.one_in(2) { dead } else { rng.below(n) as u32 }).collect();
+            let trans: Vec<u32> = (0..n * k).map(|_| if rng.one_in(2) { dead } else { rng.below(n) as u32 }).collect();
             let accepting: Vec<bool> = (0..n).map(|_| rng.one_in(3)).collect();
             // Keep the instances where every state reaches acceptance (trimmed).
             let mut live: Vec<bool> = accepting.clone();
@@ -405,15 +411,8 @@ mod tests {
             }
             tried += 1;
             let fast = coarsest_partition_partial(n, k, &trans, &accepting, dead);
-            trans.iter_mut().for_each(|t| {
-                if *t == dead {
-                    *t = n as u32;
-                }
-            });
-            trans.extend(std::iter::repeat_n(n as u32, k));
-            let mut complete_accepting = accepting.clone();
-            complete_accepting.push(false);
-            let slow = moore(n + 1, k, &trans, &complete_accepting);
+            let (complete, complete_accepting) = completed(n, k, &trans, &accepting, dead);
+            let slow = moore(n + 1, k, &complete, &complete_accepting);
             assert!(same_partition(&fast, &slow[..n]), "n={n} k={k} trans={trans:?} acc={accepting:?}");
             let blocks = fast.iter().collect::<std::collections::HashSet<_>>().len();
             assert!(fast.iter().all(|&b| (b as usize) < blocks), "ids are dense");
@@ -437,10 +436,7 @@ mod tests {
             }
             let accepting: Vec<bool> = (0..n).map(|s| s == n - 1 || rng.one_in(5)).collect();
             let fast = coarsest_partition_partial(n, k, &trans, &accepting, dead);
-            let mut complete: Vec<u32> = trans.iter().map(|&t| if t == dead { n as u32 } else { t }).collect();
-            complete.extend(std::iter::repeat_n(n as u32, k));
-            let mut complete_accepting = accepting.clone();
-            complete_accepting.push(false);
+            let (complete, complete_accepting) = completed(n, k, &trans, &accepting, dead);
             let slow = coarsest_partition(n + 1, k, &complete, &complete_accepting);
             assert!(same_partition(&fast, &slow[..n]), "n={n} k={k}");
         }

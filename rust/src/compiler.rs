@@ -316,8 +316,9 @@ impl Compiler {
 
     /// See [`Compiler::compile_regex_lazy`]: the subset construction of a lazy guide's regex
     /// stops at 10,000 states before minimisation or 250,000 units of work (~40 ns each: ~10 ms
-    /// of determinizing; minimizing 10,000 states adds at most a few ms). Of 300 JSONSchemaBench
-    /// regexes, the ones past it took 40 ms to 1 s to determinize and minimize.
+    /// of determinizing). The state bound also bounds trimming and minimizing, which cost more
+    /// with many byte classes: the slowest DFA kept among 100 Github_* regexes
+    /// (`Github_hard/o16058`) took 99 ms in all; those given up take 86 ms to 6 s as DFAs.
     pub const LAZY_DFA_BOUND: Bound = Bound { max_states: 10_000, max_work: 250_000 };
 
     /// Compiles a parsed grammar (see `crate::grammar`). Lazy (`lazy` and `method` cartesian):

@@ -39,18 +39,19 @@
 use regex_automata::{
     dfa::{dense, Automaton, StartKind},
     nfa::thompson,
-    util::{start, syntax},
+    util::start,
     Anchored, MatchKind,
 };
-use regex_syntax::{ast, hir::Hir};
+use regex_syntax::hir::Hir;
 
 use crate::error::{Error, Result};
 use crate::regex::byte_nfa::ByteNfa;
 use crate::regex::determinize::{determinize, Exceeded, SubsetDfa, SubsetLimits};
 use crate::util::random::SplitMix64;
 
-/// Marks a missing transition.
-pub const DEAD: u32 = u32::MAX;
+pub use crate::regex::determinize::DEAD;
+pub use crate::regex::syntax::parse_regex;
+pub(crate) use crate::regex::syntax::{thompson_nfa, translate};
 
 /// How many times `max_states` the determinised DFA may have before minimisation.
 const UNMINIMISED_FACTOR: usize = 4;
@@ -69,6 +70,40 @@ pub struct Bound {
 impl Bound {
     /// Never determinize up front: every state on demand (how the tests reach that engine).
     pub const ON_DEMAND: Bound = Bound { max_states: 0, max_work: 0 };
+}
+
+/// The constructors of a [`ByteNfa`] from a regex live here, beside the DFA they fall back on:
+/// a regex with look-around is carried over as its minimal DFA (see `crate::regex::byte_nfa`).
+impl ByteNfa {
+    /// The NFA of a grammar rule's regex, in which special tokens and calls are marker bytes
+    /// (see [`ByteDfa::from_regex_with_markers`]). Errors as [`ByteDfa`]'s (a syntax error, an
+    /// NFA over the budget of `max_states`); an empty language is not one: the start cannot
+    /// reach a match state.
+    pub fn from_regex_with_markers(pattern: &str, max_states: usize) -> Result<ByteNfa> {
+        Self::from_hir(&translate(pattern, false)?, max_states)
+    }
+
+    /// [`ByteNfa::from_regex_with_markers`] for a translated regex.
+    pub fn from_hir(hir: &Hir, max_states: usize) -> Result<ByteNfa> {
+        let nfa = thompson_nfa(hir, max_states)?;
+        if !nfa.look_set_any().is_empty() {
+            return Ok(match ByteDfa::from_hir(hir, max_states)? {
+                dfa if dfa.is_empty() => ByteNfa::nothing(),
+                dfa => ByteNfa::from_dfa(&dfa),
+            });
+        }
+        Ok(ByteNfa::from_thompson(&nfa))
+    }
+
+    /// The DFA as an NFA: one state per DFA state, no ε-edges.
+    pub fn from_dfa(dfa: &ByteDfa) -> ByteNfa {
+        let mut classes = [0u8; 256];
+        for b in 0..=255u8 {
+            classes[b as usize] = dfa.byte_class(b);
+        }
+        let next = |q: u32, b: u8| Some(dfa.next(q, b)).filter(|&t| t != DEAD);
+        ByteNfa::from_rows(dfa.num_states(), dfa.start(), classes, next, |q| dfa.is_accepting(q))
+    }
 }
 
 /// What determinising one regex may take, from the user's `max_states` (on the minimal DFA).
@@ -612,35 +647,6 @@ impl ByteDfa {
     }
 }
 
-/// The Thompson NFA of a translated regex (no capture states), within a memory budget sized
-/// from `max_states`: regex-automata sets none, and a short nested repeat
-/// (`(?:[^a]{1000}){1000}`, 20 bytes) built an 8M-state, 270 MB NFA in seconds before the DFA
-/// limit could stop it (found from a `regex_guide` fuzzer slow unit). Real patterns take well
-/// under 100 bytes of NFA per DFA state; this allows 1 KiB per allowed state.
-pub(crate) fn thompson_nfa(hir: &Hir, max_states: usize) -> Result<thompson::NFA> {
-    let nfa_budget = max_states.saturating_mul(1 << 10).max(16 << 20);
-    let config = thompson::Config::new()
-        .utf8(true)
-        .shrink(true)
-        .which_captures(thompson::WhichCaptures::None)
-        .nfa_size_limit(Some(nfa_budget));
-    // One compiler per thread, reused: a fresh one allocates and clears regex-automata's UTF-8
-    // suffix cache (10,000 entries, ~400 KB) on every build, which was a third of a glaive
-    // regex's NFA time and, on a heap just returned to the OS, ~190 page faults (~0.4 ms).
-    thread_local! {
-        static COMPILER: std::cell::RefCell<thompson::Compiler> = std::cell::RefCell::new(thompson::Compiler::new());
-    }
-    let refused = |e: thompson::BuildError| match e.size_limit() {
-        Some(_) => Error::LimitExceeded {
-            limit: "max_byte_dfa_states",
-            value: max_states.to_string(),
-            what: format!("the regex's NFA exceeds {nfa_budget} bytes, too large to determinise"),
-        },
-        None => Error::UnsupportedRegex(e.to_string()),
-    };
-    COMPILER.with(|compiler| compiler.borrow_mut().configure(config).build_from_hir(hir).map_err(refused))
-}
-
 /// The first byte of a special-token marker: 0xFF never occurs in UTF-8, so no text walks it.
 pub const TOKEN_MARKER: u8 = 0xFF;
 /// The second byte of the marker of special token `j` is `TOKEN_MARKER_INDEX + j`.
@@ -653,31 +659,6 @@ pub const MAX_GRAMMAR_TOKENS: usize = 64;
 pub const CALL_MARKER: u8 = 0xFE;
 /// Rules a grammar's pushdown automaton may have, its start rule included.
 pub const MAX_RULES_CALLED: usize = 64 * 64;
-
-/// Parses and translates a regex, turning syntax errors into precise messages.
-pub fn parse_regex(pattern: &str) -> Result<Hir> {
-    translate(pattern, true)
-}
-
-/// [`parse_regex`]; `utf8 = false` lets `(?-u:\xFF)` escapes match bytes outside UTF-8.
-pub(crate) fn translate(pattern: &str, utf8: bool) -> Result<Hir> {
-    let ast = ast::parse::ParserBuilder::new().build().parse(pattern).map_err(|e| match e.kind() {
-        ast::ErrorKind::UnsupportedLookAround => Error::UnsupportedRegex(format!(
-            "look-around (look-ahead / look-behind) is not supported by finite automata, in {pattern:?}"
-        )),
-        ast::ErrorKind::UnsupportedBackreference => {
-            Error::UnsupportedRegex(format!("backreferences are not supported by finite automata, in {pattern:?}"))
-        }
-        _ => Error::InvalidRegex(e.to_string()),
-    })?;
-    let hir = regex_syntax::hir::translate::TranslatorBuilder::new()
-        .utf8(utf8)
-        .build()
-        .translate(pattern, &ast)
-        .map_err(|e| Error::InvalidRegex(e.to_string()))?;
-    let _ = syntax::Config::new(); // syntax defaults are regex-syntax's: Unicode on, `.` excludes \n
-    Ok(hir)
-}
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,14 @@
 //! compile then costs the regex parse and the NFA (linear in the pattern) instead of the subset
 //! construction and minimisation of the whole DFA (half to four fifths of a compile on
 //! JSONSchemaBench's recursive schemas, exponential in the worst case), and only the states a
-//! text reaches are ever built.
+//! text reaches are ever built. It is also what our subset construction
+//! (`crate::regex::determinize`) determinises into the minimal DFA.
+//!
+//! The constructors from a regex ([`ByteNfa::from_hir`], [`ByteNfa::from_regex_with_markers`])
+//! and from a DFA ([`ByteNfa::from_dfa`]) are in `crate::regex::byte_dfa`, next to the DFA they
+//! fall back on: this module knows nothing of DFAs, so that the DFA can be built from it.
+//!
+//! [`ByteDfa`]: crate::regex::byte_dfa::ByteDfa
 //!
 //! # Invariants
 //! * The start is [`ByteNfa::start`]; a string is in the language iff some path reading its
@@ -26,10 +33,6 @@
 
 use regex_automata::nfa::thompson::{self, State};
 use regex_automata::util::primitives::StateID;
-use regex_syntax::hir::Hir;
-
-use crate::error::Result;
-use crate::regex::byte_dfa::{thompson_nfa, translate, ByteDfa, DEAD};
 
 /// A byte-range edge: bytes `lo..=hi` lead to `to`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,26 +57,6 @@ pub struct ByteNfa {
 }
 
 impl ByteNfa {
-    /// The NFA of a grammar rule's regex, in which special tokens and calls are marker bytes
-    /// (see [`ByteDfa::from_regex_with_markers`]). Errors as [`ByteDfa`]'s (a syntax error, an
-    /// NFA over the budget of `max_states`); an empty language is not one: the start cannot
-    /// reach a match state.
-    pub fn from_regex_with_markers(pattern: &str, max_states: usize) -> Result<ByteNfa> {
-        Self::from_hir(&translate(pattern, false)?, max_states)
-    }
-
-    /// [`ByteNfa::from_regex_with_markers`] for a translated regex.
-    pub fn from_hir(hir: &Hir, max_states: usize) -> Result<ByteNfa> {
-        let nfa = thompson_nfa(hir, max_states)?;
-        if !nfa.look_set_any().is_empty() {
-            return Ok(match ByteDfa::from_hir(hir, max_states)? {
-                dfa if dfa.is_empty() => ByteNfa::nothing(),
-                dfa => ByteNfa::from_dfa(&dfa),
-            });
-        }
-        Ok(ByteNfa::from_thompson(&nfa))
-    }
-
     /// The part of `nfa` reachable from its anchored start, renumbered in the order met (the
     /// NFA also holds an unanchored prefix, `(?s-u:.)*?`, which full matches never take).
     pub(crate) fn from_thompson(nfa: &thompson::NFA) -> ByteNfa {
@@ -149,34 +132,39 @@ impl ByteNfa {
         out
     }
 
-    /// The DFA as an NFA: one state per DFA state, no ε-edges.
-    pub fn from_dfa(dfa: &ByteDfa) -> ByteNfa {
-        let mut out = ByteNfa::with_capacity(dfa.num_states());
-        for q in 0..dfa.num_states() as u32 {
+    /// A DFA as an NFA: one state per DFA state, no ε-edges. `next(q, b)` is where byte `b`
+    /// leads from `q`, if anywhere; `classes` are the DFA's byte classes.
+    pub(crate) fn from_rows(
+        num_states: usize,
+        start: u32,
+        classes: [u8; 256],
+        next: impl Fn(u32, u8) -> Option<u32>,
+        accepting: impl Fn(u32) -> bool,
+    ) -> ByteNfa {
+        let mut out = ByteNfa::with_capacity(num_states);
+        for q in 0..num_states as u32 {
             let mut b = 0usize;
             while b < 256 {
-                let to = dfa.next(q, b as u8);
+                let to = next(q, b as u8);
                 let mut e = b;
-                while e + 1 < 256 && dfa.next(q, e as u8 + 1) == to {
+                while e + 1 < 256 && next(q, e as u8 + 1) == to {
                     e += 1;
                 }
-                if to != DEAD {
+                if let Some(to) = to {
                     out.edges.push(ByteEdge { lo: b as u8, hi: e as u8, to });
                 }
                 b = e + 1;
             }
-            out.is_match.push(dfa.is_accepting(q));
+            out.is_match.push(accepting(q));
             out.close_state();
         }
-        out.start = dfa.start();
-        for b in 0..=255u8 {
-            out.classes[b as usize] = dfa.byte_class(b);
-        }
+        out.start = start;
+        out.classes = classes;
         out
     }
 
     /// The NFA of the empty language: a start with no way on.
-    fn nothing() -> ByteNfa {
+    pub(crate) fn nothing() -> ByteNfa {
         let mut out = ByteNfa::with_capacity(1);
         out.is_match.push(false);
         out.close_state();
@@ -282,6 +270,7 @@ impl ByteNfa {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::regex::byte_dfa::ByteDfa;
 
     /// The NFA and the minimal DFA of each pattern agree on every string over a small
     /// alphabet up to length 5, and on a few Unicode strings.

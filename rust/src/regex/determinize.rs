@@ -31,8 +31,10 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::regex::byte_dfa::DEAD;
 use crate::regex::byte_nfa::ByteNfa;
+
+/// Marks a missing transition (in every DFA table of the crate).
+pub const DEAD: u32 = u32::MAX;
 
 /// Key element of a closure that contains a match state (never an NFA id: ids are `< u32::MAX`).
 const ACCEPTS: u32 = u32::MAX;

@@ -6,3 +6,4 @@ pub mod byte_dfa;
 pub mod byte_nfa;
 pub(crate) mod determinize;
 pub(crate) mod minimize;
+pub(crate) mod syntax;

@@ -276,10 +276,11 @@ def test_memo_limit_is_reported_by_name_and_the_guide_stays_usable(pt, mistral):
 
 
 def test_a_large_regex_is_determinized_on_demand(pt, mistral):
-    """A regex whose NFA passes 5,000 states (here 64 fields with 70-byte keys) is not
+    """A regex whose DFA passes the lazy compile's bound (`Compiler::LAZY_DFA_BOUND`: 10,000
+    states before minimisation; here 64 fields with 150-byte keys, 10,487 states) is not
     determinized by the compile: its DFA is built as decoding reaches it. Same masks as the
     eager guide along walks, and ``materialize()`` builds the eager guide from the regex."""
-    regex = r"\{" + ", ".join(f'"field_{i}_{"x" * 60}": (true|false|"[a-z]?")' for i in range(64)) + r"\}"
+    regex = r"\{" + ", ".join(f'"field_{i}_{"x" * 140}": (true|false|"[a-z]?")' for i in range(64)) + r"\}"
     c = mistral.compiler
     lazy, eager = c.compile_regex(regex, lazy=True), c.compile_regex(regex)
     assert lazy.stats()["lazy_text_automaton"] == "DFA on demand"

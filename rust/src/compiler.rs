@@ -299,10 +299,7 @@ impl Compiler {
         let deadline = self.deadline();
         let hir = parse_regex(pattern)?;
         let nfa = ByteNfa::from_hir(&hir, self.limits.max_byte_dfa_states)?;
-        let dfa = match dfa_bound {
-            Bound::ON_DEMAND => None,
-            _ => ByteDfa::from_byte_nfa_within(&nfa, self.limits.max_byte_dfa_states, dfa_bound)?,
-        };
+        let dfa = ByteDfa::from_byte_nfa_within(&nfa, self.limits.max_byte_dfa_states, dfa_bound)?;
         let regex: TextRegex = match dfa {
             Some(dfa) => dfa.non_empty(pattern)?.into(),
             None => {

@@ -68,8 +68,11 @@ pub struct Bound {
 }
 
 impl Bound {
-    /// Never determinize up front: every state on demand (how the tests reach that engine).
+    /// Never determinize up front: every state on demand (how the tests reach that engine). No
+    /// subset construction fits in it: its start state is already past it.
     pub const ON_DEMAND: Bound = Bound { max_states: 0, max_work: 0 };
+    /// No bound but the user's limits.
+    pub const UNBOUNDED: Bound = Bound { max_states: usize::MAX, max_work: usize::MAX };
 }
 
 /// The constructors of a [`ByteNfa`] from a regex live here, beside the DFA they fall back on:
@@ -180,7 +183,7 @@ impl ByteDfa {
         let nfa = thompson_nfa(hir, max_states)?;
         let budget = Budget::of(nfa.byte_classes().alphabet_len(), max_states);
         let full = if nfa.look_set_any().is_empty() {
-            Self::subset_construction(&ByteNfa::from_thompson(&nfa), &budget, None)?.expect("unbounded")
+            Self::subset_construction(&ByteNfa::from_thompson(&nfa), &budget, Bound::UNBOUNDED)?.expect("unbounded")
         } else {
             Self::determinized_by_regex_automata(&nfa, &budget)?
         };
@@ -192,14 +195,14 @@ impl ByteDfa {
     /// the [`ByteNfa`] spare a second Thompson construction.
     pub(crate) fn from_byte_nfa(nfa: &ByteNfa, max_states: usize) -> Result<ByteDfa> {
         let budget = Budget::of(nfa.num_classes(), max_states);
-        Self::minimal(Self::subset_construction(nfa, &budget, None)?.expect("unbounded"), max_states)
+        Self::minimal(Self::subset_construction(nfa, &budget, Bound::UNBOUNDED)?.expect("unbounded"), max_states)
     }
 
     /// [`ByteDfa::from_byte_nfa`], or `None` once the subset construction passes `bound`. For
     /// callers that can run the NFA instead.
     pub(crate) fn from_byte_nfa_within(nfa: &ByteNfa, max_states: usize, bound: Bound) -> Result<Option<ByteDfa>> {
         let budget = Budget::of(nfa.num_classes(), max_states);
-        match Self::subset_construction(nfa, &budget, Some(bound))? {
+        match Self::subset_construction(nfa, &budget, bound)? {
             Some(full) => Ok(Some(Self::minimal(full, max_states)?)),
             None => Ok(None),
         }
@@ -207,8 +210,7 @@ impl ByteDfa {
 
     /// Our subset construction (`crate::regex::determinize`), for NFAs without look-around;
     /// `None` past `bound`.
-    fn subset_construction(nfa: &ByteNfa, budget: &Budget, bound: Option<Bound>) -> Result<Option<ByteDfa>> {
-        let bound = bound.unwrap_or(Bound { max_states: usize::MAX, max_work: usize::MAX });
+    fn subset_construction(nfa: &ByteNfa, budget: &Budget, bound: Bound) -> Result<Option<ByteDfa>> {
         let limits = SubsetLimits {
             max_states: budget.max_unminimised.min(bound.max_states),
             // Each key is held twice (by id and in the map), 4 bytes an id.

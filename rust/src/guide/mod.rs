@@ -169,6 +169,14 @@ impl Guide {
             _ => None,
         }
     }
+    /// For a lazy guide: its engine.
+    #[cfg(test)]
+    pub(crate) fn lazy_engine(&self) -> Option<&crate::lazy::engine::Engine> {
+        match &self.automaton {
+            Automaton::Lazy(l) => Some(l.automaton.engine()),
+            _ => None,
+        }
+    }
     /// Bytes of masks cached so far, and the cache's budget (see `mask_cache`).
     pub fn mask_cache_bytes(&self) -> (usize, usize) {
         (self.masks.cached_bytes(), self.masks.max_bytes())

@@ -226,11 +226,25 @@ impl Drop for ClockGuard {
 }
 
 /// How far a probe looks along a shortest way to acceptance (longer tokens are not tried), and
-/// how many nodes it may expand before the full search takes over (see [`Engine::probe`]).
+/// how many nodes it may expand before the full search takes over (see [`Engine::probe`]): at
+/// least `PROBE_NODES`, and `PROBE_NODES_PER_BYTE` per byte of the regex's distance to
+/// acceptance, since a probe that goes straight takes a token (and perhaps a boundary) per few
+/// bytes of its way.
 const PROBE_BYTES: usize = 64;
 const PROBE_NODES: usize = 512;
-/// The text states a search for a shortest way may expand ([`TextSpace::shortest_way`]).
+const PROBE_NODES_PER_BYTE: usize = 2;
+/// The text states a search for a shortest way may expand ([`TextSpace::shortest_way`]): at
+/// least `WAY_SEARCH_STATES`, and `WAY_SEARCH_STATES_PER_BYTE` per byte of the regex's distance.
+///
+/// Why scale with the distance: a large schema's shortest document can be thousands of bytes
+/// (Github_ultra/o16062: ~6,000 bytes, its required keys). A fixed budget failed
+/// every way search there, the engine then paid 256 failed searches of 4,096 states before
+/// falling back on greedy steps, and probes that could not reach acceptance in 512 nodes left
+/// the initial state to the full search: 1.3 s to the first mask on Llama 3, now ~10 ms
+/// plus its DFA. A* expands few states beyond the way itself (the regex's distance is a
+/// consistent estimate), so the scaled budget is spent only where the way is that long.
 const WAY_SEARCH_STATES: usize = 4096;
+const WAY_SEARCH_STATES_PER_BYTE: usize = 4;
 /// Failed way searches after which an engine guides its ways by the regex's distance alone.
 const WAY_SEARCH_FAILURES: usize = 256;
 
@@ -311,6 +325,11 @@ impl Engine {
     /// The text states kept so far, and how many of those walked had their groups from a slice.
     pub(crate) fn text_states(&self) -> (usize, usize) {
         (self.texts.len(), self.sliced.load(Ordering::Relaxed))
+    }
+    /// Way searches that ran out of budget so far.
+    #[cfg(test)]
+    pub(crate) fn way_search_failures(&self) -> usize {
+        self.way_search_failures.load(Ordering::Relaxed)
     }
     /// Heap bytes the memo holds (an estimate), and its limit.
     pub(crate) fn memo_bytes(&self) -> (usize, usize) {
@@ -585,7 +604,10 @@ impl Engine {
         // each new text state does not pay a failed search.
         let search = match self.way_search_failures.load(Ordering::Relaxed) >= WAY_SEARCH_FAILURES {
             true => WaySearch::GaveUp,
-            false => self.space.shortest_way(k, WAY_SEARCH_STATES, |at| self.ways.get(&at).is_some()),
+            false => {
+                let budget = WAY_SEARCH_STATES.max(WAY_SEARCH_STATES_PER_BYTE * self.space.distance(k) as usize);
+                self.space.shortest_way(k, budget, |at| self.ways.get(&at).is_some())
+            }
         };
         let mut way = match search {
             WaySearch::Found(way) => way,
@@ -682,8 +704,8 @@ impl Engine {
     /// remaining way by its length, but a boundary off the way can lead to a piece start whose
     /// way is longer and passes through a text state met before (on o53044 on Llama 3 a probe
     /// went round such a cycle until its budget ran out, and the full search then took 15 s),
-    /// so the search never re-enters a node on its current path. It gives up after
-    /// [`PROBE_NODES`] nodes or at nodes in `failed` (probed before, in vain). Success records the
+    /// so the search never re-enters a node on its current path. It gives up after its budget
+    /// of nodes ([`PROBE_NODES`], more for a distant acceptance) or at nodes in `failed` (probed before, in vain). Success records the
     /// path live; failure proves nothing and records nothing, and the full search takes over.
     ///
     /// Why: the full search needs the token groups of every text state it expands, one trie walk
@@ -703,6 +725,7 @@ impl Engine {
             Ok(())
         };
         expand(start, &mut path)?;
+        let budget = PROBE_NODES.max(PROBE_NODES_PER_BYTE * self.space.distance(self.key(start.text)) as usize);
         let mut on_path = FxHashSet::default();
         on_path.insert(start);
         let mut expanded = 1;
@@ -724,7 +747,7 @@ impl Engine {
                 }
                 return Ok(true);
             }
-            if failed.contains(&w) || on_path.contains(&w) || expanded >= PROBE_NODES {
+            if failed.contains(&w) || on_path.contains(&w) || expanded >= budget {
                 continue;
             }
             expanded += 1;

@@ -328,3 +328,26 @@ fn an_unbounded_pushdown_guide_agrees_with_deep_unrolling() {
     let want: Vec<Vec<Vec<u32>>> = walks.iter().map(|w| masks_along(&unbounded, w)).collect();
     assert_eq!(masks_from_threads(&threads, &walks), want, "threads sharing a fresh guide agree");
 }
+
+/// A regex whose every string is thousands of bytes long (a large schema's required keys): the
+/// searches for a shortest way to acceptance scale their budget with the regex's distance, so
+/// none gives up, and the probe proves the start live along that way instead of leaving it to
+/// the full search. With fixed budgets (4,096 text states, 512 nodes) every way search from
+/// the start failed: Github_ultra/o16062 (~6,000 bytes) took 1.3 s to its first mask on
+/// Llama 3. The masks stay the eager guide's.
+#[test]
+fn a_distant_acceptance_is_found_without_failed_way_searches() {
+    let regex = r#"\{("k[0-9]": [0-9], ){700}"end": true\}"#;
+    let compiler = Compiler::new(mistral(), Limits::default());
+    let lazy = compiler.compile_regex_lazy(regex).unwrap();
+    let engine = lazy.lazy_engine().unwrap();
+    assert_eq!(engine.space().distance(engine.key(engine.start())), 6_313);
+    assert_eq!(engine.way_search_failures(), 0);
+    let (built, _) = lazy.lazy_text_states().unwrap();
+    assert!(built < 3 * 6_313, "{built} text states to prove the start live");
+    let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+    for seed in 0..2 {
+        let walk = eager.random_walk(seed, 60).unwrap();
+        assert_eq!(masks_along(&lazy, &walk), masks_along(&eager, &walk));
+    }
+}

@@ -25,6 +25,7 @@ use rustc_hash::FxHashMap;
 use super::slice::SliceGroups;
 use super::text::{TextId, TextKey};
 use crate::limits::LAZY_GROUP_CACHE_BYTES;
+use crate::util::bitset;
 use crate::util::concurrent::BoundedCache;
 
 /// Tokens from one text state with the same successor `(target text state, class)`.
@@ -36,11 +37,20 @@ pub(crate) struct Group {
     shared: bool,
 }
 
+impl Group {
+    /// Whether the group comes from the slice (its tokens are in [`Groups::slice_bits`]).
+    pub(crate) fn is_shared(&self) -> bool {
+        self.shared
+    }
+}
+
 /// A text state's groups, in order of the target's distance to acceptance.
 pub(crate) struct Groups {
     pub(crate) groups: Box<[Group]>,
     tokens: Box<[u32]>,
     shared: Option<Arc<SliceGroups>>,
+    /// The tokens of the slice groups, as a bitset (`None` without a slice).
+    slice_bits: Option<Box<[u32]>>,
 }
 
 impl Groups {
@@ -52,10 +62,19 @@ impl Groups {
         &all[g.tokens.start as usize..g.tokens.end as usize]
     }
 
+    /// The tokens of the groups from a slice (every group [`Group::is_shared`]) as a bitset,
+    /// when the state takes one: a first-token set starts from it and takes out the dead
+    /// groups' tokens, instead of gathering ~100,000 live ones group by group.
+    pub(crate) fn slice_bits(&self) -> Option<&[u32]> {
+        self.slice_bits.as_deref()
+    }
+
     /// The heap bytes this state's groups own (a slice's shared tokens are counted once, by
     /// the tokenizer's slice cache).
     fn heap_bytes(&self) -> usize {
-        self.groups.len() * std::mem::size_of::<Group>() + self.tokens.len() * 4
+        self.groups.len() * std::mem::size_of::<Group>()
+            + self.tokens.len() * 4
+            + self.slice_bits.as_ref().map_or(0, |b| b.len() * 4)
     }
 
     /// Lays out the groups of a text state: its targets (`ids[i]` for the walk's target `i`) in
@@ -87,7 +106,8 @@ impl Groups {
                 groups.push(Group { to: ids[i as usize], class, tokens: range, shared: false });
             }
         }
-        Groups { groups: groups.into_boxed_slice(), tokens, shared: shared.map(|s| s.slice) }
+        let slice_bits = shared.as_ref().map(Mapped::bits);
+        Groups { groups: groups.into_boxed_slice(), tokens, shared: shared.map(|s| s.slice), slice_bits }
     }
 }
 
@@ -96,6 +116,23 @@ impl Groups {
 pub(crate) struct Mapped {
     pub(crate) slice: Arc<SliceGroups>,
     pub(crate) targets: Vec<(u32, u32)>,
+}
+
+impl Mapped {
+    /// The tokens of the slice targets mapped to a target of the walk (where the regex dies,
+    /// a counted use past its count, a slice target has none), as a bitset.
+    fn bits(&self) -> Box<[u32]> {
+        let mut bits: Box<[u32]> = self.slice.bits().into();
+        let mut mapped = vec![false; self.slice.targets().len()];
+        self.targets.iter().for_each(|&(_, j)| mapped[j as usize] = true);
+        for j in (0..mapped.len()).filter(|&j| !mapped[j]) {
+            for (_, range) in self.slice.groups_of(j as u32) {
+                let tokens = &self.slice.tokens()[range.start as usize..range.end as usize];
+                tokens.iter().for_each(|&t| bitset::clear(&mut bits, t as usize));
+            }
+        }
+        bits
+    }
 }
 
 /// A group of a walk: `(target, class, range of the sorted tokens)`.

@@ -91,6 +91,9 @@ pub(crate) struct SliceGroups {
     /// `(class, range of tokens)`.
     groups: Box<[(u32, Range<u32>)]>,
     tokens: Box<[u32]>,
+    /// Every token of the groups, as a bitset: the start of a first-token set (see
+    /// `crate::lazy::engine::Engine::first_tokens`).
+    bits: Box<[u32]>,
 }
 
 impl SliceGroups {
@@ -99,6 +102,9 @@ impl SliceGroups {
     }
     pub(crate) fn tokens(&self) -> &[u32] {
         &self.tokens
+    }
+    pub(crate) fn bits(&self) -> &[u32] {
+        &self.bits
     }
     /// Target `j`'s groups as `(class, range of tokens)`.
     pub(crate) fn groups_of(&self, j: u32) -> impl Iterator<Item = (u32, Range<u32>)> + '_ {
@@ -110,6 +116,7 @@ impl SliceGroups {
             + self.target_groups.len() * 4
             + self.groups.len() * 12
             + self.tokens.len() * 4
+            + self.bits.len() * 4
     }
 }
 
@@ -291,7 +298,9 @@ impl Slices {
             target_groups[j + 1] += target_groups[j];
         }
         let groups = own.into_iter().map(|(_, class, range)| (class, range)).collect();
-        let made = SliceGroups { targets, target_groups: target_groups.into(), groups, tokens };
+        let mut bits = vec![0u32; parts.words].into_boxed_slice();
+        tokens.iter().for_each(|&t| crate::util::bitset::set(&mut bits, t as usize));
+        let made = SliceGroups { targets, target_groups: target_groups.into(), groups, tokens, bits };
         let bytes = made.heap_bytes();
         self.cache.insert(key, Arc::new(made), bytes)
     }
@@ -307,6 +316,8 @@ impl Slices {
 pub(crate) struct SliceInputs<'a> {
     pub(crate) trie: &'a TokenTrie,
     pub(crate) tok: &'a TokenizerDfa,
+    /// The words of a token bitset.
+    pub(crate) words: usize,
 }
 
 /// `φ` when regex state `q` of `dfa` loops on `slice` from its start (see the module docs):

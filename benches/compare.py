@@ -828,12 +828,17 @@ def versions():
             capture_output=True, text=True,
         ).stdout.strip()
         out["propertok_worktree_dirty"] = bool(dirty)
-        so = list((REPO / "python" / "propertok").glob("_core*.so"))
-        if so:
-            out["propertok_extension_built"] = datetime.datetime.fromtimestamp(so[0].stat().st_mtime).isoformat(
-                timespec="seconds"
-            )
     except OSError:
+        pass
+    try:
+        # The extension this run imports (the bench venv's own install, or the checkout's).
+        from propertok import _core
+
+        out["propertok_extension"] = _core.__file__
+        out["propertok_extension_built"] = datetime.datetime.fromtimestamp(
+            Path(_core.__file__).stat().st_mtime
+        ).isoformat(timespec="seconds")
+    except (ImportError, OSError):
         pass
     return out
 

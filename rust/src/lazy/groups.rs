@@ -14,8 +14,11 @@
 //!
 //! # Costs
 //! Grouping is a counting sort by target (a wide state has ~100,000 tokens but a few hundred
-//! targets) and small sorts of plain integers within each target; a wide state's groups take
-//! ~1 MB, which is why they live in a bounded cache ([`GroupCache`]) and not in the memo.
+//! targets) and small sorts of plain integers within each target; a wide state walked in full
+//! has groups of ~1 MB, which is why they live in a bounded cache ([`GroupCache`]) and not in
+//! the memo. A state that takes a slice stores its targets and refers to the slice's groups
+//! (~20,000 for a JSON string's contents) instead of copying them: copying cost ~0.15 ms and
+//! ~0.5 MB per such state, the largest share of its first visit after the liveness work.
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -29,6 +32,7 @@ use crate::util::bitset;
 use crate::util::concurrent::BoundedCache;
 
 /// Tokens from one text state with the same successor `(target text state, class)`.
+#[derive(Clone)]
 pub(crate) struct Group {
     pub(crate) to: TextId,
     pub(crate) class: u32,
@@ -44,13 +48,62 @@ impl Group {
     }
 }
 
+/// One target of a text state's groups: its slice targets' groups, then its own.
+struct Target {
+    to: TextId,
+    /// The slice targets mapped to it (a range of [`Groups::slice_targets`]).
+    slice_targets: Range<u32>,
+    /// Its groups from the walk (a range of [`Groups::own`]).
+    own: Range<u32>,
+}
+
 /// A text state's groups, in order of the target's distance to acceptance.
+///
+/// Stored by target: a wide state taking a slice has ~20,000 groups over ~150 targets, nearly
+/// all of them the slice's, which are read from the slice (shared by every guide of the
+/// tokenizer) instead of being copied per text state.
 pub(crate) struct Groups {
-    pub(crate) groups: Box<[Group]>,
+    targets: Box<[Target]>,
+    /// `starts[i]`: the index of target `i`'s first group; one more entry, the number of groups.
+    starts: Box<[u32]>,
+    slice_targets: Box<[u32]>,
+    /// `(class, range of tokens)`.
+    own: Box<[(u32, Range<u32>)]>,
     tokens: Box<[u32]>,
     shared: Option<Arc<SliceGroups>>,
     /// The tokens of the slice groups, as a bitset (`None` without a slice).
     slice_bits: Option<Box<[u32]>>,
+}
+
+/// The groups of one target (see [`Groups::by_target`]).
+pub(crate) struct TargetGroups<'a> {
+    groups: &'a Groups,
+    target: &'a Target,
+}
+
+impl<'a> TargetGroups<'a> {
+    /// Its groups: the slice's, then the walk's.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = Group> + 'a {
+        let (groups, target) = (self.groups, self.target);
+        let to = target.to;
+        let slice = groups.shared.as_deref();
+        let from_slice = groups.slice_targets[target.slice_targets.start as usize..target.slice_targets.end as usize]
+            .iter()
+            .flat_map(move |&j| slice.expect("slice targets come with a slice").groups_of(j))
+            .map(move |(class, tokens)| Group { to, class, tokens, shared: true });
+        let own = groups.own[target.own.start as usize..target.own.end as usize]
+            .iter()
+            .map(move |(class, tokens)| Group { to, class: *class, tokens: tokens.clone(), shared: false });
+        from_slice.chain(own)
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        let slice = self.groups.shared.as_deref();
+        let targets = &self.groups.slice_targets
+            [self.target.slice_targets.start as usize..self.target.slice_targets.end as usize];
+        let from_slice: usize = targets.iter().map(|&j| slice.map_or(0, |s| s.num_groups_of(j))).sum();
+        from_slice + self.target.own.len()
+    }
 }
 
 impl Groups {
@@ -62,9 +115,35 @@ impl Groups {
         &all[g.tokens.start as usize..g.tokens.end as usize]
     }
 
-    /// The tokens of the groups from a slice (every group [`Group::is_shared`]) as a bitset,
-    /// when the state takes one: a first-token set starts from it and takes out the dead
-    /// groups' tokens, instead of gathering ~100,000 live ones group by group.
+    /// The groups, target by target, in order.
+    pub(crate) fn by_target(&self) -> impl Iterator<Item = TargetGroups<'_>> {
+        self.targets.iter().map(move |target| TargetGroups { groups: self, target })
+    }
+
+    /// Group `i` in order (targets in order, each target's groups as [`TargetGroups::iter`]);
+    /// `None` past the last.
+    pub(crate) fn get(&self, i: u32) -> Option<Group> {
+        let t = self.starts.partition_point(|&s| s <= i).checked_sub(1)?;
+        let target = self.targets.get(t)?;
+        let mut k = i - self.starts[t];
+        let to = target.to;
+        if let Some(slice) = self.shared.as_deref() {
+            for &j in &self.slice_targets[target.slice_targets.start as usize..target.slice_targets.end as usize] {
+                let n = slice.num_groups_of(j) as u32;
+                if k < n {
+                    let (class, tokens) = slice.group_of(j, k as usize);
+                    return Some(Group { to, class, tokens, shared: true });
+                }
+                k -= n;
+            }
+        }
+        let (class, tokens) = self.own.get((target.own.start + k) as usize)?.clone();
+        Some(Group { to, class, tokens, shared: false })
+    }
+
+    /// The tokens of the slice groups (every group [`Group::is_shared`]) as a bitset, when the
+    /// state takes one: a first-token set starts from it and takes out the dead groups' tokens,
+    /// instead of gathering ~100,000 live ones group by group.
     pub(crate) fn slice_bits(&self) -> Option<&[u32]> {
         self.slice_bits.as_deref()
     }
@@ -72,7 +151,9 @@ impl Groups {
     /// The heap bytes this state's groups own (a slice's shared tokens are counted once, by
     /// the tokenizer's slice cache).
     fn heap_bytes(&self) -> usize {
-        self.groups.len() * std::mem::size_of::<Group>()
+        self.targets.len() * (std::mem::size_of::<Target>() + 4)
+            + self.slice_targets.len() * 4
+            + self.own.len() * 12
             + self.tokens.len() * 4
             + self.slice_bits.as_ref().map_or(0, |b| b.len() * 4)
     }
@@ -87,27 +168,48 @@ impl Groups {
     ) -> Groups {
         let mut order: Vec<u32> = (0..ids.len() as u32).collect();
         order.sort_unstable_by_key(|&i| (rank(i), ids[i as usize]));
-        let (tokens, own) = walked.sorted(&order);
-        let mut groups = Vec::with_capacity(own.len());
-        let mut own = own.into_iter().peekable();
+        let (tokens, walk_groups) = walked.sorted(&order);
         let mut from_slice = vec![Vec::new(); if shared.is_some() { ids.len() } else { 0 }];
         for &(i, j) in shared.as_ref().map_or(&[][..], |s| &s.targets[..]) {
             from_slice[i as usize].push(j);
         }
+        let mut targets = Vec::with_capacity(order.len());
+        let mut starts = Vec::with_capacity(order.len() + 1);
+        let mut slice_targets = Vec::new();
+        let mut own = Vec::with_capacity(walk_groups.len());
+        let mut walk_groups = walk_groups.into_iter().peekable();
+        let mut next = 0u32;
         for &i in &order {
+            starts.push(next);
+            let first_slice_target = slice_targets.len() as u32;
             if let Some(Mapped { slice, .. }) = &shared {
                 for &j in &from_slice[i as usize] {
-                    for (class, range) in slice.groups_of(j) {
-                        groups.push(Group { to: ids[i as usize], class, tokens: range, shared: true });
-                    }
+                    slice_targets.push(j);
+                    next += slice.num_groups_of(j) as u32;
                 }
             }
-            while let Some((_, class, range)) = own.next_if(|g| g.0 == i) {
-                groups.push(Group { to: ids[i as usize], class, tokens: range, shared: false });
+            let first_own = own.len() as u32;
+            while let Some((_, class, range)) = walk_groups.next_if(|g| g.0 == i) {
+                own.push((class, range));
+                next += 1;
             }
+            targets.push(Target {
+                to: ids[i as usize],
+                slice_targets: first_slice_target..slice_targets.len() as u32,
+                own: first_own..own.len() as u32,
+            });
         }
+        starts.push(next);
         let slice_bits = shared.as_ref().map(Mapped::bits);
-        Groups { groups: groups.into_boxed_slice(), tokens, shared: shared.map(|s| s.slice), slice_bits }
+        Groups {
+            targets: targets.into(),
+            starts: starts.into(),
+            slice_targets: slice_targets.into(),
+            own: own.into(),
+            tokens,
+            shared: shared.map(|s| s.slice),
+            slice_bits,
+        }
     }
 }
 

@@ -106,6 +106,14 @@ impl SliceGroups {
     pub(crate) fn bits(&self) -> &[u32] {
         &self.bits
     }
+    /// The number of target `j`'s groups.
+    pub(crate) fn num_groups_of(&self, j: u32) -> usize {
+        (self.target_groups[j as usize + 1] - self.target_groups[j as usize]) as usize
+    }
+    /// Target `j`'s group `k` as `(class, range of tokens)`.
+    pub(crate) fn group_of(&self, j: u32, k: usize) -> (u32, Range<u32>) {
+        self.groups[self.target_groups[j as usize] as usize + k].clone()
+    }
     /// Target `j`'s groups as `(class, range of tokens)`.
     pub(crate) fn groups_of(&self, j: u32) -> impl Iterator<Item = (u32, Range<u32>)> + '_ {
         let range = self.target_groups[j as usize] as usize..self.target_groups[j as usize + 1] as usize;

@@ -705,8 +705,9 @@ impl Engine {
     /// way is longer and passes through a text state met before (on o53044 on Llama 3 a probe
     /// went round such a cycle until its budget ran out, and the full search then took 15 s),
     /// so the search never re-enters a node on its current path. It gives up after its budget
-    /// of nodes ([`PROBE_NODES`], more for a distant acceptance) or at nodes in `failed` (probed before, in vain). Success records the
-    /// path live; failure proves nothing and records nothing, and the full search takes over.
+    /// of nodes ([`PROBE_NODES`], more for a distant acceptance) or at nodes in `failed` (probed
+    /// before, in vain). Success records the path live; failure proves nothing and records
+    /// nothing, and the full search takes over.
     ///
     /// Why: the full search needs the token groups of every text state it expands, one trie walk
     /// each (milliseconds for a JSON string's contents), while almost every node a mask asks

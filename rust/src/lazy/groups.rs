@@ -78,6 +78,8 @@ pub(crate) struct Groups {
 /// The groups of one target (see [`Groups::by_target`]).
 pub(crate) struct TargetGroups<'a> {
     groups: &'a Groups,
+    /// Its index among the targets.
+    index: usize,
     target: &'a Target,
 }
 
@@ -98,11 +100,7 @@ impl<'a> TargetGroups<'a> {
     }
 
     pub(crate) fn len(&self) -> usize {
-        let slice = self.groups.shared.as_deref();
-        let targets = &self.groups.slice_targets
-            [self.target.slice_targets.start as usize..self.target.slice_targets.end as usize];
-        let from_slice: usize = targets.iter().map(|&j| slice.map_or(0, |s| s.num_groups_of(j))).sum();
-        from_slice + self.target.own.len()
+        (self.groups.starts[self.index + 1] - self.groups.starts[self.index]) as usize
     }
 }
 
@@ -117,7 +115,7 @@ impl Groups {
 
     /// The groups, target by target, in order.
     pub(crate) fn by_target(&self) -> impl Iterator<Item = TargetGroups<'_>> {
-        self.targets.iter().map(move |target| TargetGroups { groups: self, target })
+        self.targets.iter().enumerate().map(move |(index, target)| TargetGroups { groups: self, index, target })
     }
 
     /// Group `i` in order (targets in order, each target's groups as [`TargetGroups::iter`]);

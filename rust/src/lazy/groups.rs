@@ -328,3 +328,67 @@ impl GroupCache {
         self.0.insert(z, groups, bytes)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lazy::text::TextSpace;
+    use crate::pre_tokenizer::text_automaton::ContentTrie;
+    use crate::regex::byte_dfa::ByteDfa;
+    use crate::tokenizer_dfa::side::LONE;
+
+    /// A text state's groups from a slice (one of its targets unmapped) and a walk of its own:
+    /// read group by group (as searches do) or target by target (as first-token sets do), they
+    /// are the same groups, and together they hold each token once with its target.
+    #[test]
+    fn groups_read_by_index_and_by_target_agree_and_hold_every_token_once() {
+        let dfa = ByteDfa::from_regex("[a-z]*", crate::limits::DEFAULT_MAX_BYTE_DFA_STATES).unwrap();
+        let space = TextSpace::new(dfa, None, Arc::new(ContentTrie::default()), None).unwrap();
+        let key = |q: u32| space.start().with_regex_state(q);
+        let words = bitset::words_for(200);
+        let mut in_slice = Walked::default();
+        for t in 0..60u32 {
+            let class = if t % 7 == 0 { LONE } else { t % 3 };
+            in_slice.push(t, key(100 + t % 5), class);
+        }
+        let slice = Arc::new(SliceGroups::from_walk(in_slice, words));
+        let mut walked = Walked::default();
+        for t in 150..170u32 {
+            walked.push(t, key(t % 3), t % 2);
+        }
+        // Slice targets 0..4 go to the walk's targets (two to the same one); 4 is unmapped.
+        let targets: Vec<(u32, u32)> = (0..4u32).map(|j| (walked.target(key(j % 3)), j)).collect();
+        let ids: Vec<TextId> = (0..walked.targets.len() as u32).map(|i| 10 + i).collect();
+        let rank = |i: u32| (i * 7) % 3;
+        let groups =
+            Groups::assemble(walked, &ids, rank, Some(Mapped { slice: slice.clone(), targets: targets.clone() }));
+
+        let view = |g: &Group| (g.to, g.class, groups.tokens(g).to_vec(), g.is_shared());
+        let by_index: Vec<_> = (0..).map_while(|i| groups.get(i)).map(|g| view(&g)).collect();
+        let by_target: Vec<_> =
+            groups.by_target().flat_map(|t| t.iter().collect::<Vec<_>>()).map(|g| view(&g)).collect();
+        assert_eq!(by_index, by_target);
+        assert_eq!(groups.by_target().map(|t| t.len()).sum::<usize>(), by_index.len());
+        let mut got: Vec<(TextId, u32)> =
+            by_index.iter().flat_map(|(to, _, tokens, _)| tokens.iter().map(move |&t| (*to, t))).collect();
+        got.sort_unstable();
+        let walk_target = |k: TextKey| ids[(0..3).position(|q| key(q) == k).unwrap()];
+        let mut want: Vec<(TextId, u32)> = (150..170u32).map(|t| (walk_target(key(t % 3)), t)).collect();
+        for &(i, j) in &targets {
+            let to = ids[i as usize];
+            want.extend((0..60u32).filter(|t| slice.targets()[j as usize] == key(100 + t % 5)).map(|t| (to, t)));
+        }
+        want.sort_unstable();
+        assert_eq!(got, want);
+        let shared: Vec<u32> = got.iter().map(|&(_, t)| t).filter(|&t| t < 60).collect();
+        let bits: Vec<u32> = bitset::iter_ones(groups.slice_bits().unwrap()).map(|t| t as u32).collect();
+        let mut shared_sorted = shared.clone();
+        shared_sorted.sort_unstable();
+        assert_eq!(bits, shared_sorted);
+        // Groups come in order of rank, then id.
+        let order: Vec<TextId> = groups.by_target().map(|t| t.iter().next().unwrap().to).collect();
+        let mut sorted = order.clone();
+        sorted.sort_by_key(|&id| (rank(id - 10), id));
+        assert_eq!(order, sorted);
+    }
+}

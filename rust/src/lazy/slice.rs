@@ -97,6 +97,24 @@ pub(crate) struct SliceGroups {
 }
 
 impl SliceGroups {
+    /// The groups of a walk from a slice's state, its targets in the order met; `words`: the
+    /// words of a token bitset.
+    pub(crate) fn from_walk(walked: Walked, words: usize) -> SliceGroups {
+        let targets: Box<[TextKey]> = walked.targets.clone().into();
+        let order: Vec<u32> = (0..targets.len() as u32).collect();
+        let (tokens, own) = walked.sorted(&order);
+        let mut target_groups = vec![0u32; targets.len() + 1];
+        for &(j, _, _) in &own {
+            target_groups[j as usize + 1] += 1;
+        }
+        for j in 0..targets.len() {
+            target_groups[j + 1] += target_groups[j];
+        }
+        let groups = own.into_iter().map(|(_, class, range)| (class, range)).collect();
+        let mut bits = vec![0u32; words].into_boxed_slice();
+        tokens.iter().for_each(|&t| crate::util::bitset::set(&mut bits, t as usize));
+        SliceGroups { targets, target_groups: target_groups.into(), groups, tokens, bits }
+    }
     pub(crate) fn targets(&self) -> &[TextKey] {
         &self.targets
     }
@@ -295,20 +313,7 @@ impl Slices {
             },
         )
         .unwrap_or_else(|never| match never {});
-        let targets: Box<[TextKey]> = walked.targets.clone().into();
-        let order: Vec<u32> = (0..targets.len() as u32).collect();
-        let (tokens, own) = walked.sorted(&order);
-        let mut target_groups = vec![0u32; targets.len() + 1];
-        for &(j, _, _) in &own {
-            target_groups[j as usize + 1] += 1;
-        }
-        for j in 0..targets.len() {
-            target_groups[j + 1] += target_groups[j];
-        }
-        let groups = own.into_iter().map(|(_, class, range)| (class, range)).collect();
-        let mut bits = vec![0u32; parts.words].into_boxed_slice();
-        tokens.iter().for_each(|&t| crate::util::bitset::set(&mut bits, t as usize));
-        let made = SliceGroups { targets, target_groups: target_groups.into(), groups, tokens, bits };
+        let made = SliceGroups::from_walk(walked, parts.words);
         let bytes = made.heap_bytes();
         self.cache.insert(key, Arc::new(made), bytes)
     }

@@ -4,7 +4,7 @@
 //! NFA of lazy determinization ([`super::byte_nfa::ByteNfa`]) and the minimal DFA
 //! ([`super::byte_dfa::ByteDfa`]) start here.
 
-use regex_automata::{nfa::thompson, util::syntax};
+use regex_automata::nfa::thompson;
 use regex_syntax::{ast, hir::Hir};
 
 use crate::error::{Error, Result};
@@ -54,11 +54,11 @@ pub(crate) fn translate(pattern: &str, utf8: bool) -> Result<Hir> {
         }
         _ => Error::InvalidRegex(e.to_string()),
     })?;
+    // The translator's defaults are regex-syntax's: Unicode on, `.` excludes \n.
     let hir = regex_syntax::hir::translate::TranslatorBuilder::new()
         .utf8(utf8)
         .build()
         .translate(pattern, &ast)
         .map_err(|e| Error::InvalidRegex(e.to_string()))?;
-    let _ = syntax::Config::new(); // syntax defaults are regex-syntax's: Unicode on, `.` excludes \n
     Ok(hir)
 }

@@ -345,8 +345,9 @@ class Guide:
         ``lazy``; for a lazy guide also ``lazy_memo_bytes`` / ``max_lazy_memo_bytes`` (its memo,
         bounded by ``max_guide_bytes``), ``lazy_text_automaton`` (``"minimal DFA"``: the regex's
         DFA, built by the compile; ``"DFA on demand"``: a large regex's DFA, determinized as
-        decoding reaches its states; ``"pushdown"``: a grammar that nests, or a recursive
-        schema), ``lazy_text_states`` (text states built so far) and
+        decoding reaches its states; ``"outlined rules"``: a regex whose large counted repetitions
+        repeat calls to rules of their own, determinized on demand; ``"pushdown"``: a grammar that
+        nests, or a recursive schema), ``lazy_text_states`` (text states built so far) and
         ``lazy_sliced_text_states`` (those whose tokens came from a tokenizer-wide slice, such as a
         JSON string's contents, instead of a trie walk of their own)."""
     def allowed_tokens(self, state: int) -> npt.NDArray[np.int32]:

@@ -28,6 +28,7 @@ use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::ContentTrie;
 use crate::regex::byte_dfa::{parse_regex, Bound, ByteDfa};
 use crate::regex::byte_nfa::ByteNfa;
+use crate::regex::outline::{outline, OutlineOptions};
 use crate::tokenizer::always_split::tokens_always_split;
 use crate::tokenizer::bpe::MergeTable;
 use crate::tokenizer::normalization::{allowed_chars, normal_form};
@@ -287,6 +288,10 @@ impl Compiler {
     /// 35 % longer at the median (41 µs against 30 µs) when every regex over 1,000 NFA states
     /// was determinized on demand. So the DFA is tried first, and given up where it would cost
     /// more than a compile may (the bound: ~10 ms).
+    ///
+    /// A regex whose counted repetitions copy large sub-expressions (`(,OBJECT){0,999}`) is
+    /// first written as rules that repeat calls instead of copies (`crate::regex::outline`),
+    /// determinized on demand: its NFA would take hundreds of MB, or is past the limit.
     pub fn compile_regex_lazy(&self, pattern: &str) -> Result<Guide> {
         self.compile_regex_lazy_with(pattern, Self::LAZY_DFA_BOUND)
     }
@@ -295,16 +300,39 @@ impl Compiler {
     /// regex whose minimal DFA is built up front ([`Bound::ON_DEMAND`]: determinize every regex
     /// on demand, as the tests do).
     pub fn compile_regex_lazy_with(&self, pattern: &str, dfa_bound: Bound) -> Result<Guide> {
+        self.lazy_regex(pattern, dfa_bound, OutlineOptions::default())
+    }
+
+    /// [`Compiler::compile_regex_lazy`] outlining the repetitions `options` select
+    /// ([`OutlineOptions::EVERY`]: every one whose operand is longer than a character, as the
+    /// tests do to hold the rules to the eager guide on every corpus regex).
+    pub fn compile_regex_lazy_outlined(&self, pattern: &str, options: OutlineOptions) -> Result<Guide> {
+        self.lazy_regex(pattern, Self::LAZY_DFA_BOUND, options)
+    }
+
+    fn lazy_regex(&self, pattern: &str, dfa_bound: Bound, outline_options: OutlineOptions) -> Result<Guide> {
         let parts = self.lazy_parts()?.clone();
         let deadline = self.deadline();
         let hir = parse_regex(pattern)?;
-        let nfa = ByteNfa::from_hir(&hir, self.limits.max_byte_dfa_states)?;
-        let dfa = ByteDfa::from_byte_nfa_within(&nfa, self.limits.max_byte_dfa_states, dfa_bound)?;
-        let regex: TextRegex = match dfa {
-            Some(dfa) => dfa.non_empty(pattern)?.into(),
+        let (max_dfa_states, max_states) =
+            (self.limits.max_byte_dfa_states, self.limits.max_product_states.min(TextSpace::MAX_REGEX_STATES));
+        let regex: TextRegex = match outline(&hir, outline_options)? {
+            Some(rules) => {
+                let automata = &self.rule_automata;
+                TextRegex::Grammar(Box::new(PushdownDfa::of_outlined_regex(
+                    pattern,
+                    &rules,
+                    automata,
+                    max_dfa_states,
+                    max_states,
+                )?))
+            }
             None => {
-                let max_states = self.limits.max_product_states.min(TextSpace::MAX_REGEX_STATES);
-                TextRegex::Grammar(Box::new(PushdownDfa::of_regex(pattern, nfa, max_states)?))
+                let nfa = ByteNfa::from_hir(&hir, max_dfa_states)?;
+                match ByteDfa::from_byte_nfa_within(&nfa, max_dfa_states, dfa_bound)? {
+                    Some(dfa) => dfa.non_empty(pattern)?.into(),
+                    None => TextRegex::Grammar(Box::new(PushdownDfa::of_regex(pattern, nfa, max_states)?)),
+                }
             }
         };
         deadline.check("the regex's automaton")?;

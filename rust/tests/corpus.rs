@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use propertok::regex::byte_dfa::Bound;
+use propertok::regex::outline::OutlineOptions;
 use propertok::util::bitset;
 use propertok::{Compiler, Error, Guide, Limits, Method, Vocabulary};
 use toml::Value;
@@ -17,16 +18,21 @@ enum How {
     Lazy,
     /// A lazy guide whose regex DFA is determinized on demand, however small.
     OnDemand,
+    /// A lazy guide whose regex is written as rules, every repeated operand longer than a
+    /// character a rule of its own (`propertok::regex::outline`).
+    Outlined,
     Auto,
 }
 
 /// `cartesian` is the lazy guide (the default), `eager` CartesianMerge's eager product;
-/// `on_demand` is the lazy guide determinizing its regex as it goes (`cartesian`'s skips apply
-/// to it; it has no byte DFA limit, so cases with limits leave it out).
-const METHODS: [(&str, How); 6] = [
+/// `on_demand` is the lazy guide determinizing its regex as it goes, `outlined` the lazy guide of
+/// its regex as rules (`cartesian`'s skips apply to both; they have no byte DFA limit, so cases
+/// with limits leave them out).
+const METHODS: [(&str, How); 7] = [
     ("agnostic", How::Eager(Method::Agnostic)),
     ("cartesian", How::Lazy),
     ("on_demand", How::OnDemand),
+    ("outlined", How::Outlined),
     ("eager", How::Eager(Method::Cartesian)),
     ("direct", How::Eager(Method::Direct)),
     ("auto", How::Auto),
@@ -131,8 +137,9 @@ fn run_file(path: &Path, failures: &mut Vec<String>) -> usize {
         let error = case.get("error").and_then(Value::as_str);
         let mut canonical: Vec<(&str, Guide)> = Vec::new();
         for (method_name, method) in METHODS {
-            let same_skips = if method_name == "on_demand" { "cartesian" } else { method_name };
-            if skip.iter().any(|(m, _)| m == same_skips) || (method_name == "on_demand" && !limit.is_empty()) {
+            let twin = matches!(method_name, "on_demand" | "outlined");
+            let same_skips = if twin { "cartesian" } else { method_name };
+            if skip.iter().any(|(m, _)| m == same_skips) || (twin && !limit.is_empty()) {
                 continue;
             }
             let at = format!("{name} [{method_name}]");
@@ -140,6 +147,7 @@ fn run_file(path: &Path, failures: &mut Vec<String>) -> usize {
                 How::Eager(m) => compiler.compile_regex(regex, m),
                 How::Lazy => compiler.compile_regex_lazy(regex),
                 How::OnDemand => compiler.compile_regex_lazy_with(regex, Bound::ON_DEMAND),
+                How::Outlined => compiler.compile_regex_lazy_outlined(regex, OutlineOptions::EVERY),
                 How::Auto => compiler.compile_regex_auto(regex),
             };
             if let Some((_, expected)) = limit.iter().find(|(m, _)| m == method_name) {
@@ -185,7 +193,9 @@ fn run_file(path: &Path, failures: &mut Vec<String>) -> usize {
         // The canonical methods accept one language (when they built different automata).
         if let Some(((first_name, first), rest)) = canonical.split_first() {
             for (other_name, other) in rest {
-                if other.method() != first.method() || other.is_lazy() != first.is_lazy() || *other_name == "on_demand"
+                if other.method() != first.method()
+                    || other.is_lazy() != first.is_lazy()
+                    || matches!(*other_name, "on_demand" | "outlined")
                 {
                     // A wide case's product has millions of transitions: compare along walks.
                     let difference = if limit.is_empty() {

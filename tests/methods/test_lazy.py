@@ -13,6 +13,8 @@
 * Threads sharing one fresh lazy guide see the masks a sequential run sees; threads with their
   own guides of one fresh compiler (filling its slices at once) see the eager masks.
 * The memo's limit is reported by name, and the guide stays usable.
+* A regex whose large counted repetitions are outlined into rules (Github_medium/o9942, refused
+  as one automaton) is complete and sound against the real tokenizer.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import threading
 
 import numpy as np
 import pytest
-from helpers import walk
+from helpers import finishing_walks, walk
 from oracle import require_shared
 
 REGEX = r'\{"name": "[^"\\]{0,16}", "age": (0|[1-9][0-9]{0,2}), "ok": (true|false)\}'
@@ -291,3 +293,43 @@ def test_a_large_regex_is_determinized_on_demand(pt, mistral):
     built = lazy.materialize()
     assert not built.is_lazy and built.num_states == eager.num_states
     assert built.first_difference(eager) is None
+
+
+# Github_medium/o9942: an array of user objects, each with role arrays of up to 1,000 objects and
+# e-mail strings of up to 1,024 characters. As one automaton its Thompson NFA is past 256 MB (it
+# was refused at max_byte_dfa_states); outlined (rust/src/regex/outline.rs), each repeated
+# object is a rule that the repetitions call.
+O9942_DOCS = [
+    '[{"id": "0123456789abcdefABCDEF01", "email": "x@y.z", "role": "admin"}]',
+    '[{"id": "0123456789abcdefABCDEF01", "email": "Grüße, 東京", "role": "view", "applicationRoles": '
+    '[{"resourceId": "aaaaaaaaaaaaaaaaaaaaaaaa", "role": "none"}, {"resourceId": "bbbbbbbbbbbbbbbbbbbbbbbb", '
+    '"role": "view"}]}, {"role": "edit"}]',
+    '[{"email":"a"},{"role":"none"}]',
+]
+
+
+@pytest.mark.parametrize("name", ["mistral7b", "llama3"])
+def test_large_counted_repetitions_are_outlined_and_exact(pt, tokenizer_under_test, name):
+    """Complete: each document's canonical encoding walks to a final state. Sound: finishing
+    random walks of the guide re-encode to themselves and decode into the regex (Python's
+    ``re``), with no empty mask on the way."""
+    import re
+
+    require_shared(f"the {name} tokenizer and data/jsonschemabench_regex.jsonl")
+    from oracle import data_dir
+
+    tut = tokenizer_under_test(name)
+    rows = [json.loads(line) for line in open(data_dir() / "jsonschemabench_regex.jsonl", encoding="utf-8")]
+    regex = next(r["regex"] for r in rows if r["id"] == "Github_medium/o9942")
+    guide = tut.compiler.compile_regex(regex, lazy=True)
+    assert guide.stats()["lazy_text_automaton"] == "outlined rules"
+    python = re.compile(regex)
+    for doc in O9942_DOCS:
+        assert python.fullmatch(doc), doc
+        ok, why = walk(guide, tut.oracle.canonical(doc))
+        assert ok, f"{doc[:40]!r}: {why}"
+    walks = finishing_walks(guide, 6, 120)
+    for seq, canonical in zip(walks, tut.oracle.is_canonical_batch(walks)):
+        text = tut.oracle.decode(seq).decode("utf-8")
+        assert canonical, f"not canonical: {text[:80]!r}"
+        assert python.fullmatch(text), text[:80]

@@ -33,7 +33,7 @@ use rustc_hash::FxHashMap;
 
 use super::{Expr, Grammar, TokenName};
 use crate::error::{Error, Result};
-use crate::regex::byte_dfa::{CALL_MARKER, MAX_GRAMMAR_TOKENS, MAX_RULES_CALLED, TOKEN_MARKER, TOKEN_MARKER_INDEX};
+use crate::regex::byte_dfa::{self, MAX_GRAMMAR_TOKENS, MAX_RULES_CALLED, TOKEN_MARKER, TOKEN_MARKER_INDEX};
 
 /// Default of [`LowerOptions::max_regex_bytes`]: 1 MiB of regex text.
 pub const DEFAULT_MAX_GRAMMAR_REGEX_BYTES: usize = 1 << 20;
@@ -123,7 +123,7 @@ pub fn to_regex_with_tokens(grammar: &Grammar, options: LowerOptions) -> Result<
 /// A grammar as a recursive transition network's rules (see `crate::lazy::pushdown`): rule 0
 /// is the start rule; every reference to a *self-embedding* rule (one in a recursive component
 /// that is not solved as a regex, `value` → `array` → `value`) is written as a call marker
-/// ([`CALL_MARKER`] then two bytes naming the rule), and everything else is inlined as in
+/// ([`byte_dfa::CALL_MARKER`] then two bytes naming the rule), and everything else is inlined as in
 /// [`to_regex`]. A grammar without such rules is one rule, its regex exactly `to_regex`'s.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RuleRegexes {
@@ -160,7 +160,8 @@ pub fn to_rule_regexes(grammar: &Grammar, options: LowerOptions) -> Result<RuleR
 
 /// The marker of a call to rule `id` of a [`RuleRegexes`].
 fn call_marker(id: usize) -> String {
-    format!("(?-u:\\x{:02X}\\x{:02X}\\x{:02X})", CALL_MARKER, 0x80 + (id >> 6), 0x80 + (id & 63))
+    let [a, b, c] = byte_dfa::call_marker(id);
+    format!("(?-u:\\x{a:02X}\\x{b:02X}\\x{c:02X})")
 }
 
 /// The strongly connected components of the rule reference graph.

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use crate::guide::lazy::LazyGuide;
 use crate::guide::{Guide, Method};
 use crate::regex::byte_dfa::{Bound, ByteDfa};
+use crate::regex::outline::OutlineOptions;
 use crate::tokenizer::vocab::Vocabulary;
 use crate::{Compiler, Error, Limits};
 
@@ -349,5 +350,62 @@ fn a_distant_acceptance_is_found_without_failed_way_searches() {
     for seed in 0..2 {
         let walk = eager.random_walk(seed, 60).unwrap();
         assert_eq!(masks_along(&lazy, &walk), masks_along(&eager, &walk));
+    }
+}
+
+/// An array of up to `max` objects, each with a list of up to 3 tags.
+fn items_regex(max: u32) -> String {
+    let item = r#"\{"id": [0-9]{1,3}, "tags": \[("[a-z]{1,8}"(, "[a-z]{1,8}"){0,2})?\]\}"#;
+    format!(r#"\{{"items": \[({item}(, {item}){{0,{}}})?\]\}}"#, max - 1)
+}
+
+/// A regex written as rules whose counted repetitions repeat calls (`crate::regex::outline`)
+/// gives the eager guide's masks, bit for bit: every repeated operand outlined (the item, the
+/// tag list, the digits' and letters' runs stay inline), along random walks and the eager
+/// guide's spelling of documents that fill the arrays to their bounds and try one more.
+#[test]
+fn an_outlined_regex_gives_the_eager_masks() {
+    let compiler = Compiler::new(mistral(), Limits::default());
+    let regex = items_regex(3);
+    let eager = compiler.compile_regex(&regex, Method::Cartesian).unwrap();
+    let outlined = compiler.compile_regex_lazy_outlined(&regex, OutlineOptions::EVERY).unwrap();
+    assert_eq!(outlined.lazy_text_automaton(), Some("outlined rules"));
+    let mut walks: Vec<Vec<u32>> = (0..16).map(|seed| eager.random_walk(seed, 80).unwrap()).collect();
+    let item = r#"{"id": 7, "tags": ["ab", "c", "def"]}"#;
+    for n in [1, 3] {
+        let text = format!(r#"{{"items": [{}]}}"#, vec![item; n].join(", "));
+        walks.push(spelling(&eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it"));
+    }
+    for (w, walk) in walks.iter().enumerate() {
+        assert!(masks_along(&outlined, walk) == masks_along(&eager, walk), "walk {w}");
+    }
+    let four = format!(r#"{{"items": [{}]}}"#, [item; 4].join(", "));
+    assert_eq!(spelling(&outlined, four.as_bytes(), outlined.initial_state()), None, "a fourth item");
+}
+
+/// With the default options only large copies are outlined: 600 items of ~100 NFA states each
+/// are (60,000 states as copies), their tags are not. The masks are those of the same regex as
+/// one automaton, along walks long enough to open several items.
+#[test]
+fn large_copies_are_outlined_by_default() {
+    let compiler = Compiler::new(mistral(), Limits::default());
+    let regex = items_regex(600);
+    let outlined = compiler.compile_regex_lazy(&regex).unwrap();
+    assert_eq!(outlined.lazy_text_automaton(), Some("outlined rules"));
+    let whole = compiler.compile_regex_lazy_outlined(&regex, OutlineOptions::NONE).unwrap();
+    assert_ne!(whole.lazy_text_automaton(), Some("outlined rules"));
+    for seed in 0..8 {
+        let walk = whole.random_walk(seed, 120).unwrap();
+        assert!(masks_along(&outlined, &walk) == masks_along(&whole, &walk), "seed {seed}");
+    }
+}
+
+/// An outlined regex with no string is refused as a regex, not as a grammar.
+#[test]
+fn an_empty_outlined_regex_names_the_regex() {
+    let compiler = Compiler::new(mistral(), Limits::default());
+    match compiler.compile_regex_lazy_outlined(r"(ab[^\x00-\x{10FFFF}]){2}", OutlineOptions::EVERY) {
+        Err(Error::EmptyLanguage(message)) => assert!(message.contains("no string matches the regex"), "{message}"),
+        other => panic!("{:?}", other.map(|g| g.lazy_text_automaton())),
     }
 }

@@ -194,10 +194,12 @@ impl TextRegex {
         }
     }
     /// What the automaton is: `"minimal DFA"` (built up front), `"DFA on demand"` (a regex's
-    /// DFA determinized as decoding reaches its states) or `"pushdown"` (a grammar's rules).
+    /// DFA determinized as decoding reaches its states), `"outlined rules"` (a regex written as
+    /// rules, `crate::regex::outline`, determinized on demand) or `"pushdown"` (a grammar's rules).
     pub fn kind(&self) -> &'static str {
         match self {
             TextRegex::Dfa(_) => "minimal DFA",
+            TextRegex::Grammar(g) if g.regex().is_some() && g.num_rules() > 1 => "outlined rules",
             TextRegex::Grammar(g) if g.regex().is_some() => "DFA on demand",
             TextRegex::Grammar(_) => "pushdown",
         }

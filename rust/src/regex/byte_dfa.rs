@@ -662,6 +662,12 @@ pub const CALL_MARKER: u8 = 0xFE;
 /// Rules a grammar's pushdown automaton may have, its start rule included.
 pub const MAX_RULES_CALLED: usize = 64 * 64;
 
+/// The marker bytes of a call to rule `id` (below [`MAX_RULES_CALLED`]).
+pub fn call_marker(id: usize) -> [u8; 3] {
+    debug_assert!(id < MAX_RULES_CALLED);
+    [CALL_MARKER, 0x80 + (id >> 6) as u8, 0x80 + (id & 63) as u8]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

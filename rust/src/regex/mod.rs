@@ -6,4 +6,5 @@ pub mod byte_dfa;
 pub mod byte_nfa;
 pub(crate) mod determinize;
 pub(crate) mod minimize;
+pub mod outline;
 pub(crate) mod syntax;

@@ -16,6 +16,7 @@ use crate::error::Error;
 use crate::guide::matcher::Matcher;
 use crate::guide::{Guide, Method};
 use crate::regex::byte_dfa::{Bound, ByteDfa};
+use crate::regex::outline::OutlineOptions;
 use crate::tokenizer::bpe::MergeTable;
 use crate::tokenizer::vocab::Vocabulary;
 use crate::util::random::SplitMix64;
@@ -235,6 +236,12 @@ pub fn check_regex_guide(data: &[u8]) {
             Ok(on_demand) => assert_eq!(on_demand.first_difference(&c), Ok(None), "{ctx}: on demand vs eager"),
             Err(Error::LimitExceeded { .. }) => {}
             Err(e) => panic!("{ctx}: the eager guide compiled, the on-demand one failed: {e}"),
+        }
+        // And one whose repeated operands are rules of their own (`crate::regex::outline`).
+        match compiler.compile_regex_lazy_outlined(&pattern, OutlineOptions::EVERY) {
+            Ok(outlined) => assert_eq!(outlined.first_difference(&c), Ok(None), "{ctx}: outlined vs eager"),
+            Err(Error::LimitExceeded { .. }) => {}
+            Err(e) => panic!("{ctx}: the eager guide compiled, the outlined one failed: {e}"),
         }
     }
 }

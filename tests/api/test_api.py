@@ -109,6 +109,33 @@ def test_byte_dfa_api(pt):
     assert not pt.ByteDfa("abc").matches(b"xabcx")
 
 
+# Text anchors in a whole-match regex: at an edge they are no constraint, inside a JSON string
+# ("^#/", as schema converters write a pattern) they never hold, and otherwise the match decides.
+ANCHORED = [
+    "^abc$",
+    r"\A(a|b)*$",
+    "(^a|^b)c(d$|e)?",
+    r'\{"k": ("big"|"^#/")\}',
+    "a?^b",
+    "(a|^b)*c",
+    "(x$|y)(z?)",
+    "^(ab|a)$b?",
+]
+
+
+@pytest.mark.parametrize("pattern", ANCHORED)
+def test_byte_dfa_anchors_match_as_python_re_fullmatch(pt, pattern):
+    import itertools
+    import re
+
+    dfa, python = pt.ByteDfa(pattern), re.compile(pattern)
+    alphabet = sorted(set(re.sub(r"\\[Azbd]|[\^$()|?*{}\\]", "", pattern))) or ["a"]
+    texts = ["".join(p) for n in range(5) for p in itertools.product(alphabet[:6], repeat=n)]
+    texts += ['{"k": "big"}', '{"k": "^#/"}', '{"k": "#/"}']
+    for text in texts:
+        assert dfa.matches(text.encode()) == bool(python.fullmatch(text)), (pattern, text)
+
+
 def test_byte_dfa_sample_respects_max_len(pt):
     dfa = pt.ByteDfa("[a-z]+")  # every prefix past the first letter is accepting
     for s in dfa.sample(50, 1, max_len=10):

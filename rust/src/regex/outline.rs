@@ -17,7 +17,8 @@
 //! [`outline`] works bottom up on the translated regex and estimates each sub-expression's
 //! Thompson states ([`estimated_nfa_states`]). It outlines the operand of a counted repetition
 //! when the copies would cost at least [`OutlineOptions::copies_states`] and the operand is itself
-//! large ([`OutlineOptions::min_states`]) and longer than one character: a string's character class
+//! large ([`OutlineOptions::min_states`]), free of look-around (an anchor or `\b` in a rule
+//! would look at the rule's edges, not the text's) and longer than one character: a string's character class
 //! (`[^"\\]{0,1024}`) stays inline, where the lazy engine's counted slices
 //! (`crate::lazy::slice`) take it at the price of one table lookup per byte, where a call per
 //! character would cost a push and a pop. Equal operands (the same printed regex) share one rule.
@@ -167,9 +168,12 @@ impl Outliner {
             }
             HirKind::Repetition(repetition) => {
                 let (mut sub, mut states) = self.rewrite(&repetition.sub)?;
+                // An anchor or word boundary looks at the text around it, which a rule of its
+                // own would not see: such operands stay inline.
                 let outlined = states >= self.options.min_states
                     && copies(repetition).saturating_mul(states) >= self.options.copies_states
-                    && !is_one_character(&sub);
+                    && !is_one_character(&sub)
+                    && sub.properties().look_set().is_empty();
                 if outlined {
                     let marker = call_marker(self.rule(sub.to_string())?);
                     states = marker.len() as u64;
@@ -245,6 +249,9 @@ mod tests {
         let string = parse_regex(r#""([^"\\]|\\["\\/bfnrt]){0,100000}""#).unwrap();
         assert!(estimated_nfa_states(&string) > 1_000_000);
         assert_eq!(outline(&string, OutlineOptions::default()).unwrap(), None);
+        // Look-around stays where it can see the text around it.
+        let bounded = parse_regex(r"(a?\bb){2}").unwrap();
+        assert_eq!(outline(&bounded, OutlineOptions::EVERY).unwrap(), None);
         // Small copies stay inline unless asked.
         let small = parse_regex(r"(ab){2}").unwrap();
         assert_eq!(outline(&small, OutlineOptions::default()).unwrap(), None);

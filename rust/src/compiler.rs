@@ -28,7 +28,7 @@ use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::ContentTrie;
 use crate::regex::byte_dfa::{parse_regex, Bound, ByteDfa};
 use crate::regex::byte_nfa::ByteNfa;
-use crate::regex::outline::{outline, OutlineOptions};
+use crate::regex::outline::{outline, outline_rules, OutlineOptions};
 use crate::tokenizer::always_split::tokens_always_split;
 use crate::tokenizer::bpe::MergeTable;
 use crate::tokenizer::normalization::{allowed_chars, normal_form};
@@ -406,6 +406,13 @@ impl Compiler {
         deadline: Deadline,
     ) -> Result<Guide> {
         let parts = self.lazy_parts()?.clone();
+        // Large repeated operands as rules of their own (`crate::regex::outline`); not under a
+        // nesting bound, which counts every frame, outlined calls included.
+        let outlined = match max_depth {
+            None => outline_rules(rules, OutlineOptions::default())?,
+            Some(_) => None,
+        };
+        let rules = outlined.as_deref().unwrap_or(rules);
         let regex: TextRegex = match rules {
             [(_, Some(regex))] => ByteDfa::from_regex_with_markers(regex, self.limits.max_byte_dfa_states)?.into(),
             _ => TextRegex::Grammar(Box::new(PushdownDfa::new(

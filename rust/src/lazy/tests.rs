@@ -409,3 +409,27 @@ fn an_empty_outlined_regex_names_the_regex() {
         other => panic!("{:?}", other.map(|g| g.lazy_text_automaton())),
     }
 }
+
+/// A grammar's rules are outlined too: a list of up to 400 items (~100 NFA states each) is
+/// rules that the repetition calls, with the masks of the same grammar as one regex DFA (a
+/// nesting bound, which the grammar never reaches, turns outlining off).
+#[test]
+fn a_grammars_large_copies_are_outlined() {
+    const ITEMS: &str = r#"root ::= "[" item (", " item){0,399} "]"
+item ::= "{\"id\": " [0-9]{1,3} ", \"tags\": [" (tag (", " tag){0,2})? "]}"
+tag  ::= "\"" [a-z]{1,8} "\""
+"#;
+    let compiler = Compiler::new(mistral(), Limits::default());
+    let grammar = crate::grammar::parse(ITEMS, crate::grammar::Syntax::Gbnf, None).unwrap();
+    let compile = |depth| {
+        let options = crate::grammar::lower::LowerOptions { max_recursion_depth: depth, ..Default::default() };
+        compiler.compile_grammar(&grammar, options, Some(Method::Cartesian), true).unwrap()
+    };
+    let (outlined, whole) = (compile(None), compile(Some(1)));
+    assert_eq!(outlined.lazy_text_automaton(), Some("pushdown"));
+    assert_eq!(whole.lazy_text_automaton(), Some("minimal DFA"));
+    for seed in 0..8 {
+        let walk = whole.random_walk(seed, 120).unwrap();
+        assert!(masks_along(&outlined, &walk) == masks_along(&whole, &walk), "seed {seed}");
+    }
+}

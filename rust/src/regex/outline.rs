@@ -13,6 +13,10 @@
 //! it where `X` ends. The rules are not recursive, so stacks are at most as deep as the
 //! outlining nests (two frames for `o9942`).
 //!
+//! A grammar's rules (or a JSON Schema's, with `$ref` recursion as calls) are outlined the
+//! same way, rule by rule ([`outline_rules`]), except under a nesting bound
+//! (`max_recursion_depth`), which counts every frame and would count outlined calls too.
+//!
 //! ## What is outlined
 //! [`outline`] works bottom up on the translated regex and estimates each sub-expression's
 //! Thompson states ([`estimated_nfa_states`]). It outlines the operand of a counted repetition
@@ -41,6 +45,7 @@ use rustc_hash::FxHashMap;
 
 use crate::error::{Error, Result};
 use crate::regex::byte_dfa::{call_marker, MAX_RULES_CALLED};
+use crate::regex::syntax::translate;
 
 /// Which repetitions [`outline`] outlines.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -128,27 +133,50 @@ pub fn outline(hir: &Hir, options: OutlineOptions) -> Result<Option<RuleRegexes>
     if estimated_nfa_states(hir) < options.copies_states {
         return Ok(None);
     }
-    let mut outliner = Outliner { options, rules: vec![String::new()], ids: FxHashMap::default() };
+    let mut outliner = Outliner::new(options, vec![("regex".into(), None)]);
     let (root, _) = outliner.rewrite(hir)?;
-    if outliner.rules.len() == 1 {
+    if outliner.calls == 0 {
         return Ok(None);
     }
-    outliner.rules[0] = root.to_string();
-    let rules = outliner.rules.into_iter().enumerate();
-    Ok(Some(
-        rules.map(|(i, regex)| (if i == 0 { "regex".into() } else { format!("outlined_{i}") }, Some(regex))).collect(),
-    ))
+    outliner.rules[0].1 = Some(root.to_string());
+    Ok(Some(outliner.rules))
+}
+
+/// A pushdown automaton's `rules` (a grammar's, or a JSON Schema's with `$ref` recursion as
+/// calls) with each rule's large repeated operands outlined as [`outline`] does for a regex,
+/// the new rules numbered after the given ones; `None` when nothing qualifies.
+pub fn outline_rules(rules: &[(String, Option<String>)], options: OutlineOptions) -> Result<Option<RuleRegexes>> {
+    let mut outliner = Outliner::new(options, rules.to_vec());
+    for (i, (_, regex)) in rules.iter().enumerate() {
+        let Some(regex) = regex else { continue };
+        let hir = translate(regex, false)?;
+        if estimated_nfa_states(&hir) < options.copies_states {
+            continue;
+        }
+        let calls = outliner.calls;
+        let (root, _) = outliner.rewrite(&hir)?;
+        if outliner.calls > calls {
+            outliner.rules[i].1 = Some(root.to_string());
+        }
+    }
+    Ok((outliner.calls > 0).then_some(outliner.rules))
 }
 
 struct Outliner {
     options: OutlineOptions,
-    /// Rule regexes by id; rule 0 (the root) is written last.
-    rules: Vec<String>,
-    /// Rule ids by regex, so equal operands share a rule.
+    /// Rules by id: the given ones (or the root, written last), then the outlined operands.
+    rules: RuleRegexes,
+    /// Rule ids of outlined operands by regex, so equal operands share a rule.
     ids: FxHashMap<String, usize>,
+    /// Operands replaced by calls so far.
+    calls: usize,
 }
 
 impl Outliner {
+    fn new(options: OutlineOptions, rules: RuleRegexes) -> Outliner {
+        Outliner { options, rules, ids: FxHashMap::default(), calls: 0 }
+    }
+
     /// `hir` with its large repeated operands replaced by calls, and its estimated states (as
     /// [`estimated_nfa_states`], from the operands' estimates).
     fn rewrite(&mut self, hir: &Hir) -> Result<(Hir, u64)> {
@@ -176,6 +204,7 @@ impl Outliner {
                     && sub.properties().look_set().is_empty();
                 if outlined {
                     let marker = call_marker(self.rule(sub.to_string())?);
+                    self.calls += 1;
                     states = marker.len() as u64;
                     sub = Hir::literal(marker);
                 }
@@ -211,7 +240,7 @@ impl Outliner {
             });
         }
         self.ids.insert(regex.clone(), id);
-        self.rules.push(regex);
+        self.rules.push((format!("outlined_{id}"), Some(regex)));
         Ok(id)
     }
 }
@@ -256,6 +285,23 @@ mod tests {
         let small = parse_regex(r"(ab){2}").unwrap();
         assert_eq!(outline(&small, OutlineOptions::default()).unwrap(), None);
         assert_eq!(outline(&small, OutlineOptions::EVERY).unwrap().map(|r| r.len()), Some(2));
+    }
+
+    #[test]
+    fn rules_are_outlined_after_the_given_ones_sharing_operands() {
+        let item = r#"(\{"a": "[^"]{0,50}"\}, ){0,999}"#;
+        let rules: RuleRegexes = vec![
+            ("root".into(), Some(format!(r"{item}(?-u:\xFE\x80\x81)"))),
+            ("value".into(), Some(format!("x{item}"))),
+            ("none".into(), None),
+        ];
+        let out = outline_rules(&rules, OutlineOptions::default()).unwrap().expect("outlined");
+        assert_eq!(out.len(), 4, "{out:?}");
+        assert_eq!(out[2], rules[2]);
+        let call = r"(?-u:\xFE)(?-u:\x80)(?-u:\x83)";
+        assert!(out[0].1.as_deref().unwrap().contains(call) && out[1].1.as_deref().unwrap().contains(call), "{out:?}");
+        assert!(out[0].1.as_deref().unwrap().contains(r"(?-u:\x81)"), "the given call stays");
+        assert_eq!(outline_rules(&rules[2..], OutlineOptions::default()).unwrap(), None);
     }
 
     #[test]

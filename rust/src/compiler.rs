@@ -409,7 +409,7 @@ impl Compiler {
         // Large repeated operands as rules of their own (`crate::regex::outline`); not under a
         // nesting bound, which counts every frame, outlined calls included.
         let outlined = match max_depth {
-            None => outline_rules(rules, OutlineOptions::default())?,
+            None => outline_rules(rules, OutlineOptions::default(), |regex| self.rule_automata.holds(regex))?,
             Some(_) => None,
         };
         let rules = outlined.as_deref().unwrap_or(rules);

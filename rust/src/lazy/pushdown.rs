@@ -141,6 +141,11 @@ impl RuleAutomata {
         RuleAutomata { dfa_up_to: 0, ..RuleAutomata::default() }
     }
 
+    /// Whether the automaton of `regex` is built already.
+    pub fn holds(&self, regex: &str) -> bool {
+        self.cache.get(&regex.to_string()).is_some()
+    }
+
     /// The automaton of a rule's regex (markers allowed): its minimal DFA when its NFA has at
     /// most [`RULE_DFA_NFA_STATES`] states, else its NFA.
     fn get(&self, regex: &str, max_dfa_states: usize) -> Result<Arc<ByteNfa>> {

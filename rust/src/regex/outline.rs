@@ -144,11 +144,17 @@ pub fn outline(hir: &Hir, options: OutlineOptions) -> Result<Option<RuleRegexes>
 
 /// A pushdown automaton's `rules` (a grammar's, or a JSON Schema's with `$ref` recursion as
 /// calls) with each rule's large repeated operands outlined as [`outline`] does for a regex,
-/// the new rules numbered after the given ones; `None` when nothing qualifies.
-pub fn outline_rules(rules: &[(String, Option<String>)], options: OutlineOptions) -> Result<Option<RuleRegexes>> {
+/// the new rules numbered after the given ones; `None` when nothing qualifies. Rules for which
+/// `built` holds (their automaton exists already: the same rules compiled before) are left as
+/// they are, which spares a second parse of every rule when a grammar is compiled again.
+pub fn outline_rules(
+    rules: &[(String, Option<String>)],
+    options: OutlineOptions,
+    built: impl Fn(&str) -> bool,
+) -> Result<Option<RuleRegexes>> {
     let mut outliner = Outliner::new(options, rules.to_vec());
     for (i, (_, regex)) in rules.iter().enumerate() {
-        let Some(regex) = regex else { continue };
+        let Some(regex) = regex.as_deref().filter(|r| !built(r)) else { continue };
         let hir = translate(regex, false)?;
         if estimated_nfa_states(&hir) < options.copies_states {
             continue;
@@ -295,13 +301,13 @@ mod tests {
             ("value".into(), Some(format!("x{item}"))),
             ("none".into(), None),
         ];
-        let out = outline_rules(&rules, OutlineOptions::default()).unwrap().expect("outlined");
+        let out = outline_rules(&rules, OutlineOptions::default(), |_| false).unwrap().expect("outlined");
         assert_eq!(out.len(), 4, "{out:?}");
         assert_eq!(out[2], rules[2]);
         let call = r"(?-u:\xFE)(?-u:\x80)(?-u:\x83)";
         assert!(out[0].1.as_deref().unwrap().contains(call) && out[1].1.as_deref().unwrap().contains(call), "{out:?}");
         assert!(out[0].1.as_deref().unwrap().contains(r"(?-u:\x81)"), "the given call stays");
-        assert_eq!(outline_rules(&rules[2..], OutlineOptions::default()).unwrap(), None);
+        assert_eq!(outline_rules(&rules[2..], OutlineOptions::default(), |_| false).unwrap(), None);
     }
 
     #[test]

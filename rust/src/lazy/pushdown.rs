@@ -143,13 +143,13 @@ impl RuleAutomata {
 
     /// Whether the automaton of `regex` is built already.
     pub fn holds(&self, regex: &str) -> bool {
-        self.cache.get(&regex.to_string()).is_some()
+        self.cache.contains_key(regex)
     }
 
     /// The automaton of a rule's regex (markers allowed): its minimal DFA when its NFA has at
     /// most [`RULE_DFA_NFA_STATES`] states, else its NFA.
     fn get(&self, regex: &str, max_dfa_states: usize) -> Result<Arc<ByteNfa>> {
-        if let Some(known) = self.cache.get(&regex.to_string()) {
+        if let Some(known) = self.cache.get(regex) {
             return Ok(known);
         }
         let hir = translate(regex, false)?;

@@ -152,20 +152,22 @@ pub fn outline_rules(
     options: OutlineOptions,
     built: impl Fn(&str) -> bool,
 ) -> Result<Option<RuleRegexes>> {
-    let mut outliner = Outliner::new(options, rules.to_vec());
+    // Made (the rules copied) only for a rule large enough to outline: most grammars have none.
+    let mut outliner: Option<Outliner> = None;
     for (i, (_, regex)) in rules.iter().enumerate() {
         let Some(regex) = regex.as_deref().filter(|r| !built(r)) else { continue };
         let hir = translate(regex, false)?;
         if estimated_nfa_states(&hir) < options.copies_states {
             continue;
         }
+        let outliner = outliner.get_or_insert_with(|| Outliner::new(options, rules.to_vec()));
         let calls = outliner.calls;
         let (root, _) = outliner.rewrite(&hir)?;
         if outliner.calls > calls {
             outliner.rules[i].1 = Some(root.to_string());
         }
     }
-    Ok((outliner.calls > 0).then_some(outliner.rules))
+    Ok(outliner.filter(|o| o.calls > 0).map(|o| o.rules))
 }
 
 struct Outliner {

@@ -186,8 +186,20 @@ impl<K: Eq + Hash, V: Clone> BoundedCache<K, V> {
         BoundedCache { entries: Mutex::new((FxHashMap::default(), 0)), max_bytes }
     }
 
-    pub fn get(&self, key: &K) -> Option<V> {
+    /// The value of `key` (by any form the key borrows as: a `&str` for a `String` key).
+    pub fn get<Q: Eq + Hash + ?Sized>(&self, key: &Q) -> Option<V>
+    where
+        K: std::borrow::Borrow<Q>,
+    {
         self.entries.lock().unwrap_or_else(|e| e.into_inner()).0.get(key).cloned()
+    }
+
+    /// Whether `key` has a value, without cloning it.
+    pub fn contains_key<Q: Eq + Hash + ?Sized>(&self, key: &Q) -> bool
+    where
+        K: std::borrow::Borrow<Q>,
+    {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).0.contains_key(key)
     }
 
     /// Keeps `value` (of `bytes`) unless `key` has one already; returns the value kept.

@@ -121,7 +121,7 @@ class Vocabulary:
     def eos_token_ids(self) -> list[int]: ...
     @property
     def kind(self) -> str:
-        """``"sentencepiece-bpe"``, ``"byte-level-bpe"`` or ``"other"``."""
+        """``"sentencepiece-bpe"``, ``"byte-level-bpe"``, ``"unigram"`` or ``"wordpiece"``."""
     @property
     def canonical_unsupported_reason(self) -> Optional[str]:
         """``None`` when canonical guides are exact for this tokenizer, else why they are refused."""
@@ -237,6 +237,10 @@ class Compiler:
         its memo can grow past the eager guide's size on wide pre-tokenized states. ``lazy=True``
         with another method is a ``ValueError``; ``Guide.materialize()`` turns a lazy guide into
         an eager one.
+
+        A WordPiece (BERT) tokenizer's guides are explicit token DFAs whatever the method
+        (``guide.method`` is ``"direct"``, or ``"agnostic"``), over the text its tokens decode to:
+        words joined by one space (see the README's "Tokenizer support"); ``lazy=True`` is refused.
 
         Errors: ``ValueError`` (invalid regex, unsupported feature such as look-around or
         backreferences, empty language, unknown method), ``NotImplementedError`` (canonical

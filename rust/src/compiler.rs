@@ -10,6 +10,7 @@ use std::sync::{Arc, OnceLock};
 
 use crate::build::direct::merge::direct_merge;
 use crate::build::pre_tokenized::{self, PreTokenizedTables};
+use crate::build::word_piece::{self, EntryTrie, Language};
 use crate::build::{cartesian, direct};
 use crate::error::{Error, Result};
 use crate::grammar::lower::{to_regex_with_tokens, to_rule_regexes, GrammarRegex, LowerOptions, RuleRegexes};
@@ -33,7 +34,7 @@ use crate::tokenizer::always_split::tokens_always_split;
 use crate::tokenizer::bpe::MergeTable;
 use crate::tokenizer::normalization::{allowed_chars, normal_form};
 use crate::tokenizer::token_trie::TokenTrie;
-use crate::tokenizer::vocab::{Normalization, Vocabulary};
+use crate::tokenizer::vocab::{Normalization, TokenizerKind, Vocabulary};
 use crate::tokenizer_dfa::lone_tokens::{lone_tokens, LoneSplits};
 use crate::tokenizer_dfa::TokenizerDfa;
 
@@ -53,6 +54,8 @@ pub struct Compiler {
     always_split: OnceLock<Result<Vec<u32>>>,
     /// The automata of grammar rules, shared by this compiler's grammars and schemas.
     rule_automata: RuleAutomata,
+    /// A WordPiece vocabulary's entries (`build::word_piece`).
+    word_piece_entries: OnceLock<EntryTrie>,
 }
 
 /// What every guide of a pre-tokenized tokenizer shares: the lone tokens and the tables of
@@ -77,6 +80,7 @@ impl Compiler {
             lazy_parts: OnceLock::new(),
             always_split: OnceLock::new(),
             rule_automata: RuleAutomata::default(),
+            word_piece_entries: OnceLock::new(),
         }
     }
 
@@ -125,6 +129,14 @@ impl Compiler {
     fn load_or_build(&self) -> Result<TokenizerDfa> {
         if let Some(reason) = self.vocab.canonical_unsupported_reason() {
             return Err(Error::Unsupported(reason.to_string()));
+        }
+        if self.vocab.kind() == TokenizerKind::WordPiece {
+            return Err(Error::Unsupported(
+                "WordPiece tokenizers have no tokenizer DFA, and so no lazy guides: whether a token may follow \
+                 depends on the tokens before it in its word, not on the last one alone; compile with lazy=False \
+                 (an explicit token DFA, see crate::build::word_piece)"
+                    .into(),
+            ));
         }
         let Some(dir) = &self.cache_dir else {
             let _ = self.cache_status.set("disabled");
@@ -274,6 +286,12 @@ impl Compiler {
     /// Elsewhere eager stays the default until lazy guides meet issue 17's mask targets.
     pub fn lazy_by_default(&self) -> bool {
         self.vocab.pre_tokenizer().is_some_and(|p| p.normalization != Normalization::None)
+    }
+
+    /// Whether lazy guides exist for this tokenizer: not for WordPiece, whose guides are
+    /// explicit token DFAs (`build::word_piece`).
+    pub fn builds_lazy_guides(&self) -> bool {
+        self.vocab.kind() != TokenizerKind::WordPiece
     }
 
     /// Compiles a regex (full match) into a lazy canonical guide: its states are built the
@@ -430,6 +448,9 @@ impl Compiler {
 
     /// Compiles a regex (full match) with the given method.
     pub fn compile_regex(&self, pattern: &str, method: Method) -> Result<Guide> {
+        if self.vocab.kind() == TokenizerKind::WordPiece {
+            return self.finish(self.compile_word_piece(pattern, method)?);
+        }
         let guide = match method {
             Method::Agnostic => {
                 let trie = self.all_tokens();
@@ -458,6 +479,9 @@ impl Compiler {
     /// `method="auto"`: the explicit DFA when it fits the `max_direct_*` limits, else the
     /// CartesianMerge guide (its `method()` says which).
     pub fn compile_regex_auto(&self, pattern: &str) -> Result<Guide> {
+        if self.vocab.kind() == TokenizerKind::WordPiece {
+            return self.compile_regex(pattern, Method::Direct);
+        }
         let product = self.compile_cartesian(pattern)?;
         let guide = match self.direct_from(&product) {
             Ok(direct) => direct,
@@ -488,7 +512,7 @@ impl Compiler {
         } else {
             direct::materialize(product, limits)?
         };
-        direct::token_dfa_guide(&self.vocab, direct::minimize(&dfa))
+        direct::token_dfa_guide(&self.vocab, direct::minimize(&dfa), Method::Direct)
     }
 
     fn compile_cartesian(&self, pattern: &str) -> Result<Guide> {
@@ -506,6 +530,26 @@ impl Compiler {
 }
 
 impl Compiler {
+    /// A WordPiece tokenizer's guide, an explicit token DFA whatever the method: canonical for
+    /// `cartesian` and `direct` (it reports `direct`), every sequence that decodes to a match for
+    /// `agnostic` (`build::word_piece`).
+    fn compile_word_piece(&self, pattern: &str, method: Method) -> Result<Guide> {
+        let language = if method == Method::Agnostic { Language::Agnostic } else { Language::Canonical };
+        if language == Language::Canonical {
+            if let Some(reason) = self.vocab.canonical_unsupported_reason() {
+                return Err(Error::Unsupported(reason.to_string()));
+            }
+        }
+        let model = self.vocab.word_piece().expect("a WordPiece vocabulary has its model");
+        let entries = self.word_piece_entries.get_or_init(|| EntryTrie::new(&self.vocab, model));
+        let deadline = self.deadline();
+        let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
+        deadline.check("the regex's byte DFA")?;
+        let tokens = word_piece::build(entries, model, &dfa, language, self.limits.token_dfa(), deadline)?;
+        let method = if language == Language::Agnostic { Method::Agnostic } else { Method::Direct };
+        direct::token_dfa_guide(&self.vocab, tokens, method)
+    }
+
     fn compile_pre_tokenized(&self, pattern: &str, tok: &Arc<TokenizerDfa>) -> Result<Guide> {
         let parts = self.pre_tokenized_parts()?;
         let deadline = self.deadline();

@@ -109,19 +109,24 @@ def test_missing_file(pt, tmp_path):
         pt.Vocabulary.from_file(str(tmp_path / "does-not-exist.json"))
 
 
-@needs_shared("the BERT tokenizer")
-def test_wordpiece_refused_for_canonical_methods(pt):
-    text = tokenizer_path("bert-wordpiece").read_text(encoding="utf-8")
-    try:
-        vocab = pt.Vocabulary.from_json(text, eos_token_ids=[102])
-    except ValueError as e:  # refusing the model type outright is fine if it says which
-        assert "wordpiece" in str(e).lower(), str(e)
-        return
-    assert vocab.kind == "other"
-    reason = vocab.canonical_unsupported_reason
-    assert reason is not None and "wordpiece" in reason.lower(), reason
-    with pytest.raises(NotImplementedError, match=r"(?i)wordpiece"):
-        pt.Compiler(vocab).compile_regex(SIMPLE, method="cartesian")
+def test_wordpiece_components_refused_by_name(pt):
+    """A WordPiece tokenizer whose pre-tokenizer or normalizer canonical guides do not model is
+    refused for them, naming the component; agnostic guides still work."""
+    tokenizers = pytest.importorskip("tokenizers")
+    vocab = {"[UNK]": 0, "[SEP]": 1, "a": 2, "##b": 3}
+    tok = tokenizers.Tokenizer(tokenizers.models.WordPiece(vocab=vocab, unk_token="[UNK]"))
+    tok.add_special_tokens(["[UNK]", "[SEP]"])
+    for component, value in [("pre_tokenizer", tokenizers.pre_tokenizers.Whitespace()),
+                              ("normalizer", tokenizers.normalizers.NFD())]:
+        setattr(tok, component, value)
+        v = pt.Vocabulary.from_json(tok.to_str())
+        assert v.kind == "wordpiece"
+        name = type(value).__name__
+        assert name in (v.canonical_unsupported_reason or ""), v.canonical_unsupported_reason
+        with pytest.raises(NotImplementedError, match=name):
+            pt.Compiler(v).compile_regex("ab")
+        guide = pt.Compiler(v).compile_regex("ab", method="agnostic")
+        assert guide.allowed_tokens(guide.initial_state).tolist() == [2]
 
 
 def test_eos_missing(pt):

@@ -6,6 +6,7 @@
 //! | `cartesian` | [`cartesian::build`] | product (byte state, tokenizer state) | the canonical sequences, by CartesianMerge |
 //! | `cartesian`, pre-tokenized tokenizers | [`pre_tokenized::build`] | sets of (text state, split node) × tokenizer state | the canonical sequences, pre-tokenizer included |
 //! | `direct` | [`direct`] | explicit token DFA | the same as `cartesian`, by DirectMerge or by materialising the product |
+//! | every method, WordPiece tokenizers | [`word_piece::build`] | explicit token DFA | canonical (or, for `agnostic`, all) sequences whose decoded text matches |
 //!
 //! `cartesian` and `direct` accept the same language (tested with
 //! [`crate::guide::Guide::first_difference`]); `agnostic` accepts a superset. Builders produce a
@@ -15,6 +16,7 @@ pub mod cartesian;
 pub mod direct;
 pub mod pre_tokenized;
 mod search;
+pub mod word_piece;
 
 use crate::error::{Error, Result};
 use crate::guide::{Automaton, Guide};

@@ -182,12 +182,13 @@ fn distances(dfa: &TokenDfa) -> Vec<u32> {
     dist
 }
 
-/// Wraps an explicit DFA into a guide.
-pub fn token_dfa_guide(vocab: &Arc<Vocabulary>, dfa: TokenDfa) -> Result<Guide> {
+/// Wraps an explicit DFA, built by `method`, into a guide.
+pub fn token_dfa_guide(vocab: &Arc<Vocabulary>, dfa: TokenDfa, method: Method) -> Result<Guide> {
     if dfa.num_states() == 0 {
-        return Err(Error::EmptyLanguage("no canonical token sequence spells a string of the regex".into()));
+        let which = if method == Method::Agnostic { "token sequence" } else { "canonical token sequence" };
+        return Err(Error::EmptyLanguage(format!("no {which} spells a string of the regex")));
     }
     let distance = distances(&dfa);
     let initial = dfa.start;
-    Ok(Guide::new(Method::Direct, vocab.clone(), Automaton::TokenDfa { dfa, distance }, initial))
+    Ok(Guide::new(method, vocab.clone(), Automaton::TokenDfa { dfa, distance }, initial))
 }

@@ -9,6 +9,8 @@
 //!   byte through GPT-2's bytes↔unicode table, which we invert;
 //! * SentencePiece-style BPE (Mistral-7B, Llama 2): "▁" is a space and, with `byte_fallback`,
 //!   `<0xNN>` is the single byte `NN`;
+//! * WordPiece: a word-initial token is a space and its text, a continuation (`##ing`) its text
+//!   without the prefix (`crate::tokenizer::word_piece` says why);
 //! * added tokens decode to their content.
 //!
 //! # What "exact" needs (see [`Vocabulary::canonical_unsupported_reason`])
@@ -33,6 +35,8 @@ pub mod tekken;
 
 use rustc_hash::FxHashMap;
 
+use crate::tokenizer::word_piece::WordPiece;
+
 pub use crate::util::byte_level::{byte_to_unicode_table, unicode_to_byte};
 
 /// How token strings map to bytes, and how text maps to base symbols.
@@ -44,6 +48,9 @@ pub enum TokenizerKind {
     ByteLevelBpe,
     /// A Unigram model decoded by concatenation (agnostic guides only).
     Unigram,
+    /// WordPiece (BERT): a word-initial token decodes to a space and its text, a continuation
+    /// (`##ing`) to its text without the prefix (`crate::tokenizer::word_piece`).
+    WordPiece,
 }
 
 impl TokenizerKind {
@@ -52,6 +59,7 @@ impl TokenizerKind {
             TokenizerKind::CharBpe => "sentencepiece-bpe",
             TokenizerKind::ByteLevelBpe => "byte-level-bpe",
             TokenizerKind::Unigram => "unigram",
+            TokenizerKind::WordPiece => "wordpiece",
         }
     }
 }
@@ -100,6 +108,8 @@ pub struct Vocabulary {
     /// How a byte-level BPE tokenizer splits and normalizes the text (when canonical guides
     /// support it).
     pre_tokenizer: Option<PreTokenizer>,
+    /// The WordPiece model, for a WordPiece tokenizer.
+    word_piece: Option<WordPiece>,
     by_string: FxHashMap<String, u32>,
     fingerprint: u64,
 }
@@ -207,6 +217,11 @@ impl Vocabulary {
     /// The pre-tokenization canonical guides model, for a supported byte-level BPE tokenizer.
     pub fn pre_tokenizer(&self) -> Option<&PreTokenizer> {
         self.pre_tokenizer.as_ref()
+    }
+    /// The WordPiece model, for a WordPiece tokenizer (`canonical_unsupported_reason` says
+    /// whether canonical guides follow it).
+    pub fn word_piece(&self) -> Option<&WordPiece> {
+        self.word_piece.as_ref()
     }
     /// The base symbols BPE starts from for `bytes` (one per character, or per byte for
     /// byte-level BPE), `None` when one is missing from the vocabulary.

@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::support::{byte_level_pre_tokenizer, canonical_support, has_component, replaces};
 use super::{unicode_to_byte, Merge, PreTokenizer, TokenizerKind, Vocabulary, EOS_NAMES};
 use crate::error::{Error, Result};
+use crate::tokenizer::word_piece::WordPiece;
 
 /// An entry of `added_tokens`.
 pub(super) struct AddedToken {
@@ -64,7 +65,11 @@ impl Vocabulary {
             || replaces(root.get("normalizer"), " ", "\u{2581}")
             || replaces(root.get("decoder"), "\u{2581}", " ");
         let byte_fallback = model.get("byte_fallback").and_then(Value::as_bool).unwrap_or(false);
-        let (mut token_bytes, fallback) = model_token_bytes(&token_strings, kind, metaspace, byte_fallback);
+        let word_piece = (kind == TokenizerKind::WordPiece).then(|| WordPiece::from_tokenizer_json(&root, model));
+        let (mut token_bytes, fallback) = match &word_piece {
+            Some(wp) => (word_piece_token_bytes(&token_strings, wp), [u32::MAX; 256]),
+            None => model_token_bytes(&token_strings, kind, metaspace, byte_fallback),
+        };
         let mut never_allowed: Vec<bool> = token_strings.iter().map(Option::is_none).collect();
         let mut special_ids = Vec::new();
         let mut nonspecial_added = Vec::new();
@@ -93,12 +98,23 @@ impl Vocabulary {
                 never_allowed[id] = true;
             }
         }
-        let merges = if kind == TokenizerKind::Unigram { Vec::new() } else { model_merges(model, &by_string)? };
+        let merges = match kind {
+            TokenizerKind::Unigram | TokenizerKind::WordPiece => Vec::new(),
+            _ => model_merges(model, &by_string)?,
+        };
 
         let byte_fallback_token =
             (byte_fallback && fallback.iter().all(|&t| t != u32::MAX)).then(|| Box::new(fallback));
         let byte_level_support =
             (kind == TokenizerKind::ByteLevelBpe).then(|| byte_level_pre_tokenizer(&root, model, &added, &added_flags));
+        let word_piece_unsupported = word_piece.as_ref().and_then(|wp| match wp.unsupported_reason(&root) {
+            None if !nonspecial_added.is_empty() => Some(format!(
+                "this WordPiece tokenizer has non-special added tokens ({:?}, ...), which canonical guides do not \
+                 model; use method=\"agnostic\"",
+                nonspecial_added[0]
+            )),
+            reason => reason,
+        });
         let canonical_unsupported = canonical_support(
             &root,
             model,
@@ -108,6 +124,7 @@ impl Vocabulary {
             byte_fallback,
             byte_fallback_token.as_deref(),
             &merges,
+            word_piece_unsupported.as_ref(),
         );
         let eos = resolve_eos(eos_token_ids, &added, num_tokens)?;
         let vocab_size = match vocab_size {
@@ -134,6 +151,7 @@ impl Vocabulary {
             space_is_metaspace: metaspace,
             canonical_unsupported,
             pre_tokenizer,
+            word_piece,
             by_string,
         };
         vocab.fingerprint = vocab.compute_fingerprint();
@@ -216,9 +234,9 @@ fn model_kind(root: &Value, model: &Value) -> Result<TokenizerKind> {
         "BPE" if byte_level => Ok(TokenizerKind::ByteLevelBpe),
         "BPE" => Ok(TokenizerKind::CharBpe),
         "Unigram" => Ok(TokenizerKind::Unigram),
+        "WordPiece" => Ok(TokenizerKind::WordPiece),
         other => Err(Error::UnsupportedTokenizer(format!(
-            "tokenizer model type {other:?} is not supported: its decoding is not a \
-             concatenation of token strings (supported: BPE, Unigram)"
+            "tokenizer model type {other:?} is not supported (supported: BPE, Unigram, WordPiece)"
         ))),
     }
 }
@@ -305,6 +323,16 @@ fn model_token_bytes(
         };
     }
     (token_bytes, fallback)
+}
+
+/// A WordPiece token's bytes: a space and its text when it starts a word, its text without
+/// `continuing_subword_prefix` when it continues one (`crate::tokenizer::word_piece`).
+fn word_piece_token_bytes(token_strings: &[Option<String>], model: &WordPiece) -> Vec<Vec<u8>> {
+    let bytes = |s: &str| match model.split_entry(s) {
+        (text, true) => text.as_bytes().to_vec(),
+        (text, false) => [b" ", text.as_bytes()].concat(),
+    };
+    token_strings.iter().map(|s| s.as_deref().map(bytes).unwrap_or_default()).collect()
 }
 
 /// `model.merges` in rank order, as token ids.

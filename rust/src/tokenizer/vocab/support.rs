@@ -17,8 +17,10 @@ pub(super) fn canonical_support(
     byte_fallback: bool,
     fallback_tokens: Option<&[u32; 256]>,
     merges: &[Merge],
+    word_piece_unsupported: Option<&String>,
 ) -> Option<String> {
     match kind {
+        TokenizerKind::WordPiece => return word_piece_unsupported.cloned(),
         TokenizerKind::ByteLevelBpe => {
             return byte_level_support.and_then(|r| r.as_ref().err().cloned());
         }

@@ -138,7 +138,13 @@ class Vocabulary:
     @property
     def special_token_ids(self) -> list[int]: ...
     def token_bytes(self, token_id: int) -> bytes:
-        """The bytes a token decodes to (``ValueError`` for an id out of range)."""
+        """The bytes a token decodes to (``ValueError`` for an id out of range). A WordPiece
+        token that starts a word is a space and its text (``b" hello"``), one that continues a
+        word its text without ``##``."""
+    def decode(self, token_ids: Sequence[int]) -> bytes:
+        """The text ``token_ids`` stand for, the text guides match their regex against: the
+        tokens' bytes in order, except that a WordPiece text's first word has no space before it
+        (``ValueError`` for an id out of range)."""
 
 @final
 class ByteDfa:

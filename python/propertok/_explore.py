@@ -37,12 +37,15 @@ def spellings(guide: Any, vocab: Any, data: bytes) -> Tuple[int, Optional[List[i
     """
     skip = set(guide.eos_token_ids) | set(vocab.special_token_ids)
     by_bytes: Dict[bytes, List[int]] = {}
+    # A text's first token may read differently (a WordPiece word has no space before it).
+    first_by_bytes: Dict[bytes, List[int]] = {}
     for tid in range(vocab.num_tokens):
         if tid in skip:
             continue
         text = vocab.token_bytes(tid)
         if text:
             by_bytes.setdefault(text, []).append(tid)
+            first_by_bytes.setdefault(vocab.decode([tid]), []).append(tid)
     longest = max((len(b) for b in by_bytes), default=0)
     masks: Dict[int, Any] = {}
 
@@ -57,7 +60,7 @@ def spellings(guide: Any, vocab: Any, data: bytes) -> Tuple[int, Optional[List[i
     for pos in range(len(data)):
         for state, (ways, path) in reach[pos].items():
             for end in range(pos + 1, min(len(data), pos + longest) + 1):
-                for tid in by_bytes.get(data[pos:end], ()):
+                for tid in (first_by_bytes if pos == 0 else by_bytes).get(data[pos:end], ()):
                     if not allowed(state, tid):
                         continue
                     nxt = guide.next_state(state, tid)

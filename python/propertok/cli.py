@@ -130,7 +130,7 @@ def _demo(args: argparse.Namespace) -> int:
         if method != "agnostic" and vocab.canonical_unsupported_reason is not None:
             print(f"  skipped: {vocab.canonical_unsupported_reason}")
             continue
-        if method != "agnostic":
+        if method != "agnostic" and vocab.kind != "wordpiece":  # (WordPiece has no tokenizer DFA)
             start = time.perf_counter()
             compiler.tokenizer_dfa_stats()
             print(f"  tokenizer DFA      {_ms(time.perf_counter() - start)} "
@@ -331,7 +331,7 @@ def _token_repr(vocab: Any, tid: int, eos: Any) -> str:
 
 
 def _decode(vocab: Any, tokens: List[int]) -> str:
-    return b"".join(vocab.token_bytes(t) for t in tokens).decode("utf-8", errors="backslashreplace")
+    return vocab.decode(tokens).decode("utf-8", errors="backslashreplace")
 
 
 def _ms(seconds: float) -> str:

@@ -101,6 +101,7 @@ def test_bert_oracle(pt, pattern):
     for seed in range(40):
         ids = [t for t in guide.random_walk(seed, max_tokens=24) if t not in eos]
         text = decode_like_hugging_face(tok, ids)
+        assert vocab.decode(ids) == text.encode()
         assert canonical(tok, text) == ids, (pattern, ids, text, canonical(tok, text))
         assert rx.fullmatch(text), (pattern, text)
 
@@ -197,3 +198,18 @@ def test_brute_force(pt, seed, pattern):
         stack.extend(ids + (t,) for t in ordinary)
     agnostic = compiler.compile_regex(pattern, method="agnostic")
     assert guide_sequences(agnostic, tok, MAX_CHARS) == decodings
+
+
+@needs_shared("the BERT tokenizer")
+def test_command_line_on_bert(capsys):
+    """``propertok demo`` and ``check`` read WordPiece texts as the guides do (no space before the
+    first word)."""
+    from propertok.cli import main
+
+    path = str(tokenizer_path("bert-wordpiece"))
+    assert main(["demo", "--tokenizer", path, "--regex", "boolean : (true|false)"]) == 0
+    out = capsys.readouterr().out
+    assert "canonical admits 2" in out and "' boo' 'lean' ' :' ' true'" in out, out
+    assert main(["check", "yes .", "--regex", r"(yes|no) \.", "--tokenizer", path]) == 0
+    out = capsys.readouterr().out
+    assert "direct      1 accepted token sequence(s) spell this text" in out, out

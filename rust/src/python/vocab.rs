@@ -126,6 +126,20 @@ impl PyVocabulary {
         let bytes: &[u8] = if (id as usize) < self.inner.num_tokens() { self.inner.token_bytes(id) } else { &[] };
         Ok(PyBytes::new(py, bytes))
     }
+    /// The text a token sequence stands for (see the stub).
+    fn decode<'py>(&self, py: Python<'py>, token_ids: Vec<i64>) -> PyResult<Bound<'py, PyBytes>> {
+        let ids = token_ids
+            .iter()
+            .map(|&t| u32::try_from(t).ok().filter(|&id| (id as usize) < self.inner.vocab_size()))
+            .collect::<Option<Vec<u32>>>()
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "a token id is out of range (vocab_size is {}): {token_ids:?}",
+                    self.inner.vocab_size()
+                ))
+            })?;
+        Ok(PyBytes::new(py, &self.inner.decode(&ids)))
+    }
     fn __repr__(&self) -> String {
         format!(
             "Vocabulary(kind={:?}, num_tokens={}, vocab_size={}, eos_token_ids={:?})",

@@ -90,10 +90,12 @@ impl WordPiece {
         };
         match ty("normalizer") {
             None | Some("BertNormalizer") => {}
-            Some(other) => return Some(format!(
+            Some(other) => {
+                return Some(format!(
                 "the normalizer {other} of this WordPiece tokenizer is not modelled by canonical guides (supported: \
                      BertNormalizer or none); use method=\"agnostic\""
-            )),
+            ))
+            }
         }
         match ty("pre_tokenizer") {
             Some("BertPreTokenizer") => None,

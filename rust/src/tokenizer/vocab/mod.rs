@@ -191,6 +191,18 @@ impl Vocabulary {
     pub fn token_bytes(&self, id: u32) -> &[u8] {
         self.token_bytes.get(id as usize).map_or(&[], |b| b.as_slice())
     }
+    /// The text a token sequence stands for: its tokens' bytes in order, except that the first
+    /// word of a WordPiece text has no space before it (`crate::tokenizer::word_piece`).
+    pub fn decode(&self, ids: &[u32]) -> Vec<u8> {
+        let mut out: Vec<u8> = ids.iter().flat_map(|&id| self.token_bytes(id).iter().copied()).collect();
+        if let (Some(model), Some(&first)) = (&self.word_piece, ids.first()) {
+            let starts_word = self.token_string(first).is_some_and(|s| !model.split_entry(s).1);
+            if starts_word && !self.special_ids.contains(&first) && out.first() == Some(&b' ') {
+                out.remove(0);
+            }
+        }
+        out
+    }
     pub fn token_string(&self, id: u32) -> Option<&str> {
         self.token_strings.get(id as usize).and_then(|s| s.as_deref())
     }

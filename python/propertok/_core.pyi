@@ -236,7 +236,8 @@ class Compiler:
         or ``"agnostic"`` (every token sequence that decodes to a match, what Outlines does).
 
         ``lazy`` (``"cartesian"`` only; default ``True`` with an NFC / NFKC normalizer, whose eager
-        guides of free text are ~5,000 times larger, ``False`` elsewhere for now): build each
+        guides of free text are ~5,000 times larger, and with WordPiece, ``False`` elsewhere for
+        now): build each
         state the first time a decoder reaches it, memoized in the guide and shared by every matcher and thread,
         instead of every state up front. The masks are the same bit for bit; a lazy compile costs
         milliseconds where an eager one on a 128k-vocabulary tokenizer costs up to seconds, but
@@ -244,9 +245,10 @@ class Compiler:
         with another method is a ``ValueError``; ``Guide.materialize()`` turns a lazy guide into
         an eager one.
 
-        A WordPiece (BERT) tokenizer's guides are explicit token DFAs whatever the method
-        (``guide.method`` is ``"direct"``, or ``"agnostic"``), over the text its tokens decode to:
-        words joined by one space (see the README's "Tokenizer support"); ``lazy=True`` is refused.
+        A WordPiece (BERT) tokenizer's guides read the regex against the text its tokens decode
+        to, words joined by one space (see the README's "Tokenizer support"); they are lazy by
+        default, and eager ones are explicit token DFAs (``guide.method`` ``"direct"``, or
+        ``"agnostic"``).
 
         Errors: ``ValueError`` (invalid regex, unsupported feature such as look-around or
         backreferences, empty language, unknown method), ``NotImplementedError`` (canonical

@@ -10,18 +10,20 @@ use std::sync::{Arc, OnceLock};
 
 use crate::build::direct::merge::direct_merge;
 use crate::build::pre_tokenized::{self, PreTokenizedTables};
-use crate::build::word_piece::{self, EntryTrie, Language};
+use crate::build::word_piece;
 use crate::build::{cartesian, direct};
 use crate::error::{Error, Result};
 use crate::grammar::lower::{to_regex_with_tokens, to_rule_regexes, GrammarRegex, LowerOptions, RuleRegexes};
 use crate::grammar::resolve::resolve_tokens;
 use crate::grammar::{Grammar, TokenName};
 use crate::guide::lazy::LazyGuide;
-use crate::guide::{Guide, Method, ProductParts};
+use crate::guide::{Automaton, Guide, Method, ProductParts};
 use crate::lazy::pushdown::{PushdownDfa, RuleAutomata};
 use crate::lazy::text::{TextRegex, TextSpace};
 use crate::lazy::TokenizerParts;
 use crate::limits::{Deadline, Limits, MAX_PRE_TOKENIZER_STATES};
+use crate::max_match::lazy::LazyMaxMatch;
+use crate::max_match::{EntryTrie, Language};
 use crate::pre_tokenizer::byte_mapped::PreTokenizerMachine;
 use crate::pre_tokenizer::normal_form::Normalized;
 use crate::pre_tokenizer::piece_machine::PieceMachineSpec;
@@ -54,8 +56,8 @@ pub struct Compiler {
     always_split: OnceLock<Result<Vec<u32>>>,
     /// The automata of grammar rules, shared by this compiler's grammars and schemas.
     rule_automata: RuleAutomata,
-    /// A WordPiece vocabulary's entries (`build::word_piece`).
-    word_piece_entries: OnceLock<EntryTrie>,
+    /// A WordPiece vocabulary's entries (`crate::max_match`).
+    word_piece_entries: OnceLock<Arc<EntryTrie>>,
 }
 
 /// What every guide of a pre-tokenized tokenizer shares: the lone tokens and the tables of
@@ -132,9 +134,8 @@ impl Compiler {
         }
         if self.vocab.kind() == TokenizerKind::WordPiece {
             return Err(Error::Unsupported(
-                "WordPiece tokenizers have no tokenizer DFA, and so no lazy guides: whether a token may follow \
-                 depends on the tokens before it in its word, not on the last one alone; compile with lazy=False \
-                 (an explicit token DFA, see crate::build::word_piece)"
+                "WordPiece tokenizers have no tokenizer DFA: whether a token may follow depends on the tokens \
+                 before it in its word, not on the last one alone (see crate::max_match)"
                     .into(),
             ));
         }
@@ -282,16 +283,12 @@ impl Compiler {
 
     /// Whether a canonical compile that does not choose builds a lazy guide: with an NFC / NFKC
     /// normalizer, where the eager product of free text takes every state of the normal form's
-    /// automaton (~5,000 times the text states; a JSON string passes `max_guide_bytes` on Qwen2).
+    /// automaton (~5,000 times the text states; a JSON string passes `max_guide_bytes` on Qwen2);
+    /// and with WordPiece, whose eager guides of free text pass `max_direct_transitions`.
     /// Elsewhere eager stays the default until lazy guides meet issue 17's mask targets.
     pub fn lazy_by_default(&self) -> bool {
-        self.vocab.pre_tokenizer().is_some_and(|p| p.normalization != Normalization::None)
-    }
-
-    /// Whether lazy guides exist for this tokenizer: not for WordPiece, whose guides are
-    /// explicit token DFAs (`build::word_piece`).
-    pub fn builds_lazy_guides(&self) -> bool {
-        self.vocab.kind() != TokenizerKind::WordPiece
+        self.vocab.kind() == TokenizerKind::WordPiece
+            || self.vocab.pre_tokenizer().is_some_and(|p| p.normalization != Normalization::None)
     }
 
     /// Compiles a regex (full match) into a lazy canonical guide: its states are built the
@@ -329,6 +326,9 @@ impl Compiler {
     }
 
     fn lazy_regex(&self, pattern: &str, dfa_bound: Bound, outline_options: OutlineOptions) -> Result<Guide> {
+        if self.vocab.kind() == TokenizerKind::WordPiece {
+            return self.finish(self.compile_word_piece_lazy(pattern)?);
+        }
         let parts = self.lazy_parts()?.clone();
         let deadline = self.deadline();
         let hir = parse_regex(pattern)?;
@@ -379,6 +379,17 @@ impl Compiler {
         lazy: bool,
     ) -> Result<Guide> {
         let grammar = resolve_tokens(grammar, &self.vocab)?;
+        if lazy && method == Some(Method::Cartesian) && self.vocab.kind() == TokenizerKind::WordPiece {
+            // WordPiece has no pushdown guides: a grammar that nests needs max_recursion_depth.
+            let GrammarRegex { regex, tokens } = to_regex_with_tokens(&grammar, options)?;
+            if let Some(&id) = token_ids(&tokens).first() {
+                return Err(Error::Unsupported(format!(
+                    "the grammar names the special token {} (id {id}): WordPiece guides do not model special tokens",
+                    String::from_utf8_lossy(self.vocab.token_bytes(id)),
+                )));
+            }
+            return self.compile_regex_lazy(&regex);
+        }
         if lazy && method == Some(Method::Cartesian) {
             let deadline = self.deadline();
             let RuleRegexes { rules, tokens } = to_rule_regexes(&grammar, options)?;
@@ -530,24 +541,42 @@ impl Compiler {
 }
 
 impl Compiler {
-    /// A WordPiece tokenizer's guide, an explicit token DFA whatever the method: canonical for
-    /// `cartesian` and `direct` (it reports `direct`), every sequence that decodes to a match for
-    /// `agnostic` (`build::word_piece`).
+    /// A WordPiece tokenizer's eager guide, an explicit token DFA whatever the method: canonical
+    /// for `cartesian` and `direct` (it reports `direct`), every sequence that decodes to a match
+    /// for `agnostic` (`build::word_piece`).
     fn compile_word_piece(&self, pattern: &str, method: Method) -> Result<Guide> {
         let language = if method == Method::Agnostic { Language::Agnostic } else { Language::Canonical };
+        let (entries, max_word_chars, dfa, deadline) = self.word_piece_parts(pattern, language)?;
+        let tokens = word_piece::build(&entries, max_word_chars, &dfa, language, self.limits.token_dfa(), deadline)?;
+        let method = if language == Language::Agnostic { Method::Agnostic } else { Method::Direct };
+        direct::token_dfa_guide(&self.vocab, tokens, method)
+    }
+
+    /// A WordPiece tokenizer's lazy canonical guide (`crate::max_match::lazy`).
+    fn compile_word_piece_lazy(&self, pattern: &str) -> Result<Guide> {
+        let (entries, max_word_chars, dfa, _) = self.word_piece_parts(pattern, Language::Canonical)?;
+        let automaton = LazyMaxMatch::new(entries, dfa, max_word_chars, self.limits)?;
+        Ok(Guide::new(Method::Cartesian, self.vocab.clone(), Automaton::MaxMatch(automaton), 0))
+    }
+
+    /// What a WordPiece guide is built from: the entries, the word limit, the regex's DFA and
+    /// the compile's clock.
+    fn word_piece_parts(
+        &self,
+        pattern: &str,
+        language: Language,
+    ) -> Result<(Arc<EntryTrie>, usize, ByteDfa, Deadline)> {
         if language == Language::Canonical {
             if let Some(reason) = self.vocab.canonical_unsupported_reason() {
                 return Err(Error::Unsupported(reason.to_string()));
             }
         }
         let model = self.vocab.word_piece().expect("a WordPiece vocabulary has its model");
-        let entries = self.word_piece_entries.get_or_init(|| EntryTrie::new(&self.vocab, model));
+        let entries = self.word_piece_entries.get_or_init(|| Arc::new(EntryTrie::new(&self.vocab, model))).clone();
         let deadline = self.deadline();
         let dfa = ByteDfa::from_regex(pattern, self.limits.max_byte_dfa_states)?;
         deadline.check("the regex's byte DFA")?;
-        let tokens = word_piece::build(entries, model, &dfa, language, self.limits.token_dfa(), deadline)?;
-        let method = if language == Language::Agnostic { Method::Agnostic } else { Method::Direct };
-        direct::token_dfa_guide(&self.vocab, tokens, method)
+        Ok((entries, model.max_word_chars, dfa, deadline))
     }
 
     fn compile_pre_tokenized(&self, pattern: &str, tok: &Arc<TokenizerDfa>) -> Result<Guide> {

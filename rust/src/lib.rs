@@ -23,6 +23,8 @@
 //!   serialisation. Never names a builder.
 //! * [`lazy`] — canonical guides whose states are built the first time a decoder reaches them,
 //!   memoized in the guide and shared by every thread (below `guide`, which holds them).
+//! * [`max_match`] — WordPiece's canonical sequences as states over a regex, and its lazy guides
+//!   (below `guide`, which holds them).
 //! * [`build`] — the eager constructions: `agnostic`, CartesianMerge (`cartesian`),
 //!   pre-tokenized guides, DirectMerge (`direct`).
 //! * [`compiler`] — the [`Compiler`]: one vocabulary, its cached tokenizer DFA, and the method
@@ -86,6 +88,7 @@ pub mod grammar;
 pub mod guide;
 pub mod lazy;
 pub mod limits;
+pub mod max_match;
 pub mod pre_tokenizer;
 pub mod regex;
 /// Property checks shared by the cargo-fuzz targets (`fuzz/`) and the stable-Rust regression

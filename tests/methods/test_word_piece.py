@@ -63,8 +63,10 @@ def walk(guide, ids) -> bool:
     return guide.is_final(state)
 
 
-# Regexes over the decoded text (words joined by one space). Bounded words: these guides are
-# explicit token DFAs, and free text over BERT's 30,522 tokens passes max_direct_transitions.
+# Regexes over the decoded text (words joined by one space), for both kinds of guide (free text
+# over BERT's 30,522 tokens passes max_direct_transitions in an eager guide: lazy only).
+FREE_TEXT = [r"[a-z]+( [a-z]+)*", r"(hello|hi) , [a-z]{1,6} !", r"[a-z]{3,}( [a-z]{3,}){0,3} \.",
+             r"[a-z0-9]{1,12}( [a-z0-9]{1,12}){0,4}"]
 BERT_REGEXES = [
     r"positive|negative|neutral",
     r"the answer is (yes|no) \.",
@@ -77,15 +79,20 @@ BERT_REGEXES = [
 ]
 
 
+def bert_cases():
+    return ([pytest.param(p, lazy, id=f"{'lazy' if lazy else 'eager'}-{p}") for p in BERT_REGEXES for lazy in (True, False)]
+            + [pytest.param(p, True, id=f"lazy-{p}") for p in FREE_TEXT])
+
+
 @needs_shared("the BERT tokenizer")
-@pytest.mark.parametrize("pattern", BERT_REGEXES)
-def test_bert_oracle(pt, pattern):
+@pytest.mark.parametrize("pattern, lazy", bert_cases())
+def test_bert_oracle(pt, pattern, lazy):
     path = tokenizer_path("bert-wordpiece")
     tok = tokenizers.Tokenizer.from_file(str(path))
     vocab = pt.Vocabulary.from_file(str(path))
     assert vocab.kind == "wordpiece" and vocab.canonical_unsupported_reason is None
-    guide = pt.Compiler(vocab).compile_regex(pattern)
-    assert guide.method == "direct" and not guide.is_lazy
+    guide = pt.Compiler(vocab).compile_regex(pattern, lazy=lazy)
+    assert guide.is_lazy == lazy and guide.method == ("cartesian" if lazy else "direct")
     rx = re.compile(pattern)
 
     samples = {s.decode() for s in pt.ByteDfa(pattern).sample(300, seed=7, max_len=40)}
@@ -107,6 +114,42 @@ def test_bert_oracle(pt, pattern):
 
 
 @needs_shared("the BERT tokenizer")
+@pytest.mark.parametrize("pattern", BERT_REGEXES)
+def test_lazy_and_eager_guides_agree(pt, pattern):
+    """Bit for bit: the product of the two guides has no state where their masks differ."""
+    compiler = pt.Compiler(pt.Vocabulary.from_file(str(tokenizer_path("bert-wordpiece"))))
+    lazy, eager = compiler.compile_regex(pattern), compiler.compile_regex(pattern, lazy=False)
+    assert lazy.is_lazy and not eager.is_lazy
+    assert lazy.first_difference(eager) is None
+
+
+@needs_shared("the BERT tokenizer")
+def test_lazy_guide_shared_by_threads(pt):
+    """Eight threads walk one fresh lazy guide and see the masks a sequential run sees."""
+    import concurrent.futures
+
+    import numpy as np
+
+    compiler = pt.Compiler(pt.Vocabulary.from_file(str(tokenizer_path("bert-wordpiece"))))
+    pattern = FREE_TEXT[2]
+    walks = [compiler.compile_regex(pattern).random_walk(seed, max_tokens=12) for seed in range(8)]
+
+    def masks(guide, ids):
+        state, out = guide.initial_state, []
+        for t in ids:
+            out.append(np.array(guide.mask(state)))
+            state = guide.next_state(state, t)
+        return out
+
+    shared = compiler.compile_regex(pattern)
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        together = list(pool.map(lambda ids: masks(shared, ids), walks))
+    for ids, got in zip(walks, together):
+        alone = masks(compiler.compile_regex(pattern), ids)
+        assert all((a == b).all() for a, b in zip(alone, got))
+
+
+@needs_shared("the BERT tokenizer")
 def test_bert_specific_cases(pt):
     """Cases picked by hand on the real vocabulary: multi-piece words, a longer entry that shadows
     a split, upper case and accents never written, and punctuation as a word of its own."""
@@ -122,8 +165,12 @@ def test_bert_specific_cases(pt):
         compiler.compile_regex(r"Hello|héllo|hello,world")
     agnostic = compiler.compile_regex(r"there", method="agnostic")
     assert walk(agnostic, [ids["the"], ids["##re"]]) and walk(agnostic, [ids["there"]])
-    with pytest.raises(NotImplementedError, match=r"(?i)wordpiece.*lazy=False"):
-        compiler.compile_regex(r"there", lazy=True)
+    assert compiler.compile_regex(r"there").is_lazy
+    with pytest.raises(NotImplementedError, match=r"(?i)special token"):
+        compiler.compile_grammar('start: "a" <[103]>')  # [MASK]
+    with pytest.raises(NotImplementedError, match=r"(?i)lazy"):
+        compiler.compile_regex(r"there", lazy=True).to_bytes()
+    assert compiler.compile_regex(r"there").materialize().first_difference(compiler.compile_regex(r"there", lazy=False)) is None
 
 
 def synthetic_tokenizer(seed: int):
@@ -150,15 +197,18 @@ SYNTHETIC_REGEXES = [r"[abeAé. ]*", r"[abe]+( [abe]+)*", r"(ab|ba|e)+( \.)?", r
 
 
 def guide_sequences(guide, tok, max_chars: int) -> set:
-    """Every accepted sequence whose decoding has at most ``max_chars`` characters."""
+    """Every accepted sequence whose decoding has at most ``max_chars`` characters; asserts on
+    the way that no state reached is a dead end (an empty mask)."""
     eos = set(guide.eos_token_ids)
     found = set()
     stack = [(guide.initial_state, ())]
     while stack:
         state, ids = stack.pop()
+        allowed = guide.allowed_tokens(state).tolist()
+        assert allowed, f"a dead end after {ids}"
         if guide.is_final(state):
             found.add(ids)
-        for t in guide.allowed_tokens(state).tolist():
+        for t in allowed:
             if t in eos:
                 continue
             longer = ids + (t,)
@@ -167,9 +217,10 @@ def guide_sequences(guide, tok, max_chars: int) -> set:
     return found
 
 
+@pytest.mark.parametrize("lazy", [True, False], ids=["lazy", "eager"])
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("pattern", SYNTHETIC_REGEXES)
-def test_brute_force(pt, seed, pattern):
+def test_brute_force(pt, seed, pattern, lazy):
     tok = synthetic_tokenizer(seed)
     compiler = pt.Compiler(pt.Vocabulary.from_json(tok.to_str()))
     rx = re.compile(pattern)
@@ -177,12 +228,13 @@ def test_brute_force(pt, seed, pattern):
     matching = [s for s in texts if rx.fullmatch(s)]
     expected = {tuple(canonical(tok, s)) for s in matching if representable(tok, s)}
     try:
-        guide = compiler.compile_regex(pattern)
+        guide = compiler.compile_regex(pattern, lazy=lazy)
     except ValueError as e:
         assert expected == set() or expected == {()}, (e, sorted(expected)[:5])
         assert "no canonical token sequence" in str(e)
         return
     assert guide_sequences(guide, tok, MAX_CHARS) == expected
+    assert guide.first_difference(compiler.compile_regex(pattern, lazy=not lazy)) is None
 
     specials = {tok.token_to_id("[UNK]"), tok.token_to_id("[SEP]")}
     ordinary = [i for i in range(tok.get_vocab_size()) if i not in specials]
@@ -196,8 +248,9 @@ def test_brute_force(pt, seed, pattern):
         if rx.fullmatch(text):
             decodings.add(ids)
         stack.extend(ids + (t,) for t in ordinary)
-    agnostic = compiler.compile_regex(pattern, method="agnostic")
-    assert guide_sequences(agnostic, tok, MAX_CHARS) == decodings
+    if not lazy:  # (agnostic guides are eager only)
+        agnostic = compiler.compile_regex(pattern, method="agnostic")
+        assert guide_sequences(agnostic, tok, MAX_CHARS) == decodings
 
 
 @needs_shared("the BERT tokenizer")
@@ -212,4 +265,4 @@ def test_command_line_on_bert(capsys):
     assert "canonical admits 2" in out and "' boo' 'lean' ' :' ' true'" in out, out
     assert main(["check", "yes .", "--regex", r"(yes|no) \.", "--tokenizer", path]) == 0
     out = capsys.readouterr().out
-    assert "direct      1 accepted token sequence(s) spell this text" in out, out
+    assert "cartesian   1 accepted token sequence(s) spell this text" in out, out

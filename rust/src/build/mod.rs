@@ -19,9 +19,10 @@ mod search;
 pub mod word_piece;
 
 use crate::error::{Error, Result};
-use crate::guide::{Automaton, Guide};
+use crate::guide::{Automaton, Guide, Method};
 use crate::lazy::text::TextRegex;
 use crate::limits::Deadline;
+use crate::max_match::Language;
 use crate::pre_tokenizer::normal_form::Normalized;
 use crate::regex::byte_dfa::ByteDfa;
 
@@ -30,6 +31,20 @@ use crate::regex::byte_dfa::ByteDfa;
 /// statistics need). `InvalidArgument` for a guide that is not lazy, `Unsupported` for one
 /// whose grammar names special tokens.
 pub fn materialize(guide: &Guide) -> Result<Guide> {
+    if let Automaton::MaxMatch(lazy) = &guide.automaton {
+        let limits = lazy.limits();
+        let deadline = Deadline::after_seconds(limits.max_compile_seconds);
+        let tokens = word_piece::build(
+            lazy.entries(),
+            lazy.max_word_chars(),
+            lazy.dfa(),
+            Language::Canonical,
+            limits.token_dfa(),
+            deadline,
+        )?;
+        let eager = direct::token_dfa_guide(&guide.vocab, tokens, Method::Direct)?;
+        return Ok(eager.with_mask_cache_limit(limits.max_mask_cache_bytes));
+    }
     let Automaton::Lazy(lazy) = &guide.automaton else {
         return Err(Error::InvalidArgument("materialize: the guide is not lazy".into()));
     };

@@ -65,7 +65,7 @@ pub fn guide_to_bytes(guide: &Guide) -> Result<Vec<u8>> {
             w.u8(2);
             p.write(&mut w);
         }
-        Automaton::Lazy(_) => {
+        Automaton::Lazy(_) | Automaton::MaxMatch(_) => {
             return Err(Error::Unsupported(
                 "a lazy guide builds its states as it is used and cannot be saved: materialize() it first, or \
                  compile with lazy=False"

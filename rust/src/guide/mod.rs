@@ -7,7 +7,7 @@
 //! * *token DFA* (`direct`): explicit transitions;
 //! * *pre-tokenized*: a state is (member set, tokenizer side), see `pre_tokenized`;
 //! * *lazy* (the default for canonical methods): states built the first time a decoder reaches
-//!   them, see `crate::lazy`.
+//!   them, see `crate::lazy`; for WordPiece tokenizers, `crate::max_match::lazy`.
 //!
 //! EOS ids are added on final states. A state's full mask is computed on first request and
 //! cached (within the guide's `max_mask_cache_bytes`, see `mask_cache`), so `mask()` can usually
@@ -35,6 +35,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::guide::mask_cache::MaskCache;
 use crate::guide::token_dfa::TokenDfa;
+use crate::max_match::lazy::LazyMaxMatch;
 use crate::regex::byte_dfa::ByteDfa;
 use crate::tokenizer::vocab::Vocabulary;
 use crate::util::bitset;
@@ -103,6 +104,8 @@ pub(crate) enum Automaton {
     PreTokenized(pre_tokenized::PreTokenizedAutomaton),
     /// A canonical guide built as it is used (see `crate::lazy`).
     Lazy(lazy::LazyGuide),
+    /// A canonical WordPiece guide built as it is used (see `crate::max_match::lazy`).
+    MaxMatch(LazyMaxMatch),
 }
 
 impl Automaton {
@@ -112,6 +115,7 @@ impl Automaton {
             Automaton::TokenDfa { dfa, .. } => dfa.num_states(),
             Automaton::PreTokenized(p) => p.num_states(),
             Automaton::Lazy(l) => l.automaton.num_states(),
+            Automaton::MaxMatch(m) => m.num_states(),
         }
     }
 }
@@ -145,7 +149,7 @@ impl Guide {
     }
     /// Whether states are built as decoders reach them (see `crate::lazy`).
     pub fn is_lazy(&self) -> bool {
-        matches!(self.automaton, Automaton::Lazy(_))
+        matches!(self.automaton, Automaton::Lazy(_) | Automaton::MaxMatch(_))
     }
     /// Bytes a lazy guide's memo holds (an estimate), and its limit (`max_guide_bytes`).
     pub fn lazy_memo_bytes(&self) -> Option<(usize, usize)> {
@@ -206,7 +210,7 @@ impl Guide {
     pub(crate) fn parts(&self) -> ProductParts<'_> {
         match &self.automaton {
             Automaton::Product(p) => ProductParts { byte_dfa: &p.dfa },
-            Automaton::TokenDfa { .. } | Automaton::PreTokenized(_) | Automaton::Lazy(_) => {
+            Automaton::TokenDfa { .. } | Automaton::PreTokenized(_) | Automaton::Lazy(_) | Automaton::MaxMatch(_) => {
                 unreachable!("parts() is only called on product guides")
             }
         }
@@ -216,7 +220,7 @@ impl Guide {
     pub fn token_dfa(&self) -> Option<&TokenDfa> {
         match &self.automaton {
             Automaton::TokenDfa { dfa, .. } => Some(dfa),
-            Automaton::Product(_) | Automaton::PreTokenized(_) | Automaton::Lazy(_) => None,
+            Automaton::Product(_) | Automaton::PreTokenized(_) | Automaton::Lazy(_) | Automaton::MaxMatch(_) => None,
         }
     }
 
@@ -249,6 +253,7 @@ impl Guide {
             Automaton::TokenDfa { dfa, .. } => dfa.accepting[state as usize],
             Automaton::PreTokenized(p) => p.is_final(state),
             Automaton::Lazy(l) => l.automaton.is_final(state),
+            Automaton::MaxMatch(m) => m.is_final(state),
         }
     }
 
@@ -264,6 +269,7 @@ impl Guide {
                 }
             }
             Automaton::Lazy(l) => l.automaton.write_mask(state, out)?,
+            Automaton::MaxMatch(m) => m.write_mask(state, out)?,
         }
         if self.is_final(state) {
             for &e in self.vocab.eos_token_ids() {
@@ -324,6 +330,7 @@ impl Guide {
             Automaton::TokenDfa { dfa, .. } => dfa.next(state, token),
             Automaton::PreTokenized(p) => p.next_state(&self.vocab, state, token),
             Automaton::Lazy(l) => l.automaton.next_state(state, token)?,
+            Automaton::MaxMatch(m) => m.next_state(state, token)?,
         })
     }
 

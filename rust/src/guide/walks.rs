@@ -51,6 +51,7 @@ impl Guide {
             Automaton::TokenDfa { distance, .. } => distance[state as usize],
             Automaton::PreTokenized(p) => p.distance_hint(state),
             Automaton::Lazy(l) => l.automaton.distance_hint(state),
+            Automaton::MaxMatch(m) => m.distance_hint(state),
         }
     }
 

@@ -107,9 +107,8 @@ impl PyCompiler {
         let syntax = Syntax::parse(syntax).map_err(to_py)?;
         let method = Method::parse(method).map_err(to_py)?;
         // Lazy by default with cartesian, unlike `compile_regex`: a grammar's regex repeats every
-        // rule it inlines, and its eager guide can take seconds on a 128k vocabulary. (WordPiece
-        // tokenizers have eager guides only.)
-        let lazy = lazy_for(lazy, method, self.inner.builds_lazy_guides())?;
+        // rule it inlines, and its eager guide can take seconds on a 128k vocabulary.
+        let lazy = lazy_for(lazy, method, true)?;
         let options = LowerOptions { max_recursion_depth, max_regex_bytes };
         let compiler = self.inner.clone();
         let guide = py

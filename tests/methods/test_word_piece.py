@@ -266,3 +266,27 @@ def test_command_line_on_bert(capsys):
     assert main(["check", "yes .", "--regex", r"(yes|no) \.", "--tokenizer", path]) == 0
     out = capsys.readouterr().out
     assert "cartesian   1 accepted token sequence(s) spell this text" in out, out
+
+
+@needs_shared("the BERT tokenizer")
+def test_lazy_guide_limit_is_reported_by_name(pt):
+    """A lazy guide's states (built, settled, searched) are bounded by max_product_states: past it
+    the call fails with LimitExceeded naming it, and the guide keeps failing cleanly."""
+    vocab = pt.Vocabulary.from_file(str(tokenizer_path("bert-wordpiece")))
+    pattern = r"(un|re)?(affable|believable)"
+    for limit in (5, 40):
+        guide = None
+        with pytest.raises(pt.LimitExceeded, match="max_product_states"):
+            guide = pt.Compiler(vocab, max_product_states=limit).compile_regex(pattern)
+            for state in range(8):  # first visits, until one passes the limit
+                guide.mask(min(state, guide.num_states - 1))
+                for t in guide.allowed_tokens(min(state, guide.num_states - 1))[:4].tolist():
+                    guide.next_state(min(state, guide.num_states - 1), t)
+        if guide is not None:
+            with pytest.raises(pt.LimitExceeded, match="max_product_states"):
+                for state in range(guide.num_states):
+                    guide.allowed_tokens(state)
+                    for t in guide.allowed_tokens(state).tolist():
+                        guide.next_state(state, t)
+    guide = pt.Compiler(vocab, max_product_states=200).compile_regex(pattern)
+    assert guide.random_walk(0)

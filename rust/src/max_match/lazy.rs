@@ -23,11 +23,14 @@
 //! across a walk.
 //!
 //! # Costs and limits
-//! A mask is one trie walk (~1–3 ms of free text over BERT's vocabulary on its first visit, then
-//! cached by the guide) plus a verdict per distinct successor, almost all quick. Searches walk
-//! the trie once per state they expand; the states settled and searched are bounded by
-//! `max_product_states` and each call by `max_compile_seconds`, past which the call fails with
-//! `LimitExceeded` and the guide stays usable.
+//! A mask is a trie walk (2–5 ms for all of BERT's vocabulary on a first visit, then cached by
+//! the guide) plus a verdict per distinct successor, almost all quick. The tokens that
+//! start a word are most of a mask and do not depend on the checks of the word before, so they
+//! are settled once per byte state where a word starts and shared (`word_starts`): a new state
+//! of free text then walks only the continuations its checks leave. Searches walk the trie once
+//! per state they expand; the states settled and searched are bounded by `max_product_states`,
+//! the word-start masks by `max_guide_bytes`, and each call by `max_compile_seconds`, past
+//! which the call fails with `LimitExceeded` and the guide stays usable.
 
 use std::collections::BinaryHeap;
 use std::sync::{Arc, RwLock};
@@ -35,7 +38,7 @@ use std::sync::{Arc, RwLock};
 use rustc_hash::FxHashMap;
 
 use super::entries::{EntryTrie, NO_TOKEN};
-use super::walk::{counts_word_chars, Language, State, Walk, Word};
+use super::walk::{counts_word_chars, word_start, Language, State, Walk, Word};
 use crate::error::{Error, Result};
 use crate::limits::{Deadline, Limits};
 use crate::regex::byte_dfa::ByteDfa;
@@ -57,6 +60,9 @@ pub struct LazyMaxMatch {
     states: RwLock<Interned>,
     /// Whether a state can reach acceptance, for the states settled so far.
     settled: RwLock<FxHashMap<State, bool>>,
+    /// The live tokens that start a word, by the byte state where the word starts: shared by
+    /// every state with that word start (see `walk::word_start`).
+    word_starts: RwLock<FxHashMap<u32, Arc<[u32]>>>,
 }
 
 #[derive(Default)]
@@ -78,6 +84,7 @@ impl LazyMaxMatch {
             limits,
             states: RwLock::default(),
             settled: RwLock::default(),
+            word_starts: RwLock::default(),
         };
         let start = guide.walk().start();
         if guide.dfa.is_empty() || !guide.live(&start, &guide.deadline())? {
@@ -159,22 +166,51 @@ impl LazyMaxMatch {
     /// The tokens allowed in `state` (EOS not included): those whose successor is live.
     pub fn write_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
         let from = self.state(state);
-        let mut walk = self.walk();
-        walk.successors(&from);
         let deadline = self.deadline();
         out.fill(0);
-        // Most successors are settled by their byte state alone (it accepts, or a word may end
-        // there and the text finish: the boundary state); the others one by one.
+        if let Some(start) = word_start(&self.dfa, &from) {
+            let known = self.word_starts.read().unwrap_or_else(|e| e.into_inner()).get(&start).cloned();
+            let tokens = match known {
+                Some(tokens) => tokens,
+                None => {
+                    let mut walk = self.walk();
+                    walk.starting_word(start);
+                    let mut tokens = vec![0u32; out.len()];
+                    self.allow_live(std::mem::take(&mut walk.out), &mut tokens, &deadline)?;
+                    let tokens: Arc<[u32]> = tokens.into();
+                    let mut cache = self.word_starts.write().unwrap_or_else(|e| e.into_inner());
+                    let bytes = (cache.len() + 1) * out.len() * 4;
+                    if bytes > self.limits.max_guide_bytes {
+                        return Err(Error::LimitExceeded {
+                            limit: "max_guide_bytes",
+                            value: self.limits.max_guide_bytes.to_string(),
+                            what: format!("{bytes} bytes of word-start masks of the lazy WordPiece guide"),
+                        });
+                    }
+                    cache.entry(start).or_insert(tokens).clone()
+                }
+            };
+            out.copy_from_slice(&tokens);
+        }
+        let mut walk = self.walk();
+        walk.continuing(&from);
+        self.allow_live(std::mem::take(&mut walk.out), out, &deadline)
+    }
+
+    /// Sets the bits of the tokens in `successors` whose successor is live. Most are settled by
+    /// their byte state alone (it accepts, or a word may end there and the text finish: the
+    /// boundary state); the others one by one.
+    fn allow_live(&self, successors: Vec<(u32, State)>, out: &mut [u32], deadline: &Deadline) -> Result<()> {
         let mut boundary_live: FxHashMap<u32, bool> = FxHashMap::default();
         let mut verdicts: FxHashMap<State, bool> = FxHashMap::default();
-        for (token, next) in std::mem::take(&mut walk.out) {
+        for (token, next) in successors {
             let q = next.byte_state;
             let mut live = self.dfa.is_accepting(q);
             if !live && next.word != Word::None {
                 live = match boundary_live.get(&q) {
                     Some(&v) => v,
                     None => {
-                        let v = self.live(&boundary(&next), &deadline)?;
+                        let v = self.live(&boundary(&next), deadline)?;
                         boundary_live.insert(q, v);
                         v
                     }
@@ -184,7 +220,7 @@ impl LazyMaxMatch {
                 live = match verdicts.get(&next) {
                     Some(&v) => v,
                     None => {
-                        let v = self.live(&next, &deadline)?;
+                        let v = self.live(&next, deadline)?;
                         verdicts.insert(next, v);
                         v
                     }

@@ -35,4 +35,4 @@ pub mod lazy;
 mod walk;
 
 pub use entries::EntryTrie;
-pub use walk::{counts_word_chars, Language, State, Walk, Word};
+pub use walk::{counts_word_chars, word_start, Language, State, Walk, Word};

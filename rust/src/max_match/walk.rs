@@ -74,8 +74,7 @@ impl<'a> Walk<'a> {
             }
             (EntryTrie::CONTINUATION, state.byte_state, state.word_chars as usize, state.pending.to_vec())
         } else {
-            let q = if state.word == Word::None { state.byte_state } else { self.dfa.next(state.byte_state, b' ') };
-            (EntryTrie::WORD_START, q, 0, Vec::new())
+            (EntryTrie::WORD_START, word_start(self.dfa, state)?, 0, Vec::new())
         };
         let mut node = root;
         for &b in entry.text.iter() {
@@ -97,14 +96,19 @@ impl<'a> Walk<'a> {
 
     /// Appends the successors of `state` to `out`.
     pub fn successors(&mut self, state: &State) {
-        // A word-initial token: a space first, except at the start of the text.
-        let after_space = match state.word {
-            Word::None => state.byte_state,
-            _ => self.dfa.next(state.byte_state, b' '),
-        };
-        if after_space != DEAD {
-            self.walk(EntryTrie::WORD_START, after_space, 0, Vec::new());
+        if let Some(start) = word_start(self.dfa, state) {
+            self.starting_word(start);
         }
+        self.continuing(state);
+    }
+
+    /// Appends the successors by a token that starts a word at `start` (see [`word_start`]).
+    pub fn starting_word(&mut self, start: u32) {
+        self.walk(EntryTrie::WORD_START, start, 0, Vec::new());
+    }
+
+    /// Appends the successors of `state` by a token that continues its word.
+    pub fn continuing(&mut self, state: &State) {
         if state.word == Word::Open || !self.canonical {
             self.walk(EntryTrie::CONTINUATION, state.byte_state, state.word_chars as usize, state.pending.to_vec());
         }
@@ -172,6 +176,18 @@ impl<'a> Walk<'a> {
         let word_chars = if self.count_chars { chars as u16 } else { 0 };
         State { byte_state, word: Word::Open, word_chars, pending: open.into_boxed_slice() }
     }
+}
+
+/// The byte state where a word-initial token's text starts after `state`: past a space, except
+/// at the start of the text; `None` when the regex allows no new word there. A token that starts
+/// a word has the same successor from every state with the same word start (the word before
+/// settles all its checks).
+pub fn word_start(dfa: &ByteDfa, state: &State) -> Option<u32> {
+    let q = match state.word {
+        Word::None => state.byte_state,
+        _ => dfa.next(state.byte_state, b' '),
+    };
+    (q != DEAD).then_some(q)
 }
 
 /// Whether canonical guides of `dfa` count the characters of words: when the regex allows a

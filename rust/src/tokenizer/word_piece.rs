@@ -1,5 +1,5 @@
 //! WordPiece (BERT): what its normalizer, pre-tokenizer and greedy longest-match-first model do,
-//! in the form canonical guides need (`crate::build::word_piece` builds them).
+//! in the form canonical guides need (`crate::max_match` builds them).
 //!
 //! # The model (Hugging Face's `WordPiece::tokenize`)
 //! The text is normalized (`BertNormalizer`), cut into words (`BertPreTokenizer`: white space is

@@ -196,8 +196,9 @@ impl Vocabulary {
     pub fn decode(&self, ids: &[u32]) -> Vec<u8> {
         let mut out: Vec<u8> = ids.iter().flat_map(|&id| self.token_bytes(id).iter().copied()).collect();
         if let (Some(model), Some(&first)) = (&self.word_piece, ids.first()) {
+            // (A special token's bytes are its content, without the space.)
             let starts_word = self.token_string(first).is_some_and(|s| !model.split_entry(s).1);
-            if starts_word && !self.special_ids.contains(&first) && out.first() == Some(&b' ') {
+            if starts_word && out.first() == Some(&b' ') {
                 out.remove(0);
             }
         }

@@ -29,8 +29,10 @@
 //!   (a tie means the very same pair further left, which pops first) and not above the right
 //!   side's next rank `q` (a tie pops the boundary first, it is further left). So we record each
 //!   token's derivation as a *timeline* of `(first symbol, last symbol, next rank)` and replay
-//!   the two timelines. Candidates are only pairs where some merge `(r, l)` links a last
-//!   symbol of `t1`'s timeline to a first symbol of `t2`'s.
+//!   the two timelines — or, where both never lower their next rank (almost every token of
+//!   the real tables), compare the ranks that open and close the two sides' windows
+//!   (`priority`'s window test, four comparisons). Candidates are only pairs where some merge
+//!   `(r, l)` links a last symbol of `t1`'s timeline to a first symbol of `t2`'s.
 //!   For sequences longer than two, the projection of the global heap order onto two adjacent
 //!   tokens is the same two-way merge, so a sequence is canonical iff all its adjacent pairs are:
 //!   the next allowed tokens depend on the last token only, as with Algorithm 3.
@@ -65,7 +67,8 @@ pub mod side;
 
 use fallback::absent_char_trie;
 pub use fallback::FallbackTrie;
-use priority::{build_priority_timeline, set_hash, Derivations};
+use forbidden_sets::EncodedSet;
+use priority::{build_priority_timeline, Derivations, PairCheck};
 
 use std::time::Instant;
 
@@ -121,10 +124,9 @@ pub struct TokenizerDfa {
 pub type TokState = u32;
 
 /// Tokens fused into classes by equal forbidden sets, interned by their hash (a collision is
-/// resolved by comparing the sets). Sets arrive as ascending ranks (`ForbiddenSets::ranks`).
-/// Class 0 is the empty set (the state at the start of a continuation); other classes are
-/// numbered in the order tokens are added, so adding them in token order gives the same
-/// numbering however the sets were computed.
+/// resolved by comparing the sets). Class 0 is the empty set (the state at the start of a
+/// continuation); other classes are numbered in the order tokens are added, so adding them in
+/// token order gives the same numbering however the sets were computed.
 struct ClassInterner {
     class_of: Vec<u32>,
     forbidden: ForbiddenSets,
@@ -143,24 +145,26 @@ impl ClassInterner {
             by_hash: FxHashMap::default(),
             pairs: 0,
         };
-        classes.intern(&[], set_hash(&[]));
+        let empty = EncodedSet::from_ranks(n, &[]);
+        classes.intern(&empty, empty.hash64());
         classes
     }
 
-    fn intern(&mut self, ranks: &[u32], hash: u64) -> u32 {
+    /// The class of `set`, whose [`EncodedSet::hash64`] is `hash`.
+    fn intern(&mut self, set: &EncodedSet, hash: u64) -> u32 {
         let same = self.by_hash.entry(hash).or_default();
-        if let Some(&c) = same.iter().find(|&&c| self.forbidden.equals_ranks(c as usize, ranks)) {
+        if let Some(&c) = same.iter().find(|&&c| self.forbidden.equals(c as usize, set)) {
             return c;
         }
         let c = self.forbidden.len() as u32;
-        self.forbidden.push_ranks(ranks);
+        self.forbidden.push(set);
         same.push(c);
         c
     }
 
-    /// Token `t`'s forbidden set as ascending `ranks`, with their [`set_hash`].
-    fn add(&mut self, t: u32, ranks: &[u32], hash: u64) {
-        let c = self.intern(ranks, hash);
+    /// Token `t` with its forbidden set.
+    fn add(&mut self, t: u32, set: &EncodedSet, hash: u64) {
+        let c = self.intern(set, hash);
         self.add_to_class(t, c);
     }
 
@@ -181,9 +185,18 @@ impl TokenizerDfa {
         let started = Instant::now();
         let table = MergeTable::new(vocab.merges());
         let words = Derivations::compute(vocab, &table);
-        let mut dfa = Self::from_priority_timeline(vocab, &table, &words)?;
+        let mut dfa = Self::from_priority_timeline(vocab, &table, &words, PairCheck::WindowsWhereMonotone)?;
         dfa.build_seconds = started.elapsed().as_secs_f64();
         Ok(dfa)
+    }
+
+    /// The priority-timeline construction replaying every candidate pair: the reference the
+    /// tests hold the window test to.
+    #[cfg(test)]
+    fn build_replaying_every_pair(vocab: &Vocabulary) -> Result<TokenizerDfa> {
+        let table = MergeTable::new(vocab.merges());
+        let words = Derivations::compute(vocab, &table);
+        Self::from_priority_timeline(vocab, &table, &words, PairCheck::ReplayEvery)
     }
 
     /// The appendix's Algorithm 3 ([`sequential`]), the reference the tests hold
@@ -206,10 +219,15 @@ impl TokenizerDfa {
     }
 
     /// The priority-timeline construction, its sets interned as they are found.
-    fn from_priority_timeline(vocab: &Vocabulary, table: &MergeTable, words: &Derivations) -> Result<TokenizerDfa> {
+    fn from_priority_timeline(
+        vocab: &Vocabulary,
+        table: &MergeTable,
+        words: &Derivations,
+        check: PairCheck,
+    ) -> Result<TokenizerDfa> {
         let mut classes = ClassInterner::new(vocab);
         let ranks = classes.forbidden.ranks().to_vec();
-        build_priority_timeline(table, words, &ranks, |t, f, hash| {
+        build_priority_timeline(table, words, &ranks, check, |t, f, hash| {
             if words.emittable[t as usize] {
                 classes.add(t, f, hash);
             }
@@ -237,7 +255,8 @@ impl TokenizerDfa {
                 let mut f: Vec<u32> =
                     std::mem::take(&mut forbidden[s as usize]).into_iter().map(|t| rank[t as usize]).collect();
                 f.sort_unstable();
-                class_of_state[s as usize] = classes.intern(&f, set_hash(&f));
+                let set = EncodedSet::from_ranks(rank.len(), &f);
+                class_of_state[s as usize] = classes.intern(&set, set.hash64());
             }
             classes.add_to_class(t as u32, class_of_state[s as usize]);
         }
@@ -423,7 +442,8 @@ mod tests {
     /// how many did.
     fn check_all_pairs(tokens: &[&str], merges: &[(&str, &str)]) -> usize {
         let vocab = Vocabulary::char_bpe_for_tests(tokens, merges).unwrap();
-        let mut dfas = vec![TokenizerDfa::build(&vocab).unwrap()];
+        let mut dfas =
+            vec![TokenizerDfa::build(&vocab).unwrap(), TokenizerDfa::build_replaying_every_pair(&vocab).unwrap()];
         let sequential = TokenizerDfa::build_sequential(&vocab);
         assert_eq!(sequential.is_ok(), MergeTable::sequential_passes_are_exact(vocab.merges()));
         dfas.extend(sequential.ok());
@@ -541,24 +561,82 @@ mod tests {
 
     #[test]
     fn blog_table() {
-        let both = check_all_pairs(&["a", "b", "c", "ab", "aa", "ac"], &[("a", "b"), ("a", "a"), ("a", "c")]);
-        assert_eq!(both, 2, "a well-ordered table: Algorithm 3 applies too");
+        let all = check_all_pairs(&["a", "b", "c", "ab", "aa", "ac"], &[("a", "b"), ("a", "a"), ("a", "c")]);
+        assert_eq!(all, 3, "a well-ordered table: Algorithm 3 applies too");
     }
 
     #[test]
     fn chains_and_aa() {
-        let both = check_all_pairs(
+        let all = check_all_pairs(
             &["a", "b", "c", "ab", "abc", "aa", "aaaa"],
             &[("a", "b"), ("ab", "c"), ("a", "a"), ("aa", "aa")],
         );
-        assert_eq!(both, 2);
+        assert_eq!(all, 3);
     }
 
     #[test]
     fn parts_created_later() {
         // Not well-ordered: only the priority-timeline construction is exact.
-        assert_eq!(check_all_pairs(&["b", "c", "d", "cd", "bcd", "bc"], &[("b", "cd"), ("b", "c"), ("c", "d")]), 1);
-        assert_eq!(check_all_pairs(&["a", "b", "ab", "aab", "aa"], &[("a", "ab"), ("a", "a"), ("a", "b")]), 1);
+        assert_eq!(check_all_pairs(&["b", "c", "d", "cd", "bcd", "bc"], &[("b", "cd"), ("b", "c"), ("c", "d")]), 2);
+        assert_eq!(check_all_pairs(&["a", "b", "ab", "aab", "aa"], &[("a", "ab"), ("a", "a"), ("a", "b")]), 2);
+    }
+
+    /// Random merge tables over three characters, well-ordered or not (so with monotone and
+    /// non-monotone timelines side by side): every pair of every construction against the
+    /// brute force.
+    #[test]
+    fn random_tables_against_brute_force() {
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = move |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        let (mut mixed, mut windows_used) = (0, 0);
+        for _ in 0..300 {
+            let mut tokens: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+            let mut merges: Vec<(String, String)> = Vec::new();
+            for _ in 0..2 + next(9) {
+                let (x, y) = (tokens[next(tokens.len())].clone(), tokens[next(tokens.len())].clone());
+                let merged = format!("{x}{y}");
+                if merged.chars().count() > 6 || merges.contains(&(x.clone(), y.clone())) {
+                    continue;
+                }
+                // Sometimes the merge goes before the ones that build its parts: not well-ordered.
+                let at = if next(3) == 0 { next(merges.len() + 1) } else { merges.len() };
+                merges.insert(at, (x, y));
+                if !tokens.contains(&merged) {
+                    tokens.push(merged);
+                }
+            }
+            let token_refs: Vec<&str> = tokens.iter().map(String::as_str).collect();
+            let merge_refs: Vec<(&str, &str)> = merges.iter().map(|(x, y)| (x.as_str(), y.as_str())).collect();
+            check_all_pairs(&token_refs, &merge_refs);
+            let vocab = Vocabulary::char_bpe_for_tests(&token_refs, &merge_refs).unwrap();
+            let words = Derivations::compute(&vocab, &MergeTable::new(vocab.merges()));
+            let monotone = (0..tokens.len()).filter(|&t| words.emittable[t] && words.monotone[t]).count();
+            let emittable = words.emittable.iter().filter(|&&e| e).count();
+            windows_used += usize::from(monotone > 3);
+            mixed += usize::from(monotone < emittable);
+        }
+        assert!(mixed > 20 && windows_used > 100, "the tables did not mix the two judgements: {mixed}, {windows_used}");
+    }
+
+    /// On Llama 3 (107 of its 127,412 timelines are not monotone, so both judgements meet) the
+    /// window test gives the classes and sets of a replay of every candidate.
+    #[test]
+    fn window_test_equals_replays_on_llama3() {
+        let path = crate::testing::shared_dir().join("tokenizers/llama3/tokenizer.json");
+        let json =
+            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (set PROPERTOK_SHARED)", path.display()));
+        let vocab = Vocabulary::from_json(&json, None, None).unwrap();
+        let words = Derivations::compute(&vocab, &MergeTable::new(vocab.merges()));
+        let not_monotone = (0..vocab.num_tokens()).filter(|&t| words.emittable[t] && !words.monotone[t]).count();
+        assert!(not_monotone > 0, "every timeline monotone: the replay path would go untested");
+        let (a, b) = (TokenizerDfa::build(&vocab).unwrap(), TokenizerDfa::build_replaying_every_pair(&vocab).unwrap());
+        assert_eq!(a.class_of, b.class_of);
+        assert_eq!(a.forbidden, b.forbidden);
     }
 
     /// On a real well-ordered table (GPT-2's 50,000 merges) both constructions give the same

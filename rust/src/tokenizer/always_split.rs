@@ -7,7 +7,8 @@
 //! (those from which a correctly split text can end) are found backwards, and a token is
 //! whole in some piece iff walking its bytes, with no mark, from a reachable state at a
 //! character boundary ends in a live state. Tokens that begin inside a character are counted as
-//! possibly whole (they always continue a character that an earlier token started).
+//! possibly whole (they always continue a character that an earlier token started). The walks
+//! from all those start states are made as one walk of the token trie over sets of states.
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
@@ -76,21 +77,45 @@ pub fn tokens_always_split(
             }
         }
     }
-    let mut whole: FxHashSet<u32> = FxHashSet::default();
-    for &s in boundary.iter().filter(|s| live.contains(s)) {
-        candidates.for_each_walk(
-            s,
-            |q, b| {
+    // One walk of the trie over *sets* of machine states: the set a token's bytes lead to from
+    // every live boundary state, and the token is whole iff that set holds a live state. Walks
+    // from different start states that meet are walked once (DeepSeek V3: 4.0 → 0.7 s, where a
+    // walk per start state repeated them; Command-R 4.6 → 0.3 s).
+    let mut start: Vec<u32> = boundary.iter().copied().filter(|s| live.contains(s)).collect();
+    start.sort_unstable();
+    let mut sets: Vec<Vec<u32>> = vec![start.clone()];
+    let mut ids: FxHashMap<Vec<u32>, u32> = FxHashMap::from_iter([(start, 0)]);
+    let mut moves: FxHashMap<(u32, u8), Option<u32>> = FxHashMap::default();
+    let mut reached: Vec<(u32, u32)> = Vec::new();
+    candidates.for_each_walk(
+        0u32,
+        |set, b| {
+            if let Some(&next) = moves.get(&(set, b)) {
+                return Ok::<_, Error>(next);
+            }
+            let mut next = Vec::with_capacity(sets[set as usize].len());
+            for &q in &sets[set as usize] {
                 let t = m.byte(q, b)?;
-                Ok::<_, Error>((t != DEAD).then_some(t))
-            },
-            |t, q| {
-                if live.contains(&q) {
-                    whole.insert(t);
+                if t != DEAD {
+                    next.push(t);
                 }
-            },
-        )?;
-    }
+            }
+            next.sort_unstable();
+            next.dedup();
+            let id = (!next.is_empty()).then(|| {
+                *ids.entry(next).or_insert_with_key(|next| {
+                    sets.push(next.clone());
+                    sets.len() as u32 - 1
+                })
+            });
+            moves.insert((set, b), id);
+            Ok(id)
+        },
+        |t, set| reached.push((t, set)),
+    )?;
+    let holds_live: Vec<bool> = sets.iter().map(|set| set.iter().any(|q| live.contains(q))).collect();
+    let whole: FxHashSet<u32> =
+        reached.into_iter().filter(|&(_, set)| holds_live[set as usize]).map(|(t, _)| t).collect();
     // Every candidate with its first byte; those starting inside a character stay.
     let mut all = Vec::new();
     candidates.for_each_walk(

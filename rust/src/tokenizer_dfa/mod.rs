@@ -16,8 +16,9 @@
 //!   equals Hugging Face's priority BPE only for *well-ordered* tables (see
 //!   [`crate::tokenizer::bpe`]). Kept as the reference the tests hold the other to: on the
 //!   well-ordered tables where both apply it gives the same sets, but its per-state hash sets
-//!   take 6–8× the memory and it is 25–35 % slower (o200k: 3.05 GB and 13.1 s at peak against
-//!   364 MB and 9.2 s; Qwen2 1.57 GB / 5.8 s against 225 MB / 4.0 s; GPT-2 327 / 63 MB).
+//!   take 6–8× the memory (o200k 3.05 GB at peak against 364 MB; Qwen2 1.57 GB against 225 MB;
+//!   GPT-2 327 / 63 MB) and it is 25–35 % slower than replaying every pair, itself 4–5× slower
+//!   than the window test (o200k 13.1 s, 9.2 s, 2.5 s).
 //!
 //! The priority-timeline construction:
 //!   A pair `(t1, t2)` is canonical iff each token alone encodes to itself and no merge ever

@@ -290,3 +290,27 @@ def test_lazy_guide_limit_is_reported_by_name(pt):
                         guide.next_state(state, t)
     guide = pt.Compiler(vocab, max_product_states=200).compile_regex(pattern)
     assert guide.random_walk(0)
+
+
+@needs_shared("the BERT tokenizer")
+def test_lazy_guide_reports_its_memo_and_bounds_it(pt):
+    """A lazy WordPiece guide reports its memo as other lazy guides do (``stats()``), the memo
+    grows as decoding reaches new states, and the word-start masks it holds are bounded by
+    ``max_guide_bytes``, reported by name."""
+    vocab = pt.Vocabulary.from_file(str(tokenizer_path("bert-wordpiece")))
+    pattern = r"[a-z]+( [a-z]+)*"
+    guide = pt.Compiler(vocab, max_guide_bytes=50_000_000).compile_regex(pattern)
+    before = guide.stats()
+    assert before["lazy"] and before["lazy_text_automaton"] == "minimal DFA"
+    assert before["max_lazy_memo_bytes"] == 50_000_000
+    tok = tokenizers.Tokenizer.from_file(str(tokenizer_path("bert-wordpiece")))
+    state = guide.initial_state
+    for t in canonical(tok, "the quick brown fox"):
+        state = guide.next_state(state, t)
+    after = guide.stats()
+    assert after["lazy_memo_bytes"] > before["lazy_memo_bytes"] > 0
+    # One word-start mask is ~4 KB on BERT (30,522 tokens): a budget below it is passed at once.
+    small = pt.Compiler(vocab, max_guide_bytes=1000)
+    with pytest.raises(pt.LimitExceeded, match="max_guide_bytes"):
+        g = small.compile_regex(pattern)
+        g.mask(g.initial_state)

@@ -155,6 +155,7 @@ impl Guide {
     pub fn lazy_memo_bytes(&self) -> Option<(usize, usize)> {
         match &self.automaton {
             Automaton::Lazy(l) => Some(l.automaton.engine().memo_bytes()),
+            Automaton::MaxMatch(m) => Some(m.memo_bytes()),
             _ => None,
         }
     }
@@ -162,6 +163,8 @@ impl Guide {
     pub fn lazy_text_automaton(&self) -> Option<&'static str> {
         match &self.automaton {
             Automaton::Lazy(l) => Some(l.automaton.engine().space().dfa().kind()),
+            // Runs the regex's minimal byte DFA (WordPiece guides take no grammar that nests).
+            Automaton::MaxMatch(_) => Some("minimal DFA"),
             _ => None,
         }
     }

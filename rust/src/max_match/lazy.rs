@@ -127,6 +127,21 @@ impl LazyMaxMatch {
         self.states.read().unwrap_or_else(|e| e.into_inner()).list.len()
     }
 
+    /// Bytes the guide's tables hold (an estimate: the word-start masks, which
+    /// `max_guide_bytes` bounds, plus the states and verdicts, which `max_product_states`
+    /// bounds), and `max_guide_bytes`.
+    pub fn memo_bytes(&self) -> (usize, usize) {
+        let entry = |s: &State| std::mem::size_of::<State>() + 4 * s.pending.len();
+        let states = self.states.read().unwrap_or_else(|e| e.into_inner());
+        // A state is held twice (by id and in the map) plus its id.
+        let state_bytes: usize = states.list.iter().map(|s| 2 * entry(s) + 4).sum();
+        drop(states);
+        let settled: usize = self.settled.read().unwrap_or_else(|e| e.into_inner()).keys().map(|s| entry(s) + 1).sum();
+        let masks: usize =
+            self.word_starts.read().unwrap_or_else(|e| e.into_inner()).values().map(|m| 4 * m.len() + 4).sum();
+        (state_bytes + settled + masks, self.limits.max_guide_bytes)
+    }
+
     fn state(&self, id: u32) -> State {
         self.states.read().unwrap_or_else(|e| e.into_inner()).list[id as usize].clone()
     }

@@ -129,6 +129,23 @@ def test_wordpiece_components_refused_by_name(pt):
         assert guide.allowed_tokens(guide.initial_state).tolist() == [2]
 
 
+def test_unigram_refused_by_name_for_canonical_guides(pt):
+    """A Unigram tokenizer (T5, XLNet-style SentencePiece: none in the corpus) is refused for
+    canonical guides with an error naming the model and why; agnostic guides work."""
+    tokenizers = pytest.importorskip("tokenizers")
+    pieces = [("<unk>", 0.0), ("</s>", 0.0), ("a", -1.0), ("b", -1.5), ("ab", -2.0)]
+    tok = tokenizers.Tokenizer(tokenizers.models.Unigram(pieces, unk_id=0))
+    tok.add_special_tokens(["<unk>", "</s>"])
+    v = pt.Vocabulary.from_json(tok.to_str())
+    assert v.kind == "unigram"
+    assert "Unigram" in (v.canonical_unsupported_reason or ""), v.canonical_unsupported_reason
+    for method in ("cartesian", "direct", "auto"):
+        with pytest.raises(NotImplementedError, match="Unigram"):
+            pt.Compiler(v).compile_regex("ab", method=method)
+    guide = pt.Compiler(v).compile_regex("ab", method="agnostic")
+    assert guide.allowed_tokens(guide.initial_state).tolist() == [2, 4]
+
+
 def test_eos_missing(pt):
     text = no_eos_tokenizer_json()
     with pytest.raises(ValueError, match=r"(?i)eos"):

@@ -30,6 +30,15 @@ pub fn shared_dir() -> std::path::PathBuf {
     }
 }
 
+/// The vocabulary of `../shared/tokenizers/<name>/tokenizer.json`; panics, naming the file and
+/// `PROPERTOK_SHARED`, when it cannot be read (a missing corpus fails a test, never skips it).
+pub fn shared_vocabulary(name: &str) -> Vocabulary {
+    let path = shared_dir().join("tokenizers").join(name).join("tokenizer.json");
+    let json =
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (set PROPERTOK_SHARED)", path.display()));
+    Vocabulary::from_json(&json, None, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
 /// Small limits, so that every input stays fast; reaching one is an `Err`, not a finding.
 pub fn fuzz_limits() -> Limits {
     Limits {

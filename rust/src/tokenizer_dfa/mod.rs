@@ -628,10 +628,7 @@ mod tests {
     /// window test gives the classes and sets of a replay of every candidate.
     #[test]
     fn window_test_equals_replays_on_llama3() {
-        let path = crate::testing::shared_dir().join("tokenizers/llama3/tokenizer.json");
-        let json =
-            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (set PROPERTOK_SHARED)", path.display()));
-        let vocab = Vocabulary::from_json(&json, None, None).unwrap();
+        let vocab = crate::testing::shared_vocabulary("llama3");
         let words = Derivations::compute(&vocab, &MergeTable::new(vocab.merges()));
         let not_monotone = (0..vocab.num_tokens()).filter(|&t| words.emittable[t] && !words.monotone[t]).count();
         assert!(not_monotone > 0, "every timeline monotone: the replay path would go untested");
@@ -644,10 +641,7 @@ mod tests {
     /// classes and sets.
     #[test]
     fn algorithm3_equals_priority_timeline_on_gpt2() {
-        let path = crate::testing::shared_dir().join("tokenizers/gpt2/tokenizer.json");
-        let json =
-            std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (set PROPERTOK_SHARED)", path.display()));
-        let vocab = Vocabulary::from_json(&json, None, None).unwrap();
+        let vocab = crate::testing::shared_vocabulary("gpt2");
         let (a, b) = (TokenizerDfa::build(&vocab).unwrap(), TokenizerDfa::build_sequential(&vocab).unwrap());
         assert_eq!((a.construction(), b.construction()), (Construction::PriorityTimeline, Construction::Algorithm3));
         assert_eq!(a.class_of, b.class_of);

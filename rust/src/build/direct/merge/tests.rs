@@ -848,12 +848,7 @@ fn real_tables_timing() {
         ("json_string", r#""([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*""#),
     ];
     for name in ["mistral7b", "llama2"] {
-        let path = crate::testing::shared_dir().join("tokenizers").join(name).join("tokenizer.json");
-        let Ok(json) = std::fs::read_to_string(&path) else {
-            eprintln!("skipped: {} not found", path.display());
-            return;
-        };
-        let vocab = crate::tokenizer::vocab::Vocabulary::from_json(&json, None, None).expect("tokenizer loads");
+        let vocab = crate::testing::shared_vocabulary(name);
         let merges = vocab.merges();
         for (label, regex) in large {
             let (base, _) = char_base_dfa(regex, &vocab);

@@ -281,14 +281,16 @@ impl ForbiddenSets {
 /// One set in the storage's encoding, made apart from the storage, so that the build's workers
 /// encode in parallel and interning a set is a comparison of slices and appending it a copy
 /// (o200k: 28.9 M runs to compare and copy where there were 218.8 M ranks to encode).
-/// Canonical: runs are maximal within a block, so equal sets have equal encodings.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+/// Canonical: runs are maximal within a block, so equal sets have equal encodings. Its hash,
+/// which sets are interned by, is computed with it (so by the workers too).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct EncodedSet {
     len: u32,
     /// The end of each block's runs in `runs` (one per block).
     block_ends: Vec<u32>,
     /// As [`ForbiddenSets`] stores them.
     runs: Vec<u32>,
+    hash: u64,
 }
 
 impl EncodedSet {
@@ -296,7 +298,7 @@ impl EncodedSet {
     /// ascending and neither overlapping nor touching.
     pub(crate) fn from_rank_runs(num_tokens: usize, rank_runs: impl IntoIterator<Item = (u32, u32)>) -> EncodedSet {
         let blocks = num_tokens.div_ceil(1 << BLOCK_BITS).max(1);
-        let mut set = EncodedSet { len: 0, block_ends: Vec::with_capacity(blocks), runs: Vec::new() };
+        let mut set = EncodedSet { len: 0, block_ends: Vec::with_capacity(blocks), runs: Vec::new(), hash: 0 };
         for (mut first, last) in rank_runs {
             debug_assert!(first <= last && (last as usize) < num_tokens);
             set.len += last - first + 1;
@@ -314,6 +316,12 @@ impl EncodedSet {
             }
         }
         set.block_ends.resize(blocks, set.runs.len() as u32);
+        set.hash = {
+            use std::hash::{Hash, Hasher};
+            let mut h = rustc_hash::FxHasher::default();
+            (set.len, &set.block_ends, &set.runs).hash(&mut h);
+            h.finish()
+        };
         set
     }
 
@@ -336,10 +344,7 @@ impl EncodedSet {
 
     /// The hash sets are interned by.
     pub(crate) fn hash64(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut h = rustc_hash::FxHasher::default();
-        self.hash(&mut h);
-        h.finish()
+        self.hash
     }
 }
 

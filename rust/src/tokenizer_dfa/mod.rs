@@ -147,13 +147,13 @@ impl ClassInterner {
             pairs: 0,
         };
         let empty = EncodedSet::from_ranks(n, &[]);
-        classes.intern(&empty, empty.hash64());
+        classes.intern(&empty);
         classes
     }
 
-    /// The class of `set`, whose [`EncodedSet::hash64`] is `hash`.
-    fn intern(&mut self, set: &EncodedSet, hash: u64) -> u32 {
-        let same = self.by_hash.entry(hash).or_default();
+    /// The class of `set`.
+    fn intern(&mut self, set: &EncodedSet) -> u32 {
+        let same = self.by_hash.entry(set.hash64()).or_default();
         if let Some(&c) = same.iter().find(|&&c| self.forbidden.equals(c as usize, set)) {
             return c;
         }
@@ -164,8 +164,8 @@ impl ClassInterner {
     }
 
     /// Token `t` with its forbidden set.
-    fn add(&mut self, t: u32, set: &EncodedSet, hash: u64) {
-        let c = self.intern(set, hash);
+    fn add(&mut self, t: u32, set: &EncodedSet) {
+        let c = self.intern(set);
         self.add_to_class(t, c);
     }
 
@@ -228,9 +228,9 @@ impl TokenizerDfa {
     ) -> Result<TokenizerDfa> {
         let mut classes = ClassInterner::new(vocab);
         let ranks = classes.forbidden.ranks().to_vec();
-        build_priority_timeline(table, words, &ranks, check, |t, f, hash| {
+        build_priority_timeline(table, words, &ranks, check, |t, f| {
             if words.emittable[t as usize] {
-                classes.add(t, f, hash);
+                classes.add(t, f);
             }
         });
         let ClassInterner { class_of, forbidden, pairs, .. } = classes;
@@ -257,7 +257,7 @@ impl TokenizerDfa {
                     std::mem::take(&mut forbidden[s as usize]).into_iter().map(|t| rank[t as usize]).collect();
                 f.sort_unstable();
                 let set = EncodedSet::from_ranks(rank.len(), &f);
-                class_of_state[s as usize] = classes.intern(&set, set.hash64());
+                class_of_state[s as usize] = classes.intern(&set);
             }
             classes.add_to_class(t as u32, class_of_state[s as usize]);
         }

@@ -147,14 +147,14 @@ struct StartingWith {
 
 /// Forbidden next tokens of every emittable token under priority BPE (see module docs).
 /// Hands every token's forbidden set, over the `rank`s of its tokens and encoded by the workers,
-/// with its [`EncodedSet::hash64`], to `sink`, in token order, as the workers finish them: only
-/// the chunks not yet handed over are held, never every token's set at once.
+/// to `sink`, in token order, as the workers finish them: only the chunks not yet handed over
+/// are held, never every token's set at once.
 pub(super) fn build_priority_timeline(
     table: &MergeTable,
     words: &Derivations,
     rank: &[u32],
     check: PairCheck,
-    mut sink: impl FnMut(u32, &EncodedSet, u64),
+    mut sink: impl FnMut(u32, &EncodedSet),
 ) {
     let n = words.emittable.len();
     // merges by left part, and emittable tokens by the first symbols of their timelines.
@@ -199,7 +199,7 @@ pub(super) fn build_priority_timeline(
             StartingWith { entries: list.into_iter().map(|(side, _)| side).collect(), spans, steps }
         })
         .collect();
-    let work = |range: std::ops::Range<usize>| -> Vec<(EncodedSet, u64)> {
+    let work = |range: std::ops::Range<usize>| -> Vec<EncodedSet> {
         // The forbidden set being found, as a bitset over ranks: a membership test before each
         // replay, and read back in ascending order without a sort.
         let mut found = vec![0u64; n.div_ceil(64)];
@@ -271,9 +271,7 @@ pub(super) fn build_priority_timeline(
                 }
             }
             touched.clear();
-            let set = EncodedSet::from_rank_runs(n, runs);
-            let hash = set.hash64();
-            out.push((set, hash));
+            out.push(EncodedSet::from_rank_runs(n, runs));
         }
         out
     };
@@ -283,7 +281,7 @@ pub(super) fn build_priority_timeline(
     let chunk = n.div_ceil(threads * 64).max(1);
     let ranges: Vec<_> = (0..n).step_by(chunk).map(|s| s..(s + chunk).min(n)).collect();
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let (done, finished) = std::sync::mpsc::channel::<(usize, Vec<(EncodedSet, u64)>)>();
+    let (done, finished) = std::sync::mpsc::channel::<(usize, Vec<EncodedSet>)>();
     std::thread::scope(|scope| {
         for _ in 0..threads {
             let done = done.clone();
@@ -297,13 +295,13 @@ pub(super) fn build_priority_timeline(
             });
         }
         drop(done);
-        let mut waiting: FxHashMap<usize, Vec<(EncodedSet, u64)>> = FxHashMap::default();
+        let mut waiting: FxHashMap<usize, Vec<EncodedSet>> = FxHashMap::default();
         let mut turn = 0;
         for (k, sets) in finished {
             waiting.insert(k, sets);
             while let Some(sets) = waiting.remove(&turn) {
-                for (i, (f, hash)) in sets.into_iter().enumerate() {
-                    sink((ranges[turn].start + i) as u32, &f, hash);
+                for (i, f) in sets.into_iter().enumerate() {
+                    sink((ranges[turn].start + i) as u32, &f);
                 }
                 turn += 1;
             }

@@ -237,9 +237,8 @@ class Compiler:
 
         ``lazy`` (``"cartesian"`` only; default ``True`` with an NFC / NFKC normalizer, whose eager
         guides of free text are ~5,000 times larger, and with WordPiece, ``False`` elsewhere for
-        now): build each
-        state the first time a decoder reaches it, memoized in the guide and shared by every matcher and thread,
-        instead of every state up front. The masks are the same bit for bit; a lazy compile costs
+        now): build each state the first time a decoder reaches it, memoized in the guide and
+        shared by every matcher and thread, instead of every state up front. The masks are the same bit for bit; a lazy compile costs
         milliseconds where an eager one on a 128k-vocabulary tokenizer costs up to seconds, but
         its memo can grow past the eager guide's size on wide pre-tokenized states. ``lazy=True``
         with another method is a ``ValueError``; ``Guide.materialize()`` turns a lazy guide into

@@ -94,6 +94,7 @@ import itertools
 import json
 import math
 import re
+import sys
 import warnings
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import urldefrag, urljoin, urlsplit
@@ -155,7 +156,16 @@ _DEPENDENCIES = ("dependencies", "dependentRequired", "dependentSchemas")
 _STRUCTURAL = frozenset(("$ref", "allOf", "if", "then", "else", "items", "additionalItems",
                          "prefixItems", "unevaluatedProperties", "unevaluatedItems") + _DEPENDENCIES)
 # A regex this long is refused: the Rust compiler would take too long or hit its limits anyway.
+# Checked on each subschema's regex, and before an object or an alternation is put together
+# from parts that are already longer in total.
 MAX_REGEX_CHARS = 8_000_000
+# Alternatives one conjunction may spell out: ``allOf`` (and ``$ref`` siblings, ``if``/``then``/
+# ``else``) of several ``anyOf``/``oneOf`` multiplies their branches, and ``not``/``oneOf``
+# exclusion turns each excluded schema into a union of its negated keywords, multiplied over the
+# schemas excluded. Both grow exponentially with the schema (JSONSchemaStore/cloudify: 125
+# ``if``/``then`` in one ``allOf``, 2^125 branches), so past this many the schema is refused.
+# The most any JSONSchemaBench schema that converts needs is 256 (JsonSchemaStore/minecraft-recipe).
+MAX_BRANCHES = 4096
 # uniqueItems over a finite set of values: at most this many arrays are spelled out.
 MAX_UNIQUE_ARRAYS = 4096
 _DEFAULT_BASE = "https://propertok.invalid/schema.json"
@@ -261,6 +271,25 @@ def _documents(resources: Optional[Mapping[str, Any]]) -> Dict[str, Any]:
 
 def _convert(schema: Any, whitespace: str, max_recursion_depth: Optional[int], strict: Optional[bool],
              resources: Optional[Mapping[str, Any]] = None, rules: bool = False):
+    """:func:`_convert_unchecked`, with Python's recursion limit reported as the schema's error."""
+    try:
+        return _convert_unchecked(schema, whitespace, max_recursion_depth, strict, resources, rules)
+    except RecursionError as e:
+        # the innermost subschema the converter was working on when the stack ran out
+        ptr, tb = "#", e.__traceback__
+        while tb is not None:
+            if tb.tb_frame.f_globals is globals() and isinstance(tb.tb_frame.f_locals.get("ptr"), str):
+                ptr = tb.tb_frame.f_locals["ptr"]
+            tb = tb.tb_next
+        raise UnsupportedSchemaError(
+            None, ptr, "the schema nests too deeply to convert: past Python's recursion limit "
+            f"(sys.getrecursionlimit() = {sys.getrecursionlimit()}) while expanding its subschemas "
+            "(for rules, a recursive $ref combined through allOf/anyOf with other keywords is expanded "
+            "without end)") from None
+
+
+def _convert_unchecked(schema: Any, whitespace: str, max_recursion_depth: Optional[int], strict: Optional[bool],
+                       resources: Optional[Mapping[str, Any]] = None, rules: bool = False):
     schema = _load(schema, "#")
     documents = _documents(resources)
     if not isinstance(whitespace, str):
@@ -303,6 +332,35 @@ def _all_of(*schemas: Any) -> Any:
     if not present:
         return True
     return present[0] if len(present) == 1 else {"allOf": present}
+
+
+def _branches(flat: Optional[dict]) -> int:
+    """How many alternatives a union built by :func:`_union` holds (nested unions counted
+    through)."""
+    if isinstance(flat, dict) and len(flat) == 1 and isinstance(flat.get("anyOf"), list):
+        return sum(_branches(x) for x in flat["anyOf"])
+    return 1
+
+
+def _too_many_branches(keyword: Optional[str], ptr: str, what: str) -> UnsupportedSchemaError:
+    e = UnsupportedSchemaError(
+        keyword, ptr, f"{what} alternatives: past the converter's limit MAX_BRANCHES = {MAX_BRANCHES:,} "
+        "(combining anyOf/oneOf/if branches, or excluding schemas for not/oneOf, multiplies them)")
+    e.limit = "MAX_BRANCHES"  # type: ignore[attr-defined]  # told apart from other refusals
+    return e
+
+
+def _bounded_union(parts, ptr: str) -> Optional[dict]:
+    """:func:`_union` of exclusion results (an iterable, consumed here), refused as soon as they
+    hold more than ``MAX_BRANCHES`` alternatives."""
+    kept, n = [], 0
+    for x in parts:
+        if x is not None:
+            n += _branches(x)
+            if n > MAX_BRANCHES:
+                raise _too_many_branches(None, ptr, f"more than {MAX_BRANCHES:,}")
+            kept.append(x)
+    return _union(kept)
 
 
 def _union(parts: List[Optional[dict]]) -> Optional[dict]:
@@ -642,6 +700,8 @@ class _Converter:
             elif k == "const":
                 return None
             elif k in ("anyOf", "oneOf"):
+                if isinstance(u, list) and isinstance(v, list) and len(u) * len(v) > MAX_BRANCHES:
+                    raise _too_many_branches(k, ptr, f"{len(u)} x {len(v)}")
                 out[k] = [{"allOf": [x, y]} for x in u for y in v]
             elif k == "not":
                 out[k] = {"anyOf": [u, v]}
@@ -714,10 +774,19 @@ class _Converter:
             return self.memo[key][1]
         flat, fptr, stack = self.flatten(node, ptr, stack)
         result = None if flat is None else self.value_flat(flat, fptr, stack)
-        if result is not None and len(result) > MAX_REGEX_CHARS:
-            raise UnsupportedSchemaError(None, fptr, f"the regex would be longer than {MAX_REGEX_CHARS} characters")
+        if result is not None:
+            self.check_size((result,), fptr)
         self.memo[key] = (node, result)  # keep node alive: its id is part of the key
         return result
+
+    @staticmethod
+    def check_size(parts, ptr: str) -> None:
+        """Refuse regexes (or the parts of one, before they are joined) longer in all than
+        ``MAX_REGEX_CHARS``."""
+        if sum(len(p) for p in parts) > MAX_REGEX_CHARS:
+            raise UnsupportedSchemaError(
+                None, ptr, f"the regex would be longer than {MAX_REGEX_CHARS} characters "
+                f"(the converter's limit MAX_REGEX_CHARS = {MAX_REGEX_CHARS:,})")
 
     def value_flat(self, flat: dict, ptr: str, stack: tuple) -> Optional[str]:
         if _CALL in flat:
@@ -738,6 +807,7 @@ class _Converter:
                     if merged is not None:
                         options.append(self.value_flat(merged, bptr if not base else ptr, bstack))
                 options = [o for o in options if o is not None]
+                self.check_size(options, ptr)
                 return J.alternation(options) if options else None
         if "not" in flat:
             rest = {k: v for k, v in flat.items() if k not in ("not", "$if")}
@@ -777,7 +847,7 @@ class _Converter:
         try:
             return self.exclude_exact(a, b, stack, ptr)
         except UnsupportedSchemaError as e:
-            if exact:
+            if exact or (self.mode != "lax" and getattr(e, "limit", None)):
                 raise
             if self.mode != "lax":
                 raise UnsupportedSchemaError(
@@ -793,7 +863,8 @@ class _Converter:
         if not b:  # true: excludes everything
             return None
         if set(a) == {"anyOf"} and isinstance(a["anyOf"], list):  # a union: each branch on its own
-            return _union([self.exclude_exact(self.flatten(x, ptr, stack)[0], b, stack, ptr) for x in a["anyOf"]])
+            return _bounded_union((self.exclude_exact(self.flatten(x, ptr, stack)[0], b, stack, ptr)
+                                   for x in a["anyOf"]), ptr)
         if set(b) == {"anyOf"} and isinstance(b["anyOf"], list):
             for branch in b["anyOf"]:
                 a = self.exclude_exact(a, self.flatten(branch, ptr, stack)[0], stack, ptr)
@@ -817,7 +888,7 @@ class _Converter:
                 return {**a, "type": kept} if kept else None
         groups = _keyword_groups(b)
         if len(groups) > 1:
-            return _union([self.exclude_exact(a, g, stack, ptr) for g in groups])
+            return _bounded_union((self.exclude_exact(a, g, stack, ptr) for g in groups), ptr)
         return self.exclude_keyword(a, b, va, stack, ptr)
 
     def exclude_keyword(self, a: dict, b: dict, va: Optional[list], stack: tuple, ptr: str) -> Optional[dict]:
@@ -1266,6 +1337,7 @@ class _Converter:
             if regex is not None:
                 key = '"' + J.json_string_content(name) + '"'
                 entries.append((f"{key}{self.ws}:{self.ws}{regex}", name in required))
+        self.check_size((e for e, _ in entries), ptr)
         n_required = sum(1 for _, r in entries if r)
         if min_p > len(entries):
             # only declared names are written, and all of them are too few: none of the objects
@@ -1292,16 +1364,15 @@ class _Converter:
         linear in size. With none, see :meth:`nonempty_subsets`.
         """
         ws, sep = self.ws, f"{self.ws},{self.ws}"
-        rest = [""] * (len(entries) + 1)
-        for i in range(len(entries) - 1, -1, -1):
-            entry, req = entries[i]
-            rest[i] = (f"{sep}{entry}" if req else f"(?:{sep}{entry})?") + rest[i + 1]
         if not entries:
             return rf"\{{{ws}\}}"
         first_required = next((i for i, (_, req) in enumerate(entries) if req), None)
         if first_required is not None:
+            # only the suffix after the first required entry is written: building every suffix
+            # (as a list) would hold a quadratic amount of text for a wide object
             body = "".join(f"(?:{entry}{sep})?" for entry, _ in entries[:first_required])
-            body += entries[first_required][0] + rest[first_required + 1]
+            body += entries[first_required][0]
+            body += "".join(f"{sep}{entry}" if req else f"(?:{sep}{entry})?" for entry, req in entries[first_required + 1:])
             return rf"\{{{ws}{body}{ws}\}}"
         body = self.nonempty_subsets([entry for entry, _ in entries])
         if nonempty:

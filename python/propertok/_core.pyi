@@ -24,6 +24,7 @@ __all__ = [
     "Matcher",
     "_release_freed_memory",
     "grammar_to_regex",
+    "schema_to_rules_subset",
 ]
 
 __version__: str
@@ -55,6 +56,13 @@ def grammar_to_regex(
     an empty language; an unknown ``syntax``), ``NotImplementedError`` (recursion without
     ``max_recursion_depth``; features not supported, named), ``LimitExceeded``. Releases the
     GIL."""
+
+def schema_to_rules_subset(schema_json: str, whitespace: str) -> Optional[list[tuple[str, str]]]:
+    """The rules ``propertok.json_schema.schema_to_rules(schema, whitespace=whitespace)`` returns
+    for a schema given as JSON text, byte for byte, computed in Rust; ``None`` when the schema is
+    outside the subset the Rust converter handles (then call the Python converter, which also
+    raises or warns where it should). The subset and the contract: ``rust/src/json_schema/mod.rs``.
+    Releases the GIL."""
 
 class PropertokError(Exception):
     """Base class of propertok's own exceptions."""

@@ -14,6 +14,8 @@
 //!   every limit and its default.
 //! * [`regex`] — regex → trimmed, minimised byte DFA (regex-automata).
 //! * [`grammar`] — Lark and GBNF grammars → rules → one regex (recursion refused or unrolled).
+//! * [`json_schema`] — JSON Schema → pushdown rules for a subset of schemas, byte-identical to
+//!   the Python converter's (which handles the rest).
 //! * [`pre_tokenizer`] — a pre-tokenizer's `Split` regexes as priority NFAs, the lazy DFA of texts
 //!   marked at its piece boundaries, and its product with a regex ([`pre_tokenizer::text_automaton`]).
 //! * [`tokenizer`] — a `tokenizer.json` as a [`Vocabulary`], the reference BPE, the token trie.
@@ -86,6 +88,7 @@ pub mod compiler;
 pub mod error;
 pub mod grammar;
 pub mod guide;
+pub mod json_schema;
 pub mod lazy;
 pub mod limits;
 pub mod max_match;

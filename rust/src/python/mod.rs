@@ -10,6 +10,7 @@ mod byte_dfa;
 mod compiler;
 mod grammar;
 mod guide;
+mod json_schema;
 mod matcher;
 mod vocab;
 
@@ -78,5 +79,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<matcher::PyMatcher>()?;
     m.add_function(wrap_pyfunction!(_release_freed_memory, m)?)?;
     m.add_function(wrap_pyfunction!(grammar::grammar_to_regex, m)?)?;
+    m.add_function(wrap_pyfunction!(json_schema::schema_to_rules_subset, m)?)?;
     Ok(())
 }

@@ -1,0 +1,99 @@
+//! Expected rules written by hand from the Python converter's code (not produced by this
+//! module); the differential test in `tests/json_schema/test_rust_converter.py` checks the rest.
+
+use super::jregex::{BOOLEAN, NUMBER, STRING_CHAR};
+use super::schema_to_rules;
+
+fn rules(schema: &str, ws: &str) -> Option<Vec<(String, String)>> {
+    schema_to_rules(schema, ws)
+}
+
+fn one(regex: &str) -> Option<Vec<(String, String)>> {
+    Some(vec![("#".to_string(), regex.to_string())])
+}
+
+#[test]
+fn bounded_integers_are_digit_ranges() {
+    // integer_range(1, 12): [1-9] for one digit, 1 then [0-2] for two
+    assert_eq!(rules(r#"{"type": "integer", "minimum": 1, "maximum": 12}"#, ""), one("(?:[1-9]|1(?:[0-2]))"));
+    // a float bound is rounded inwards (math.ceil / math.floor)
+    assert_eq!(rules(r#"{"type": "integer", "minimum": -2.5, "maximum": 0}"#, ""), one("(?:0|-(?:[1-2]))"));
+}
+
+#[test]
+fn objects_put_optional_properties_before_the_first_required_one() {
+    let schema = r#"{"type": "object", "properties": {"a": {"type": "null"}, "b": {"type": "boolean"}},
+                     "required": ["b"], "title": "ignored"}"#;
+    assert_eq!(rules(schema, ""), one(r#"\{(?:"a":null,)?"b":(?:true|false)\}"#));
+    assert_eq!(rules(schema, "[ ]?"), one(r#"\{[ ]?(?:"a"[ ]?:[ ]?null[ ]?,[ ]?)?"b"[ ]?:[ ]?(?:true|false)[ ]?\}"#));
+}
+
+#[test]
+fn a_recursive_reference_is_a_call_to_its_own_rule() {
+    let schema = r##"{"$defs": {"n": {"type": "object", "properties": {"next": {"$ref": "#/$defs/n"}}}},
+                      "$ref": "#/$defs/n"}"##;
+    let body = r#"\{(?:"next":(?-u:\xFE\x80\x81))?\}"#;
+    assert_eq!(rules(schema, ""), Some(vec![("#".into(), body.into()), ("#/$defs/n".into(), body.into())]));
+}
+
+#[test]
+fn a_free_value_is_a_call_to_the_any_value_rule() {
+    let call = r"(?-u:\xFE\x80\x81)";
+    let string = format!("\"{STRING_CHAR}*\"");
+    let map = format!(r#"\{{(?:{string}:{call}(?:,{string}:{call})*)?\}}"#);
+    let list = format!(r"\[(?:{call}(?:,{call})*)?\]");
+    let any = format!("(?:{string}|{NUMBER}|{BOOLEAN}|null|{map}|{list})");
+    let expected = Some(vec![("#".to_string(), call.to_string()), ("#any-json-value".to_string(), any)]);
+    assert_eq!(rules("{}", ""), expected);
+    assert_eq!(rules("true", ""), expected);
+}
+
+#[test]
+fn enum_values_are_filtered_by_their_siblings() {
+    assert_eq!(rules(r#"{"type": "string", "enum": ["a", 1, "bc"], "maxLength": 1}"#, ""), one("\"a\""));
+    assert_eq!(rules(r#"{"enum": [1.5, -3, null, [true]]}"#, ""), one(r"(?:1\.5|\-3|null|\[true\])"));
+}
+
+#[test]
+fn whitespace_that_is_not_one_atom_is_grouped() {
+    let schema = r#"{"type": "array", "items": {"type": "null"}, "maxItems": 2}"#;
+    assert_eq!(rules(schema, "  "), one(r"\[(?:  )(?:null(?:(?:  ),(?:  )null)?(?:  ))?\]"));
+}
+
+#[test]
+fn schemas_outside_the_subset_are_declined() {
+    for schema in [
+        r#"{"oneOf": [{"type": "string"}]}"#,
+        r#"{"type": "string", "pattern": "a"}"#,
+        r#"{"type": "string", "x-unknown": 1}"#,
+        r#"{"type": "strin"}"#,
+        r##"{"$ref": "#anchor"}"##,
+        r#"{"$ref": "other.json"}"#,
+        r#"false"#,
+        r#"{"type": "string", "format": "color"}"#,
+        r#"not json"#,
+    ] {
+        assert_eq!(rules(schema, ""), None, "{schema}");
+    }
+}
+
+#[test]
+fn bounded_numbers_spell_the_digits_between_the_bounds() {
+    // number_range(0, 1.5): 0 with any fraction, or 1 with a fraction up to .5 (trailing zeros too)
+    assert_eq!(
+        rules(r#"{"type": "number", "minimum": 0, "maximum": 1.5}"#, ""),
+        one(r"(?:0(?:\.[0-9]+)?|1(?:\.(?:0(?:[0-9]+)?|[1-4][0-9]*|5(?:0+)?))?)")
+    );
+    // exclusive bounds of integers: floor(lo) + 1 and ceil(hi) - 1
+    assert_eq!(rules(r#"{"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 3}"#, ""), one("[1-2]"));
+    // draft 4: a boolean exclusiveMinimum
+    assert_eq!(rules(r#"{"type": "integer", "minimum": 0, "exclusiveMinimum": true, "maximum": 2}"#, ""), one("[1-2]"));
+}
+
+#[test]
+fn all_of_merges_its_subschemas() {
+    let expected = format!("\"{}{{0,2}}\"", super::jregex::BOUNDED_STRING_CHAR);
+    assert_eq!(rules(r#"{"allOf": [{"type": "string"}, {"maxLength": 2}]}"#, ""), one(&expected));
+    // contradictory constants: no value (Python raises)
+    assert_eq!(rules(r#"{"allOf": [{"const": 1}, {"const": 2}]}"#, ""), None);
+}

@@ -1,0 +1,100 @@
+"""The Rust JSON Schema converter (``_core.schema_to_rules_subset``, ``rust/src/json_schema``)
+against the Python one (``propertok.json_schema.schema_to_rules``), as a differential test.
+
+The Rust converter handles a subset of schemas and must return, for each of them, exactly the
+rules the Python converter returns (same names, same regex text, same order); for every other
+schema it returns ``None``. Checked on every JSONSchemaBench schema and every schema of the JSON
+Schema Test Suite (draft 2020-12 and draft 7), with whitespace ``""`` and the default ``[ ]?``:
+
+* where Rust returns rules, Python returns the same (``IgnoredKeywordsWarning`` suppressed;
+  Python raising there is a failure: Rust must decline what Python refuses);
+* Rust handles at least ``MIN_BENCH`` bench schemas and ``MIN_SUITE`` suite schemas per
+  whitespace, so the test cannot pass by declining everything (the counts are printed; run
+  with ``-s`` to see them).
+
+The Python converter runs only on the schemas Rust handles (that is where the two must agree),
+which keeps the module to a few seconds. ``PYTHON_SKIPPED``: bench schemas on which the Python
+converter currently exhausts memory or recursion; Rust still runs on them (it must decline or
+stay bounded) but they are not compared.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+
+from oracle import data_dir, require_shared
+
+require_shared("JSONSchemaBench schemas and the JSON Schema Test Suite")
+
+WHITESPACES = ("", "[ ]?")
+# Bench ids whose Python conversion exhausts memory (cloudify, task, kb_1161) or recursion.
+PYTHON_SKIPPED = frozenset({
+    "JsonSchemaStore/cloudify", "JsonSchemaStore/task", "Kubernetes/kb_1161_Normalized",
+})
+# Coverage floors (what the converter reaches, minus a margin): see the module doc.
+MIN_BENCH = 2150
+MIN_SUITE = 280
+
+
+@pytest.fixture(scope="module")
+def bench():
+    """``[(id, schema)]`` for every JSONSchemaBench schema."""
+    rows = []
+    with open(data_dir() / "jsonschemabench_schemas.jsonl", encoding="utf-8") as f:
+        for line in f:
+            row = json.loads(line)
+            rows.append((row["id"], row["schema"]))
+    return rows
+
+
+@pytest.fixture(scope="module")
+def suite():
+    """``[(group id, schema)]`` for every group of the JSON Schema Test Suite."""
+    from json_schema_suite import groups
+
+    return [(gid, group["schema"]) for gid, _, group in groups()]
+
+
+def _differences(schemas, whitespace, skipped=frozenset()):
+    """(handled count, [(id, reason)] where the two converters disagree)."""
+    from propertok import _core
+    from propertok.json_schema import schema_to_rules
+
+    handled, bad = 0, []
+    for sid, schema in schemas:
+        rust = _core.schema_to_rules_subset(json.dumps(schema), whitespace)
+        if rust is None or sid in skipped:
+            continue
+        handled += 1
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                python = schema_to_rules(schema, whitespace=whitespace)
+        except Exception as e:  # noqa: BLE001 - any refusal, including RecursionError
+            bad.append((sid, f"Python raises {type(e).__name__}: {e}"[:300]))
+            continue
+        python = [tuple(rule) for rule in python]
+        if rust != python:
+            first = next((i for i, (r, p) in enumerate(zip(rust, python)) if r != p), min(len(rust), len(python)))
+            bad.append((sid, f"rule {first} differs: rust {rust[first:first + 1]!r:.300} "
+                             f"python {python[first:first + 1]!r:.300} ({len(rust)} vs {len(python)} rules)"))
+    return handled, bad
+
+
+@pytest.mark.parametrize("whitespace", WHITESPACES)
+def test_bench_schemas_match_the_python_converter(bench, whitespace):
+    handled, bad = _differences(bench, whitespace, PYTHON_SKIPPED)
+    print(f"\nRust converter, whitespace {whitespace!r}: {handled} of {len(bench)} bench schemas handled")
+    assert not bad, f"{len(bad)} differ: " + json.dumps(bad[:20], indent=1)
+    assert handled >= MIN_BENCH
+
+
+@pytest.mark.parametrize("whitespace", WHITESPACES)
+def test_suite_schemas_match_the_python_converter(suite, whitespace):
+    handled, bad = _differences(suite, whitespace)
+    print(f"\nRust converter, whitespace {whitespace!r}: {handled} of {len(suite)} suite schemas handled")
+    assert not bad, f"{len(bad)} differ: " + json.dumps(bad[:20], indent=1)
+    assert handled >= MIN_SUITE

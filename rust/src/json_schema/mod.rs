@@ -39,7 +39,8 @@
 //!
 //! ## Costs
 //! One pass to index the document (the pointer of every object, as Python's `_index`), then the
-//! walk, memoized per (schema, pointer, reference stack) as in Python. The same size limit as
+//! walk, memoized per (schema, reference stack) as in Python (whose memo key also holds the
+//! pointer the walk reached the schema by, which does not change the result). The same size limit as
 //! Python (8,000,000 characters per value) plus a bound on nesting depth and on the total text
 //! generated ([`MAX_TOTAL_CHARS`]): past them the schema is declined, never expanded further.
 
@@ -48,7 +49,9 @@ mod jregex;
 pub mod json;
 
 use std::borrow::Cow;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
+
+use rustc_hash::FxHashMap as HashMap;
 
 use json::{json_type, same_json, Json};
 
@@ -120,7 +123,7 @@ pub fn convert(schema_json: &str, whitespace: &str) -> R<Vec<(String, String)>> 
     let ws =
         if whitespace.is_empty() || atomic(whitespace) { whitespace.to_string() } else { format!("(?:{whitespace})") };
     let mut conv = Converter::new(&root, ws)?;
-    let Some(regex) = conv.value(Schema::Node(&root), "#", &[])? else {
+    let Some(regex) = conv.value(Schema::Node(&root), &[])? else {
         return decline("no JSON value satisfies the schema (Python raises)");
     };
     let mut out = vec![("#".to_string(), regex)];
@@ -128,9 +131,10 @@ pub fn convert(schema_json: &str, whitespace: &str) -> R<Vec<(String, String)>> 
         let (ptr, node) = conv.called[out.len() - 1].clone();
         let body = match node {
             None => conv.any_value_rule()?,
-            Some(node) => conv
-                .value(Schema::Node(node), &ptr, std::slice::from_ref(&ptr))?
-                .unwrap_or_else(|| "[^\\x00-\\x{10FFFF}]".to_string()),
+            Some(node) => {
+                let stack = [conv.intern(&ptr)];
+                conv.value(Schema::Node(node), &stack)?.unwrap_or_else(|| "[^\\x00-\\x{10FFFF}]".to_string())
+            }
         };
         out.push((ptr, body));
     }
@@ -341,13 +345,13 @@ fn integer_bound(v: Option<&Json>, exclusive: bool, lower: bool) -> R<Option<i12
     }))
 }
 
-type Key = (usize, String, Vec<String>);
+type Key = (usize, Vec<u32>);
 
 struct Converter<'a> {
     ws: String,
     sep: String,
-    /// The pointer of every object of the document (Python's `pointers`), by address.
-    pointers: HashMap<usize, String>,
+    /// The pointers of `$ref` targets met so far: a reference stack holds their indices.
+    targets: HashMap<String, u32>,
     /// Objects under (or with) a nested `$id`: their `$ref`s are declined.
     foreign: HashSet<usize>,
     root: &'a Json,
@@ -369,22 +373,24 @@ impl<'a> Converter<'a> {
         let mut conv = Converter {
             ws,
             sep,
-            pointers: HashMap::new(),
+            targets: HashMap::default(),
             foreign: HashSet::new(),
             root,
-            memo: HashMap::new(),
+            memo: HashMap::default(),
             called: Vec::new(),
-            call_index: HashMap::new(),
+            call_index: HashMap::default(),
             depth: 0,
             total: 0,
         };
-        conv.index(root, "#".to_string(), false, true)?;
+        conv.index(root, false, true)?;
         Ok(conv)
     }
 
-    /// Python's `_index`, for what the subset needs: pointers, and where a nested `$id`
-    /// changes the base URI (`foreign`). An `$id` Python's URL functions might reject is declined.
-    fn index(&mut self, node: &'a Json, ptr: String, mut foreign: bool, is_root: bool) -> R<()> {
+    /// Python's `_index`, for what the subset needs: where a nested `$id` changes the base URI
+    /// (`foreign`). An `$id` Python's URL functions might reject is declined. (Python also
+    /// records every object's pointer: the walk's pointers only name schemas in its error
+    /// messages and memo keys, never in the rules, so they are not computed here.)
+    fn index(&mut self, node: &'a Json, mut foreign: bool, is_root: bool) -> R<()> {
         match node {
             Json::Obj(o) => {
                 let id = match (o.get("$id"), o.get("id")) {
@@ -404,14 +410,13 @@ impl<'a> Converter<'a> {
                 if foreign {
                     self.foreign.insert(addr(node));
                 }
-                for (k, v) in o.iter() {
-                    self.index(v, format!("{ptr}/{}", escape_token(k)), foreign, false)?;
+                for (_, v) in o.iter() {
+                    self.index(v, foreign, false)?;
                 }
-                self.pointers.insert(addr(node), ptr);
             }
             Json::Arr(items) => {
-                for (i, v) in items.iter().enumerate() {
-                    self.index(v, format!("{ptr}/{i}"), foreign, false)?;
+                for v in items {
+                    self.index(v, foreign, false)?;
                 }
             }
             _ => {}
@@ -457,6 +462,16 @@ impl<'a> Converter<'a> {
         Ok((node, node_ptr))
     }
 
+    /// The index of a target pointer, for reference stacks.
+    fn intern(&mut self, ptr: &str) -> u32 {
+        if let Some(&i) = self.targets.get(ptr) {
+            return i;
+        }
+        let i = self.targets.len() as u32;
+        self.targets.insert(ptr.to_string(), i);
+        i
+    }
+
     fn enter(&mut self) -> R<()> {
         self.depth += 1;
         if self.depth > MAX_NESTING {
@@ -467,16 +482,15 @@ impl<'a> Converter<'a> {
 
     /// `flatten`: the node's keywords, its `$ref` merged in.
     #[allow(clippy::type_complexity)]
-    fn flatten(&mut self, node: Schema<'a>, ptr: &str, stack: &[String]) -> R<(Option<Flat<'a>>, String, Vec<String>)> {
+    fn flatten(&mut self, node: Schema<'a>, stack: &[u32]) -> R<(Option<Flat<'a>>, Vec<u32>)> {
         let o = match node {
             Schema::Bool(b) | Schema::Node(&Json::Bool(b)) => {
-                return Ok((b.then(Flat::default), ptr.to_string(), stack.to_vec()));
+                return Ok((b.then(Flat::default), stack.to_vec()));
             }
             Schema::Node(Json::Obj(o)) => o,
             Schema::Node(_) => return decline("a schema that is not an object or a boolean"),
         };
         let Schema::Node(node_value) = node else { unreachable!() };
-        let ptr = self.pointers.get(&addr(node_value)).cloned().unwrap_or_else(|| ptr.to_string());
         let mut out = Flat::default();
         for (k, v) in o.iter() {
             let k = k.as_str();
@@ -501,35 +515,32 @@ impl<'a> Converter<'a> {
             out.items = Some(subschema(items)?);
         }
         let mut stack = stack.to_vec();
-        let mut main_ptr = ptr.clone();
         if let Some(reference) = o.get("$ref") {
             if self.foreign.contains(&addr(node_value)) {
                 return decline("$ref under a nested $id");
             }
             let (target, target_ptr) = self.resolve(reference)?;
-            if stack.contains(&target_ptr) {
+            let target_id = self.intern(&target_ptr);
+            if stack.contains(&target_id) {
                 let pure = o.iter().all(|(k, _)| k == "$ref" || ANNOTATIONS.contains(&k.as_str()));
                 if pure {
                     out.call = Some((target_ptr, target));
-                    return Ok((Some(Flat { call: out.call, ..Flat::default() }), ptr, stack));
+                    return Ok((Some(Flat { call: out.call, ..Flat::default() }), stack));
                 }
-                if stack.iter().filter(|p| **p == target_ptr).count() >= MAX_MERGED_EXPANSIONS {
+                if stack.iter().filter(|p| **p == target_id).count() >= MAX_MERGED_EXPANSIONS {
                     return decline("a recursive $ref with siblings expanded too often (Python raises)");
                 }
             }
-            stack.push(target_ptr.clone());
+            stack.push(target_id);
             self.enter()?;
-            let flattened = self.flatten(Schema::Node(target), &target_ptr, &stack);
+            let flattened = self.flatten(Schema::Node(target), &stack);
             self.depth -= 1;
-            let (flat, flat_ptr, new_stack) = flattened?;
+            let (flat, new_stack) = flattened?;
             stack = new_stack;
-            let Some(flat) = flat else { return Ok((None, ptr, stack)) };
-            if out.is_empty() && !o.contains_key("allOf") {
-                main_ptr = flat_ptr;
-            }
+            let Some(flat) = flat else { return Ok((None, stack)) };
             match self.merge(flat, out)? {
                 Some(merged) => out = merged,
-                None => return Ok((None, main_ptr, stack)),
+                None => return Ok((None, stack)),
             }
         }
         if let Some(subs) = o.get("allOf") {
@@ -537,11 +548,11 @@ impl<'a> Converter<'a> {
             if subs.is_empty() {
                 return decline("empty allOf (Python raises)");
             }
-            for (i, sub) in subs.iter().enumerate() {
+            for sub in subs {
                 self.enter()?;
-                let flattened = self.flatten(Schema::Node(sub), &format!("{ptr}/allOf/{i}"), &stack);
+                let flattened = self.flatten(Schema::Node(sub), &stack);
                 self.depth -= 1;
-                let (flat, _, new_stack) = flattened?;
+                let (flat, new_stack) = flattened?;
                 stack = new_stack;
                 let merged = match flat {
                     None => None,
@@ -549,11 +560,11 @@ impl<'a> Converter<'a> {
                 };
                 match merged {
                     Some(merged) => out = merged,
-                    None => return Ok((None, main_ptr, stack)),
+                    None => return Ok((None, stack)),
                 }
             }
         }
-        Ok((Some(out), main_ptr, stack))
+        Ok((Some(out), stack))
     }
 
     /// `merge`: the conjunction of two flattened schemas (`None`: contradictory).
@@ -684,17 +695,17 @@ impl<'a> Converter<'a> {
     }
 
     /// `value`: the regex of a subschema (`None`: no value), memoized.
-    fn value(&mut self, node: Schema<'a>, ptr: &str, stack: &[String]) -> R<Option<String>> {
+    fn value(&mut self, node: Schema<'a>, stack: &[u32]) -> R<Option<String>> {
         let id = match node {
             Schema::Bool(b) => b as usize + 1,
             Schema::Node(v) => addr(v),
         };
-        let key = (id, ptr.to_string(), stack.to_vec());
+        let key = (id, stack.to_vec());
         if let Some(found) = self.memo.get(&key) {
             return Ok(found.clone());
         }
         self.enter()?;
-        let result = self.value_uncached(node, ptr, stack);
+        let result = self.value_uncached(node, stack);
         self.depth -= 1;
         let result = result?;
         if let Some(r) = &result {
@@ -711,15 +722,15 @@ impl<'a> Converter<'a> {
         Ok(result)
     }
 
-    fn value_uncached(&mut self, node: Schema<'a>, ptr: &str, stack: &[String]) -> R<Option<String>> {
-        let (flat, fptr, stack) = self.flatten(node, ptr, stack)?;
+    fn value_uncached(&mut self, node: Schema<'a>, stack: &[u32]) -> R<Option<String>> {
+        let (flat, stack) = self.flatten(node, stack)?;
         match flat {
             None => Ok(None),
-            Some(flat) => self.value_flat(flat, &fptr, &stack),
+            Some(flat) => self.value_flat(flat, &stack),
         }
     }
 
-    fn value_flat(&mut self, flat: Flat<'a>, ptr: &str, stack: &[String]) -> R<Option<String>> {
+    fn value_flat(&mut self, flat: Flat<'a>, stack: &[u32]) -> R<Option<String>> {
         if let Some((target_ptr, target)) = &flat.call {
             return self.call(target_ptr, Some(target)).map(Some);
         }
@@ -734,15 +745,14 @@ impl<'a> Converter<'a> {
             let mut base = flat.clone();
             base.plain.retain(|(k, _)| *k != "anyOf");
             let mut flats = Vec::with_capacity(nodes.len());
-            for (i, b) in nodes.iter().enumerate() {
-                flats.push(self.flatten(Schema::Node(b), &format!("{ptr}/anyOf/{i}"), stack)?);
+            for b in nodes {
+                flats.push(self.flatten(Schema::Node(b), stack)?);
             }
             let mut options = Vec::new();
-            for (bflat, bptr, bstack) in flats {
+            for (bflat, bstack) in flats {
                 let Some(bflat) = bflat else { continue };
                 let Some(merged) = self.merge(base.clone(), bflat)? else { continue };
-                let at = if base.is_empty() { bptr.as_str() } else { ptr };
-                if let Some(o) = self.value_flat(merged, at, &bstack)? {
+                if let Some(o) = self.value_flat(merged, &bstack)? {
                     options.push(o);
                 }
             }
@@ -759,8 +769,8 @@ impl<'a> Converter<'a> {
                 "boolean" => Some(jregex::BOOLEAN.to_string()),
                 "integer" | "number" => self.number(&flat, t)?,
                 "string" => self.string(&flat)?,
-                "array" => self.array(&flat, ptr, stack)?,
-                _ => self.object(&flat, ptr, stack)?,
+                "array" => self.array(&flat, stack)?,
+                _ => self.object(&flat, stack)?,
             };
             options.extend(option);
         }
@@ -893,18 +903,14 @@ impl<'a> Converter<'a> {
         Ok(Some(jregex::string(lo, hi)))
     }
 
-    fn array(&mut self, flat: &Flat<'a>, ptr: &str, stack: &[String]) -> R<Option<String>> {
+    fn array(&mut self, flat: &Flat<'a>, stack: &[u32]) -> R<Option<String>> {
         let lo = count(flat, "minItems", Some(0))?.expect("a default");
         let mut hi = count(flat, "maxItems", None)?;
         if matches!(flat.get("uniqueItems"), Some(Json::Bool(true))) {
             return decline("uniqueItems: true");
         }
         let rest = flat.items.unwrap_or(Schema::Bool(true));
-        let tail = if rest.is_true() {
-            Some(self.call(ANY, None)?)
-        } else {
-            self.value(rest, &format!("{ptr}/items"), stack)?
-        };
+        let tail = if rest.is_true() { Some(self.call(ANY, None)?) } else { self.value(rest, stack)? };
         if tail.is_none() {
             hi = Some(hi.map_or(0, |h| h.min(0)));
         }
@@ -934,7 +940,7 @@ impl<'a> Converter<'a> {
         }
     }
 
-    fn object(&mut self, flat: &Flat<'a>, ptr: &str, stack: &[String]) -> R<Option<String>> {
+    fn object(&mut self, flat: &Flat<'a>, stack: &[u32]) -> R<Option<String>> {
         let props: Vec<(&'a str, Schema<'a>)> = flat.properties.clone().unwrap_or_default();
         let required: Vec<&str> = match flat.get("required") {
             None => Vec::new(),
@@ -957,7 +963,7 @@ impl<'a> Converter<'a> {
             } else if extra.is_true() {
                 Some(self.call(ANY, None)?)
             } else {
-                self.value(extra, &format!("{ptr}/additionalProperties"), stack)?
+                self.value(extra, stack)?
             };
             return Ok(Some(match value {
                 None => format!("\\{{{}\\}}", self.ws),
@@ -968,11 +974,11 @@ impl<'a> Converter<'a> {
         names.extend(required.iter().filter(|r| !props.iter().any(|(n, _)| n == *r)));
         let mut entries = Vec::with_capacity(names.len());
         for name in names {
-            let (sub, sub_ptr) = match props.iter().find(|(n, _)| *n == name) {
-                Some((_, s)) => (*s, format!("{ptr}/properties/{}", escape_token(name))),
-                None => (extra, format!("{ptr}/additionalProperties")),
+            let sub = match props.iter().find(|(n, _)| *n == name) {
+                Some((_, s)) => *s,
+                None => extra,
             };
-            let regex = self.value(sub, &sub_ptr, stack)?;
+            let regex = self.value(sub, stack)?;
             let is_required = required.contains(&name);
             match regex {
                 None if is_required => return Ok(None),
@@ -1076,7 +1082,7 @@ impl<'a> Converter<'a> {
                 b
             }
         }
-        let mut dp = Dp { n, cost: &cost, prefix: &prefix, best: HashMap::new() };
+        let mut dp = Dp { n, cost: &cost, prefix: &prefix, best: HashMap::default() };
         fn build(dp: &mut Dp, entries: &[&str], sep: &str, lo: usize, hi: usize) -> String {
             let (_, how, m) = dp.solve(lo, hi);
             match how {

@@ -228,6 +228,10 @@ pub struct TextSpace {
     start: TextKey,
     /// How many special tokens the regex's markers name.
     tokens: usize,
+    /// The text bytes of each of the regex's byte classes (the token marker left out): a way
+    /// search steps the regex once per class (a JSON string's body has a handful) rather than
+    /// once per byte.
+    class_bytes: Vec<Vec<u8>>,
 }
 
 impl TextSpace {
@@ -268,7 +272,16 @@ impl TextSpace {
             ));
         }
         let start = TextKey::pack(dfa.start(), 0, n0).with_normal(NormalForm::START, 0);
-        Ok(TextSpace { dfa, pieces, contents, normal, start, tokens: 0 })
+        let mut class_bytes: Vec<Vec<u8>> = Vec::new();
+        for b in (0..=255u8).filter(|&b| b != TOKEN_MARKER) {
+            let class = dfa.byte_class(b) as usize;
+            if class >= class_bytes.len() {
+                class_bytes.resize_with(class + 1, Vec::new);
+            }
+            class_bytes[class].push(b);
+        }
+        class_bytes.retain(|bytes| !bytes.is_empty());
+        Ok(TextSpace { dfa, pieces, contents, normal, start, tokens: 0, class_bytes })
     }
 
     /// The same space, reading the markers of `tokens` special tokens in its regex.
@@ -379,32 +392,50 @@ impl TextSpace {
     /// The search also stops at a text state other than `z` for which `known` holds (one whose
     /// way a caller already has); the way then ends there, with [`Step::Done`] as its last step.
     pub fn shortest_way(&self, z: TextKey, max_expanded: usize, known: impl Fn(TextKey) -> bool) -> WaySearch {
+        // Partial expansion: a state's successors enter the open list only once the search's
+        // bound `f` reaches their estimate, and the state itself goes back into the list at its
+        // next successor's estimate. A string body's state has ~200 successors, of which the
+        // way takes one (the closing quote): pushing them all cost most of a way search.
         let mut best: FxHashMap<TextKey, (u32, TextKey, Step)> = FxHashMap::default();
+        // The cost at which a state was opened and the bound up to which its successors are in
+        // the open list.
+        let mut opened: FxHashMap<TextKey, (u32, u32)> = FxHashMap::default();
         let mut open = BinaryHeap::new();
         best.insert(z, (0, z, Step::Done));
         open.push(Reverse((self.distance(z), u32::MAX, z)));
         let mut expanded = 0;
-        while let Some(Reverse((_, deeper, k))) = open.pop() {
+        while let Some(Reverse((f, deeper, k))) = open.pop() {
             // Ties go to the deeper state: the way is found sooner.
             let g = u32::MAX - deeper;
             if best[&k].0 < g {
                 continue;
             }
-            if self.accepting(k) || (k != z && known(k)) {
-                let mut way = vec![(k, Step::Done)];
-                let mut at = k;
-                while at != z {
-                    let (_, from, step) = best[&at];
-                    way.push((from, step));
-                    at = from;
+            let before = match opened.get(&k) {
+                Some(&(at, bound)) if at == g && bound >= f => continue,
+                Some(&(at, bound)) if at == g => bound,
+                _ => {
+                    if self.accepting(k) || (k != z && known(k)) {
+                        let mut way = vec![(k, Step::Done)];
+                        let mut at = k;
+                        while at != z {
+                            let (_, from, step) = best[&at];
+                            way.push((from, step));
+                            at = from;
+                        }
+                        way.reverse();
+                        return WaySearch::Found(way);
+                    }
+                    expanded += 1;
+                    if expanded > max_expanded {
+                        return WaySearch::GaveUp;
+                    }
+                    // Below every successor's estimate (none is under the state's own).
+                    f.saturating_sub(1)
                 }
-                way.reverse();
-                return WaySearch::Found(way);
-            }
-            expanded += 1;
-            if expanded > max_expanded {
-                return WaySearch::GaveUp;
-            }
+            };
+            opened.insert(k, (g, f));
+            // The smallest estimate above `f` among the successors, where `k` is opened next.
+            let mut next = u32::MAX;
             let mut relax = |to: TextKey, cost: u32, step: Step| {
                 let d = self.distance(to);
                 if d == u32::MAX || best.get(&to).is_some_and(|e| e.0 <= g + cost) {
@@ -413,20 +444,44 @@ impl TextSpace {
                 best.insert(to, (g + cost, k, step));
                 open.push(Reverse((g + cost + d, u32::MAX - (g + cost), to)));
             };
-            for kind in 0..self.num_stages() {
-                if let Some(to) = self.mark(k, kind) {
-                    relax(to, 0, Step::Mark(kind));
+            // The estimate of a successor by its regex state alone, so that only those within
+            // the bound pay for the pre-tokenizer's and the normalizer's steps.
+            let mut within = |q: u32, cost: u32| match self.dfa.distance_to_accept(q) {
+                u32::MAX => false,
+                d if g + cost + d <= before => false,
+                d if g + cost + d <= f => true,
+                d => {
+                    next = next.min(g + cost + d);
+                    false
+                }
+            };
+            if within(k.q(), 0) {
+                for kind in 0..self.num_stages() {
+                    if let Some(to) = self.mark(k, kind) {
+                        relax(to, 0, Step::Mark(kind));
+                    }
                 }
             }
-            for b in 0..=255u8 {
-                if let Some(to) = self.byte(k, b) {
-                    relax(to, 1, Step::Byte(b));
+            for bytes in &self.class_bytes {
+                let q = self.dfa.next(k.q(), bytes[0]);
+                if q != DEAD && within(q, 1) {
+                    for &b in bytes {
+                        if let Some(to) = self.byte(k, b) {
+                            relax(to, 1, Step::Byte(b));
+                        }
+                    }
                 }
             }
             for j in 0..self.tokens {
                 if let Some(to) = self.token(k, j) {
-                    relax(to, 2, Step::Token(j)); // the marker's two bytes: the estimate stays consistent
+                    // The marker's two bytes: the estimate stays consistent.
+                    if within(to.q(), 2) {
+                        relax(to, 2, Step::Token(j));
+                    }
                 }
+            }
+            if next != u32::MAX {
+                open.push(Reverse((next, deeper, k)));
             }
         }
         WaySearch::NoWay
@@ -511,6 +566,83 @@ mod tests {
         let space = TextSpace::new(dfa, pieces, Arc::new(ContentTrie::default()), None).unwrap();
         let a = space.byte(space.start(), b'a').unwrap();
         assert_eq!(space.shortest_way(space.mark(a, 0).unwrap(), 100, |_| false), WaySearch::NoWay);
+    }
+
+    /// The fewest bytes from every text state to acceptance, by a plain 0-1 breadth-first search
+    /// backwards over the whole space (boundaries cost nothing): what a way search must find,
+    /// detours around the pre-tokenizer included, with `NoWay` exactly where there is none.
+    #[test]
+    fn shortest_way_has_the_fewest_bytes_on_a_pre_tokenized_space() {
+        use std::collections::{HashMap, VecDeque};
+        let spec = PieceMachineSpec {
+            stages: vec![r"\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+|\p{N}{1,3}".into()],
+            ..Default::default()
+        };
+        let mut machine = PieceMachine::new(&spec, 10_000).unwrap();
+        let pieces = Arc::new(PieceTable::explore(&mut machine, 10_000).unwrap());
+        let regexes = [r#"\{"a": "[^"\\]{0,3}"(, "b": [0-9]{1,4})?\}"#, r#"(ab|a!)+\.?"#, r"x[ ]*y|[.]{2,}z", "ab"];
+        // Text states from which nothing finishes, and ways longer than the regex's distance.
+        let (mut stuck, mut detours) = (0, 0);
+        for regex in regexes {
+            let dfa = ByteDfa::from_regex(regex, 1000).unwrap();
+            let space = TextSpace::new(dfa, Some(pieces.clone()), Arc::new(ContentTrie::default()), None).unwrap();
+            // Every text state reachable from the start, with its successors.
+            let mut edges: HashMap<TextKey, Vec<(TextKey, u32)>> = HashMap::new();
+            let mut todo = vec![space.start()];
+            while let Some(k) = todo.pop() {
+                if edges.contains_key(&k) {
+                    continue;
+                }
+                let mut out: Vec<(TextKey, u32)> =
+                    (0..space.num_stages()).filter_map(|kind| space.mark(k, kind)).map(|to| (to, 0)).collect();
+                out.extend((0..=255u8).filter_map(|b| space.byte(k, b)).map(|to| (to, 1)));
+                todo.extend(out.iter().map(|&(to, _)| to));
+                edges.insert(k, out);
+            }
+            let mut back: HashMap<TextKey, Vec<(TextKey, u32)>> = HashMap::new();
+            for (&from, out) in &edges {
+                for &(to, cost) in out {
+                    back.entry(to).or_default().push((from, cost));
+                }
+            }
+            let mut fewest: HashMap<TextKey, u32> = HashMap::new();
+            let mut queue: VecDeque<(TextKey, u32)> =
+                edges.keys().filter(|&&k| space.accepting(k)).map(|&k| (k, 0)).collect();
+            while let Some((k, d)) = queue.pop_front() {
+                if fewest.get(&k).is_some_and(|&e| e <= d) {
+                    continue;
+                }
+                fewest.insert(k, d);
+                for &(from, cost) in back.get(&k).into_iter().flatten() {
+                    match cost {
+                        0 => queue.push_front((from, d)),
+                        _ => queue.push_back((from, d + 1)),
+                    }
+                }
+            }
+            stuck += edges.len() - fewest.len();
+            for &k in edges.keys() {
+                match (space.shortest_way(k, 100_000, |_| false), fewest.get(&k)) {
+                    (WaySearch::Found(way), Some(&d)) => {
+                        let bytes = way.iter().filter(|(_, s)| matches!(s, Step::Byte(_))).count() as u32;
+                        assert_eq!(bytes, d, "{regex}: the way from {k:?}");
+                        detours += usize::from(d > space.distance(k));
+                        for w in way.windows(2) {
+                            let to = match w[0].1 {
+                                Step::Byte(b) => space.byte(w[0].0, b),
+                                Step::Mark(kind) => space.mark(w[0].0, kind),
+                                other => panic!("{other:?} inside a way"),
+                            };
+                            assert_eq!(to, Some(w[1].0));
+                        }
+                        assert!(space.accepting(way.last().unwrap().0));
+                    }
+                    (WaySearch::NoWay, None) => {}
+                    (found, d) => panic!("{regex}: from {k:?} the search found {found:?}, the fewest bytes are {d:?}"),
+                }
+            }
+        }
+        assert!(stuck > 0 && detours > 0, "the spaces need detours ({detours}) and have dead ends ({stuck})");
     }
 
     #[test]

@@ -97,3 +97,17 @@ fn all_of_merges_its_subschemas() {
     // contradictory constants: no value (Python raises)
     assert_eq!(rules(r#"{"allOf": [{"const": 1}, {"const": 2}]}"#, ""), None);
 }
+
+#[test]
+fn tuples_nest_their_optional_positions() {
+    let schema = r#"{"type": "array", "items": [{"type": "null"}, {"type": "boolean"}], "additionalItems": false}"#;
+    assert_eq!(rules(schema, ""), one(r"\[(?:null(?:,(?:true|false))?)?\]"));
+}
+
+#[test]
+fn property_counts_bound_a_map() {
+    let schema = r#"{"type": "object", "additionalProperties": {"type": "null"}, "minProperties": 1,
+                     "maxProperties": 2}"#;
+    let entry = format!("\"{STRING_CHAR}*\":null");
+    assert_eq!(rules(schema, ""), one(&format!(r"\{{{entry}(?:,{entry})?\}}")));
+}

@@ -26,14 +26,15 @@
 //!   `minItems`/`maxItems`, `uniqueItems` other than `true`;
 //! * `enum`/`const` (values filtered by the sibling keywords Python checks exactly);
 //! * `anyOf` and `allOf` (branches and subschemas merged with their siblings as Python's `merge`
-//!   does, where that merge needs no nested `allOf`);
+//!   does, where that merge needs no nested `allOf`); `oneOf` whose branches Python's
+//!   `disjoint` tells apart (by type, constants, or a required property's constants);
 //! * `$ref` to `#` and `#/...` pointers of the document (`$defs`, `definitions`, any path); a
 //!   reference already being expanded on the path is a call to its own rule, a free value
 //!   (`{}`, `true`, no type) a call to the `#any-json-value` rule;
 //! * the annotations Python ignores silently (`title`, `description`, `default`, `$schema`,
 //!   `$comment`, `$id` at the root, ...).
 //!
-//! Declined (`None`): every other keyword (`oneOf`, `not`, `if`, `pattern`,
+//! Declined (`None`): every other keyword (`not`, `if`, `pattern`,
 //! `patternProperties`, `propertyNames`, `multipleOf`, `contains`, `dependencies`,
 //! `uniqueItems: true`, ...), keywords no draft defines (Python warns about them), `$ref` to
 //! anchors, other documents, or from under a nested `$id`, values of the wrong type, integers
@@ -91,8 +92,8 @@ const ANNOTATIONS: [&str; 19] = [
 ];
 /// Keywords copied into a flattened schema, as Python copies them (the handled ones only).
 #[rustfmt::skip]
-const PLAIN: [&str; 17] = [
-    "type", "enum", "const", "anyOf", "required", "minLength", "maxLength", "minItems", "maxItems", "uniqueItems",
+const PLAIN: [&str; 18] = [
+    "type", "enum", "const", "anyOf", "oneOf", "required", "minLength", "maxLength", "minItems", "maxItems", "uniqueItems",
     "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "format", "minProperties", "maxProperties",
 ];
 /// `_TYPE_KEYWORDS`, in its order, restricted to what a flattened schema here can hold.
@@ -766,25 +767,36 @@ impl<'a> Converter<'a> {
         if let Some((target_ptr, target)) = &flat.call {
             return self.call(target_ptr, Some(target)).map(Some);
         }
-        if let Some((_, branches)) = flat.plain.iter().find(|(k, _)| *k == "anyOf") {
+        for key in ["anyOf", "oneOf"] {
+            let Some((_, branches)) = flat.plain.iter().find(|(k, _)| *k == key) else { continue };
             // the branches are nodes of the document (an anyOf is never merged with another)
             let Cow::Borrowed(Json::Arr(nodes)) = branches.clone() else {
-                return decline("anyOf not an array (Python raises)");
+                return decline("anyOf/oneOf not an array (Python raises)");
             };
             if nodes.is_empty() {
-                return decline("empty anyOf (Python raises)");
+                return decline("empty anyOf/oneOf (Python raises)");
             }
             let mut base = flat.clone();
-            base.plain.retain(|(k, _)| *k != "anyOf");
+            base.plain.retain(|(k, _)| *k != key);
             let mut flats = Vec::with_capacity(nodes.len());
             for b in nodes {
                 flats.push(self.flatten(Schema::Node(b), stack)?);
             }
             let mut options = Vec::new();
-            for (bflat, bstack) in flats {
-                let Some(bflat) = bflat else { continue };
-                let Some(merged) = self.merge(base.clone(), bflat)? else { continue };
-                if let Some(o) = self.value_flat(merged, &bstack)? {
+            for (i, (bflat, bstack)) in flats.iter().enumerate() {
+                let Some(bflat) = bflat.clone() else { continue };
+                let mut merged = self.merge(base.clone(), bflat)?;
+                if key == "oneOf" {
+                    // each branch without the instances of the others: here only where they
+                    // are disjoint already (Python's exclude goes further, or raises)
+                    for (j, (other, _)) in flats.iter().enumerate() {
+                        if let Some(m) = merged.take() {
+                            merged = if j == i { Some(m) } else { self.exclude_disjoint(m, other.clone(), stack)? };
+                        }
+                    }
+                }
+                let Some(merged) = merged else { continue };
+                if let Some(o) = self.value_flat(merged, bstack)? {
                     options.push(o);
                 }
             }
@@ -807,6 +819,106 @@ impl<'a> Converter<'a> {
             options.extend(option);
         }
         Ok((!options.is_empty()).then(|| jregex::alternation(options)))
+    }
+
+    /// `unfold`: a call's schema flattened one level; anything else as it is.
+    fn unfold(&mut self, flat: Option<Flat<'a>>) -> R<Option<Flat<'a>>> {
+        match flat {
+            Some(Flat { call: Some((ptr, node)), .. }) => {
+                let stack = [self.intern(&ptr)];
+                Ok(self.flatten(Schema::Node(node), &stack)?.0)
+            }
+            other => Ok(other),
+        }
+    }
+
+    /// `exclude_exact(a, b)` as far as it goes without rewriting `a`: `b` false (nothing to
+    /// exclude), `b` true (everything), `b` disjoint from `a` (`a` as it is); declined beyond.
+    fn exclude_disjoint(&mut self, a: Flat<'a>, b: Option<Flat<'a>>, stack: &[u32]) -> R<Option<Flat<'a>>> {
+        let Some(a) = self.unfold(Some(a))? else { return Ok(None) };
+        let Some(b) = self.unfold(b)? else { return Ok(Some(a)) };
+        if b.is_empty() {
+            return Ok(None);
+        }
+        let only_any_of = |f: &Flat| f.keys() == ["anyOf"];
+        if only_any_of(&a) || only_any_of(&b) {
+            return decline("oneOf over an anyOf");
+        }
+        if self.disjoint(&a, &b, stack)? {
+            return Ok(Some(a));
+        }
+        decline("oneOf branches that are not disjoint")
+    }
+
+    /// `disjoint`: no instance generated from `a` satisfies `b` (types, constants, and a
+    /// required property whose constants differ).
+    fn disjoint(&mut self, a: &Flat<'a>, b: &Flat<'a>, stack: &[u32]) -> R<bool> {
+        let (va, vb) = (literal_values(a), literal_values(b));
+        if let (Some(va), Some(vb)) = (&va, &vb) {
+            return Ok(!any_same(va, vb)?);
+        }
+        let ta = self.type_set(a, va.as_deref(), true)?;
+        let tb = self.type_set(b, vb.as_deref(), false)?;
+        if ta.is_disjoint(&tb) {
+            return Ok(true);
+        }
+        let only_objects = |t: &HashSet<&str>| t.iter().all(|x| *x == "object");
+        if !(only_objects(&ta) || only_objects(&tb)) {
+            return Ok(false);
+        }
+        let mut names: Vec<&str> = Vec::new();
+        for side in [a, b] {
+            match side.get("required") {
+                None => {}
+                Some(Json::Arr(items)) if items.iter().all(|n| matches!(n, Json::Str(_))) => {
+                    names.extend(items.iter().filter_map(Json::as_str));
+                }
+                Some(_) => return decline("required of another form in a oneOf"),
+            }
+        }
+        let empty = Vec::new();
+        let (pa, pb) = (a.properties.as_ref().unwrap_or(&empty), b.properties.as_ref().unwrap_or(&empty));
+        let find = |p: &Vec<(&'a str, Schema<'a>)>, n: &str| p.iter().find(|(k, _)| *k == n).map(|(_, s)| *s);
+        // Python visits the names in set order: the answer does not depend on it, but an error
+        // of one flatten would, so every flatten here must succeed for the schema to be handled
+        let mut found = false;
+        for name in names {
+            if let (Some(sa), Some(sb)) = (find(pa, name), find(pb, name)) {
+                let fa = self.flatten(sa, stack)?.0;
+                let fb = self.flatten(sb, stack)?.0;
+                if let (Some(la), Some(lb)) =
+                    (fa.as_ref().and_then(literal_values), fb.as_ref().and_then(literal_values))
+                {
+                    if !any_same(&la, &lb)? {
+                        found = true;
+                    }
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// `type_set`: the JSON types of the instances of `flat` (`generated`: of those generated).
+    fn type_set(&self, flat: &Flat, values: Option<&[Json]>, generated: bool) -> R<HashSet<&'static str>> {
+        let mut kinds: HashSet<&'static str> = HashSet::new();
+        if let Some(values) = values {
+            kinds.extend(values.iter().map(json_type));
+            if kinds.contains("integer") {
+                kinds.insert("number");
+            }
+            return Ok(kinds);
+        }
+        let typed = !matches!(flat.get("type"), None | Some(Json::Null));
+        let names = if generated || typed { self.types(flat)? } else { None };
+        // Python's `... or list(TYPES)`: no types (None or empty) is every type
+        kinds.extend(names.filter(|n| !n.is_empty()).unwrap_or_else(|| TYPES.to_vec()));
+        if kinds.contains("number") {
+            kinds.insert("integer");
+        }
+        if kinds.contains("integer") {
+            kinds.insert("number");
+        }
+        Ok(kinds)
     }
 
     /// `types`: the types to generate, in a fixed order; `None` for any value.
@@ -1216,6 +1328,29 @@ impl<'a> Converter<'a> {
             format!("\\{{{ws}(?:{entry}{more}{ws})?\\}}")
         }
     }
+}
+
+/// `_literal_values`: the values an `enum`/`const` schema allows.
+fn literal_values(flat: &Flat) -> Option<Vec<Json>> {
+    if let Some(c) = flat.get("const") {
+        return Some(vec![c.clone()]);
+    }
+    match flat.get("enum") {
+        Some(Json::Arr(values)) => Some(values.clone()),
+        _ => None,
+    }
+}
+
+/// Whether some value of `a` is the same JSON as some value of `b`.
+fn any_same(a: &[Json], b: &[Json]) -> R<bool> {
+    for x in a {
+        for y in b {
+            if same_json(x, y).ok_or_else(|| Unhandled("a big integer".into()))? {
+                return Ok(true);
+            }
+        }
+    }
+    Ok(false)
 }
 
 /// `properties` as subschemas in order (an object, else declined).

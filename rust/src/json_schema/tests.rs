@@ -119,3 +119,34 @@ fn one_of_disjoint_branches_is_their_alternation() {
     // branches an instance may satisfy together: Python rewrites them (or raises); declined here
     assert_eq!(rules(r#"{"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}"#, ""), None);
 }
+
+/// Why bench schemas are declined, most frequent first (`cargo test --release --lib
+/// json_schema::tests::decline_reasons -- --ignored --nocapture`; needs the shared corpus).
+#[test]
+#[ignore]
+fn decline_reasons() {
+    let shared = std::env::var("PROPERTOK_SHARED").unwrap_or_else(|_| "../shared".into());
+    let text = std::fs::read_to_string(format!("{shared}/data/jsonschemabench_schemas.jsonl")).expect("the bench");
+    let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
+    let mut handled = 0;
+    for line in text.lines() {
+        let row: serde_json::Value = serde_json::from_str(line).expect("a row");
+        let start = line.find("\"schema\":").expect("a schema") + "\"schema\":".len();
+        // the schema's own text, in its key order (the row ends with it, then "}")
+        let schema = &line[start..line.len() - 1];
+        assert!(row["schema"].is_object() || row["schema"].is_boolean());
+        match super::convert(schema, "[ ]?") {
+            Ok(_) => handled += 1,
+            Err(super::Unhandled(why)) => {
+                let why = why.split(" (").next().unwrap_or_default().to_string();
+                *counts.entry(why).or_default() += 1;
+            }
+        }
+    }
+    let mut counts: Vec<_> = counts.into_iter().collect();
+    counts.sort_by_key(|c| std::cmp::Reverse(c.1));
+    println!("handled {handled}");
+    for (why, n) in counts.iter().take(40) {
+        println!("{n:6} {why}");
+    }
+}

@@ -46,7 +46,10 @@
 //! the walk reached the schema by, which does not change the result). The same size limit as
 //! Python (8,000,000 characters per value) plus a bound on nesting depth and on the total text
 //! generated ([`MAX_TOTAL_CHARS`]): past them the schema is declined, never expanded further.
-//! On the JSONSchemaBench schemas it handles, a median of 13 µs against Python's 76 µs.
+//! On the 2,325 JSONSchemaBench schemas it handles (of 4,749), a median of 12 µs per schema
+//! against Python's 86 µs (p90 53 µs against 374 µs); on those with calls (recursion, free
+//! values) 28 µs against 189 µs. The input is JSON text, read by [`json`] (which says why not
+//! through `serde_json::Value`).
 
 mod decimal;
 mod jregex;

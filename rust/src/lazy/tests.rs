@@ -70,6 +70,39 @@ fn threads_sharing_a_fresh_guide_see_the_eager_masks() {
     }
 }
 
+/// Guides of one `Compiler` share its hints (`Engine::hinted_live`): threads walking different
+/// fresh guides at once, each seeding hints the others read, see each guide's eager masks.
+#[test]
+fn fresh_guides_of_one_compiler_on_threads_see_the_eager_masks() {
+    let regexes = [
+        REGEX,
+        r#"\{"title": "[^"\\]*", "body": "[^"\\]{0,40}"\}"#,
+        r#"\["([^"\\]|\\["\\n])*"(, "([^"\\]|\\["\\n])*"){0,3}\]"#,
+        r#"\{"note": "[a-zA-Z .,!?']{1,30}", "n": [0-9]{1,4}\}"#,
+    ];
+    let compiler = Compiler::new(mistral(), Limits::default());
+    let cases: Vec<(Vec<Vec<u32>>, Vec<Vec<Vec<u32>>>)> = (regexes.iter())
+        .map(|regex| {
+            let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+            let walks: Vec<Vec<u32>> = (0..6).map(|seed| eager.random_walk(seed, 60).unwrap()).collect();
+            let want = walks.iter().map(|w| masks_along(&eager, w)).collect();
+            (walks, want)
+        })
+        .collect();
+    for _round in 0..2 {
+        std::thread::scope(|scope| {
+            for (regex, (walks, want)) in regexes.iter().zip(&cases) {
+                let compiler = &compiler;
+                scope.spawn(move || {
+                    let lazy = compiler.compile_regex_lazy(regex).unwrap();
+                    let got: Vec<Vec<Vec<u32>>> = walks.iter().map(|w| masks_along(&lazy, w)).collect();
+                    assert!(&got == want, "{regex}: the lazy masks differ from the eager ones");
+                });
+            }
+        });
+    }
+}
+
 #[test]
 fn the_memo_limit_is_reported_by_name_and_the_guide_stays_usable() {
     let vocab = mistral();

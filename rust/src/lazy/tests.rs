@@ -81,7 +81,9 @@ fn fresh_guides_of_one_compiler_on_threads_see_the_eager_masks() {
         r#"\{"note": "[a-zA-Z .,!?']{1,30}", "n": [0-9]{1,4}\}"#,
     ];
     let compiler = Compiler::new(mistral(), Limits::default());
-    let cases: Vec<(Vec<Vec<u32>>, Vec<Vec<Vec<u32>>>)> = (regexes.iter())
+    // Per regex: its walks, and the eager masks along each.
+    type Case = (Vec<Vec<u32>>, Vec<Vec<Vec<u32>>>);
+    let cases: Vec<Case> = (regexes.iter())
         .map(|regex| {
             let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
             let walks: Vec<Vec<u32>> = (0..6).map(|seed| eager.random_walk(seed, 60).unwrap()).collect();

@@ -19,7 +19,7 @@ pub struct Dec {
 impl Dec {
     pub fn of(v: &Json) -> R<Dec> {
         match v {
-            Json::Int(i) if i.abs() < 10i128.pow(30) => Ok(Dec::new(*i < 0, i.abs(), String::new())),
+            Json::Int(i) if i.unsigned_abs() < 10u128.pow(30) => Ok(Dec::new(*i < 0, i.abs(), String::new())),
             Json::Float(f) => {
                 let (neg, digits, point) = float_digits(*f);
                 if point > 30 {

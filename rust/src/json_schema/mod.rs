@@ -127,10 +127,16 @@ pub fn schema_to_rules(schema_json: &str, whitespace: &str) -> Option<Vec<(Strin
 /// [`schema_to_rules`], saying why a schema is not handled.
 pub fn convert(schema_json: &str, whitespace: &str) -> R<Vec<(String, String)>> {
     let Some(root) = json::parse(schema_json) else { return decline("not JSON as the converter reads it") };
+    convert_value(&root, whitespace)
+}
+
+/// [`convert`] of a schema already read (as [`json::parse`] reads JSON text, or from a Python
+/// value by the binding).
+pub fn convert_value(root: &Json, whitespace: &str) -> R<Vec<(String, String)>> {
     let ws =
         if whitespace.is_empty() || atomic(whitespace) { whitespace.to_string() } else { format!("(?:{whitespace})") };
-    let mut conv = Converter::new(&root, ws)?;
-    let Some(regex) = conv.value(Schema::Node(&root), &[])? else {
+    let mut conv = Converter::new(root, ws)?;
+    let Some(regex) = conv.value(Schema::Node(root), &[])? else {
         return decline("no JSON value satisfies the schema (Python raises)");
     };
     let mut out = vec![("#".to_string(), regex)];
@@ -273,8 +279,8 @@ fn cmp_num(a: &Json, b: &Json) -> R<std::cmp::Ordering> {
     let ord = match (a, b) {
         (Json::Int(x), Json::Int(y)) => Some(x.cmp(y)),
         (Json::Float(x), Json::Float(y)) => x.partial_cmp(y),
-        (Json::Int(x), Json::Float(y)) if x.abs() <= EXACT => (*x as f64).partial_cmp(y),
-        (Json::Float(x), Json::Int(y)) if y.abs() <= EXACT => x.partial_cmp(&(*y as f64)),
+        (Json::Int(x), Json::Float(y)) if x.unsigned_abs() <= EXACT as u128 => (*x as f64).partial_cmp(y),
+        (Json::Float(x), Json::Int(y)) if y.unsigned_abs() <= EXACT as u128 => x.partial_cmp(&(*y as f64)),
         _ => None,
     };
     ord.map_or_else(|| decline("numbers not compared here"), Ok)
@@ -345,7 +351,7 @@ const LARGE: i128 = 10i128.pow(30);
 fn integer_bound(v: Option<&Json>, exclusive: bool, lower: bool) -> R<Option<i128>> {
     let (floor, ceil) = match v {
         None => return Ok(None),
-        Some(Json::Int(i)) if i.abs() < LARGE => (*i, *i),
+        Some(Json::Int(i)) if i.unsigned_abs() < LARGE as u128 => (*i, *i),
         Some(Json::Float(f)) if f.abs() < 1e18 => (f.floor() as i128, f.ceil() as i128),
         Some(_) => return decline("a bound too large"),
     };

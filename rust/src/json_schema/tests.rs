@@ -150,3 +150,22 @@ fn decline_reasons() {
         println!("{n:6} {why}");
     }
 }
+
+/// Integers at the ends of `i128` (as JSON text or from a Python `int`) are bounds like any
+/// other: no overflow taking their magnitude (`i128::MIN.abs()` panicked in debug builds).
+#[test]
+fn extreme_integer_bounds_do_not_overflow() {
+    for bound in [i128::MIN, i128::MAX, i128::MIN + 1] {
+        for schema in [
+            format!(r#"{{"type": "integer", "minimum": {bound}}}"#),
+            format!(r#"{{"type": "number", "maximum": {bound}, "minimum": 0.5}}"#),
+            format!(r#"{{"enum": [{bound}, 1.5], "minimum": 0}}"#),
+        ] {
+            // Handled or declined, never a panic; a minimum of i128::MIN bounds nothing.
+            let got = rules(&schema, "");
+            if bound == i128::MIN && schema.contains("integer") {
+                assert!(got.is_none() || got.is_some_and(|r| r.len() == 1 && r[0].1.contains("[0-9]")));
+            }
+        }
+    }
+}

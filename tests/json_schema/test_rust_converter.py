@@ -58,21 +58,33 @@ def suite():
     return [(gid, group["schema"]) for gid, _, group in groups()]
 
 
+def _python(schema, whitespace, rules=True):
+    """The Python converter itself (``schema_to_rules`` / ``schema_to_regex`` take the Rust
+    converter's rules where it has them)."""
+    from propertok.json_schema import _convert
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _convert(schema, whitespace, None if rules else 3, None, None, rules=rules)[0]
+
+
 def _differences(schemas, whitespace, skipped=frozenset()):
-    """(handled count, [(id, reason)] where the two converters disagree)."""
+    """(handled count, [(id, reason)] where the two converters disagree). The schema goes to
+    Rust as the dict (what ``schema_to_rules`` passes) and as JSON text; where Rust has one rule
+    it is also ``schema_to_regex``'s regex (which ``schema_to_regex`` then returns)."""
     from propertok import _core
     from propertok.json_schema import schema_to_rules
 
     handled, bad = 0, []
     for sid, schema in schemas:
-        rust = _core.schema_to_rules_subset(json.dumps(schema), whitespace)
+        rust = _core.schema_to_rules_subset(schema, whitespace)
+        if rust != _core.schema_to_rules_subset(json.dumps(schema), whitespace):
+            bad.append((sid, "Rust reads the dict and its JSON text differently"))
         if rust is None or sid in skipped:
             continue
         handled += 1
         try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                python = schema_to_rules(schema, whitespace=whitespace)
+            python = _python(schema, whitespace)
         except Exception as e:  # noqa: BLE001 - any refusal, including RecursionError
             bad.append((sid, f"Python raises {type(e).__name__}: {e}"[:300]))
             continue
@@ -81,6 +93,10 @@ def _differences(schemas, whitespace, skipped=frozenset()):
             first = next((i for i, (r, p) in enumerate(zip(rust, python)) if r != p), min(len(rust), len(python)))
             bad.append((sid, f"rule {first} differs: rust {rust[first:first + 1]!r:.300} "
                              f"python {python[first:first + 1]!r:.300} ({len(rust)} vs {len(python)} rules)"))
+        elif len(rust) == 1 and rust[0][1] != _python(schema, whitespace, rules=False):
+            bad.append((sid, "the one rule is not schema_to_regex's regex"))
+        elif schema_to_rules(schema, whitespace=whitespace) != rust:
+            bad.append((sid, "schema_to_rules does not return the Rust converter's rules"))
     return handled, bad
 
 
@@ -98,3 +114,44 @@ def test_suite_schemas_match_the_python_converter(suite, whitespace):
     print(f"\nRust converter, whitespace {whitespace!r}: {handled} of {len(suite)} suite schemas handled")
     assert not bad, f"{len(bad)} differ: " + json.dumps(bad[:20], indent=1)
     assert handled >= MIN_SUITE
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "object", "properties": {1: {"type": "integer"}}},  # a key that is not a str
+    {"enum": [1, (2, 3)]},  # a tuple (json.dumps would write a list)
+    {"enum": [float("nan")]},
+    {"type": "string", "maxLength": 1e400},
+    b'{"type": "string"}',
+])
+def test_values_json_cannot_spell_exactly_go_to_the_python_converter(schema):
+    """Rust takes only plain JSON data: anything else is left to the Python converter, which
+    converts it or says what is wrong, as it always did."""
+    from propertok import _core
+    from propertok.json_schema import schema_to_rules
+
+    assert _core.schema_to_rules_subset(schema, "") is None
+    try:
+        want = ("rules", _python(schema, ""))
+    except Exception as e:  # noqa: BLE001 - whatever the Python converter raises
+        want = ("raises", type(e))
+    try:
+        got = ("rules", schema_to_rules(schema, whitespace=""))
+    except Exception as e:  # noqa: BLE001
+        got = ("raises", type(e))
+    assert got == want
+
+
+def test_the_fast_path_gives_the_documented_results():
+    """schema_to_rules / schema_to_regex / compile-side callers see the same values through the
+    Rust converter: rules as (name, regex) tuples, one rule as the regex."""
+    from propertok.json_schema import schema_to_regex, schema_to_rules
+
+    schema = {"type": "object", "properties": {"a": {"type": "integer", "minimum": 0, "maximum": 12},
+                                               "b": {"enum": ["x", None]}}, "required": ["a"]}
+    rules = schema_to_rules(schema, whitespace="")
+    assert rules == [("#", schema_to_regex(schema, whitespace=""))] == [tuple(r) for r in _python(schema, "")]
+    import re
+
+    regex = re.compile(rules[0][1])
+    assert all(regex.fullmatch(doc) for doc in ('{"a":12}', '{"a":0,"b":null}', '{"a":7,"b":"x"}'))
+    assert not any(regex.fullmatch(doc) for doc in ('{"a":13}', '{"b":"x"}', '{"a":1,"b":"y"}', '{"a":-1}'))

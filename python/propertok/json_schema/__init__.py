@@ -1,8 +1,10 @@
 """JSON Schema -> regex, for ``Compiler.compile_json_schema`` (and ``propertok.ByteDfa``).
 
 ``schema_to_regex(schema)`` returns a regex (Rust ``regex-syntax``, full match) whose language is
-JSON text of instances of ``schema``. It is pure Python and imports nothing heavy: the Rust
-extension calls it and compiles the result.
+JSON text of instances of ``schema``. The Rust extension calls it and compiles the result. A
+subset of schemas (no ``pattern``, ``not``, ``if``, unknown keywords, ...) is converted by a
+Rust port of this module, ``rust/src/json_schema``, whose output is this module's byte for byte
+and ~7x faster; everything else, and every error and warning, comes from the Python code here.
 
 The guarantee is *soundness*: every string the regex matches parses as JSON and validates
 against the schema (in lax mode, ``strict=False``, except for unknown formats and ``oneOf``
@@ -206,6 +208,11 @@ def schema_to_regex(
     and ``$id`` s of ``schema`` and of these documents; nothing is ever fetched, and a reference
     to a document that is not here raises :class:`UnsupportedSchemaError` naming its URI.
     """
+    if type(max_recursion_depth) is int and max_recursion_depth >= 1:
+        rules = _rust_rules(schema, whitespace, strict, resources)
+        # One rule: no recursion and no free value, so no depth to unroll to.
+        if rules is not None and len(rules) == 1:
+            return rules[0][1]
     regex, ignored = _convert(schema, whitespace, max_recursion_depth, strict, resources)
     if ignored:
         warnings.warn(IgnoredKeywordsWarning(ignored), stacklevel=2)
@@ -225,10 +232,28 @@ def schema_to_rules(
     regex of :func:`schema_to_regex`. Options and errors as :func:`schema_to_regex`; a recursive
     ``$ref`` with other keywords beside it is expanded up to three times on a path, and raises
     :class:`UnsupportedSchemaError` past that."""
+    rules = _rust_rules(schema, whitespace, strict, resources)
+    if rules is not None:
+        return rules
     rules, ignored = _convert(schema, whitespace, None, strict, resources, rules=True)
     if ignored:
         warnings.warn(IgnoredKeywordsWarning(ignored), stacklevel=2)
     return rules
+
+
+def _rust_rules(schema: Any, whitespace: Any, strict: Optional[bool],
+                resources: Optional[Mapping[str, Any]]) -> Optional[List[Tuple[str, str]]]:
+    """The rules of the Rust converter (``rust/src/json_schema``), or ``None`` where it does not
+    take the schema: then this module converts it. On the schemas it takes (plain JSON data or
+    JSON text, default mode, no ``resources``, no keyword that warns, raises or that it does not
+    know) its rules are this module's, byte for byte (``tests/json_schema/test_rust_converter.py``
+    compares them on every JSONSchemaBench and JSON Schema Test Suite schema); it takes ~7x less
+    time (median 12 against 86 us on the 2,325 bench schemas it takes)."""
+    if strict is not None or resources is not None or not isinstance(whitespace, str):
+        return None
+    from .. import _core
+
+    return _core.schema_to_rules_subset(schema, whitespace)
 
 
 def ignored_keywords(

@@ -57,7 +57,8 @@ impl Object {
         self.entries.iter().map(|(k, v)| (k, v))
     }
 
-    fn insert(&mut self, key: String, value: Json) {
+    /// Sets `key` to `value`: a repeated key keeps its first position and takes the last value.
+    pub(crate) fn insert(&mut self, key: String, value: Json) {
         let found = match &self.index {
             Some(index) => index.get(&key).copied(),
             None => self.entries.iter().position(|(k, _)| *k == key),

@@ -1,15 +1,63 @@
 //! `_core.schema_to_rules_subset`: the Rust JSON Schema converter (`crate::json_schema`).
 
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString};
 
-/// The rules of a schema (JSON text) as `propertok.json_schema.schema_to_rules` returns them, or
-/// `None` outside the subset `crate::json_schema` handles; releases the GIL.
+use crate::json_schema::json::{Json, Object, MAX_DEPTH};
+
+/// The rules of a schema (a dict, a bool, or JSON text) as
+/// `propertok.json_schema.schema_to_rules` returns them, or `None` outside the subset
+/// `crate::json_schema` handles; releases the GIL while it converts.
 #[pyfunction]
-#[pyo3(signature = (schema_json, whitespace))]
+#[pyo3(signature = (schema, whitespace))]
 pub(crate) fn schema_to_rules_subset(
     py: Python<'_>,
-    schema_json: String,
+    schema: &Bound<'_, PyAny>,
     whitespace: String,
 ) -> Option<Vec<(String, String)>> {
-    py.detach(move || crate::json_schema::schema_to_rules(&schema_json, &whitespace))
+    if let Ok(text) = schema.cast_exact::<PyString>() {
+        let text = text.to_cow().ok()?.into_owned();
+        return py.detach(move || crate::json_schema::schema_to_rules(&text, &whitespace));
+    }
+    let root = plain_json(schema, 0)?;
+    py.detach(move || crate::json_schema::convert_value(&root, &whitespace).ok())
+}
+
+/// `value` as the JSON it stands for, if it is plain JSON data: exactly `dict` (with `str`
+/// keys), `list`, `str`, `int`, finite `float`, `bool` or `None`, nested at most
+/// [`MAX_DEPTH`] deep. Anything else (a tuple, a subclass, a non-string key, NaN) is `None`, so
+/// that the Python converter sees it and says what it says: `json.dumps` would quietly turn a
+/// tuple into a list and the key `1` into `"1"`.
+fn plain_json(value: &Bound<'_, PyAny>, depth: usize) -> Option<Json> {
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    if value.is_none() {
+        return Some(Json::Null);
+    }
+    if let Ok(b) = value.cast_exact::<PyBool>() {
+        return Some(Json::Bool(b.is_true()));
+    }
+    if value.is_exact_instance_of::<PyInt>() {
+        return Some(value.extract::<i128>().map_or(Json::BigInt, Json::Int));
+    }
+    if let Ok(f) = value.cast_exact::<PyFloat>() {
+        let f = f.value();
+        return f.is_finite().then_some(Json::Float(f));
+    }
+    if let Ok(s) = value.cast_exact::<PyString>() {
+        return Some(Json::Str(s.to_cow().ok()?.into_owned()));
+    }
+    if let Ok(list) = value.cast_exact::<PyList>() {
+        return list.iter().map(|x| plain_json(&x, depth + 1)).collect::<Option<Vec<_>>>().map(Json::Arr);
+    }
+    if let Ok(dict) = value.cast_exact::<PyDict>() {
+        let mut object = Object::default();
+        for (k, v) in dict.iter() {
+            let key = k.cast_exact::<PyString>().ok()?.to_cow().ok()?.into_owned();
+            object.insert(key, plain_json(&v, depth + 1)?);
+        }
+        return Some(Json::Obj(object));
+    }
+    None
 }

@@ -125,3 +125,18 @@ def test_branch_limit_on_a_small_schema():
     with pytest.raises(js.UnsupportedSchemaError, match="MAX_BRANCHES = 4,096") as e:
         js.schema_to_regex({"type": "string", "allOf": pairs})
     assert e.value.keyword == "anyOf" and e.value.pointer == "#/allOf/12"
+
+
+def test_time_limit_names_itself_and_where(monkeypatch):
+    """Past ``MAX_CONVERT_SECONDS`` a conversion stops at the next subschema it expands
+    (Github_medium/o35868 took 28-53 s, now 10 s). With the limit at 0 any schema the Python
+    converter expands is refused at its root; the default converts what it always did."""
+    from propertok import json_schema as js
+
+    schema = {"type": "object", "properties": {"a": {"type": "string", "pattern": "^a+$"}}}  # Python converts it
+    assert js.MAX_CONVERT_SECONDS == 10.0
+    assert js.schema_to_regex(schema, whitespace="")
+    monkeypatch.setattr(js, "MAX_CONVERT_SECONDS", 0.0)
+    with pytest.raises(js.UnsupportedSchemaError, match=r"MAX_CONVERT_SECONDS = 0 s") as e:
+        js.schema_to_regex(schema, whitespace="")
+    assert e.value.pointer == "#"

@@ -97,6 +97,7 @@ import json
 import math
 import re
 import sys
+import time
 import warnings
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 from urllib.parse import urldefrag, urljoin, urlsplit
@@ -168,6 +169,11 @@ MAX_REGEX_CHARS = 8_000_000
 # ``if``/``then`` in one ``allOf``, 2^125 branches), so past this many the schema is refused.
 # The most any JSONSchemaBench schema that converts needs is 256 (JsonSchemaStore/minecraft-recipe).
 MAX_BRANCHES = 4096
+# Seconds one conversion may take (checked at each subschema it expands): past them the schema is
+# refused. Every JSONSchemaBench schema that converts takes under 1.2 s on 2 cores; two took 10-53 s
+# (Github_medium/o35868, JsonSchemaStore/yippee-ki-json_config_schema), longer than serving
+# engines wait for a grammar.
+MAX_CONVERT_SECONDS = 10.0
 # uniqueItems over a finite set of values: at most this many arrays are spelled out.
 MAX_UNIQUE_ARRAYS = 4096
 _DEFAULT_BASE = "https://propertok.invalid/schema.json"
@@ -450,6 +456,7 @@ _MAX_MERGED_EXPANSIONS = 3
 class _Converter:
     def __init__(self, root: Any, ws: str, max_depth: int, mode: str, documents: Optional[Dict[str, Any]] = None):
         self.root, self.ws, self.max_depth, self.mode = root, ws, max_depth, mode
+        self.deadline = time.monotonic() + MAX_CONVERT_SECONDS
         self.strict = mode == "strict"  # unknown formats raise (default: refused where generated)
         self.cut_by_recursion: Optional[str] = None
         self.dropped: Optional[UnsupportedSchemaError] = None  # the first place left out as unsupported
@@ -550,6 +557,10 @@ class _Converter:
         """``(dict, pointer, stack)``: ``node`` with ``$ref``, ``allOf``, the dependencies,
         ``if``/``then``/``else`` and ``unevaluated*`` rewritten into the other keywords; tuples
         as ``prefixItems`` + ``items``; ``None`` for ``false``, a cut recursion or a contradiction."""
+        if time.monotonic() > self.deadline:
+            raise UnsupportedSchemaError(
+                None, ptr, f"converting the schema takes longer than the converter's limit "
+                f"MAX_CONVERT_SECONDS = {MAX_CONVERT_SECONDS:g} s")
         if node is True:
             return {}, ptr, stack
         if node is False:

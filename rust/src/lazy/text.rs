@@ -410,9 +410,10 @@ impl TextSpace {
             if best[&k].0 < g {
                 continue;
             }
+            // The bound up to which `k`'s successors were relaxed before (`None`: none were).
             let before = match opened.get(&k) {
                 Some(&(at, bound)) if at == g && bound >= f => continue,
-                Some(&(at, bound)) if at == g => bound,
+                Some(&(at, bound)) if at == g => Some(bound),
                 _ => {
                     if self.accepting(k) || (k != z && known(k)) {
                         let mut way = vec![(k, Step::Done)];
@@ -429,8 +430,7 @@ impl TextSpace {
                     if expanded > max_expanded {
                         return WaySearch::GaveUp;
                     }
-                    // Below every successor's estimate (none is under the state's own).
-                    f.saturating_sub(1)
+                    None
                 }
             };
             opened.insert(k, (g, f));
@@ -448,7 +448,7 @@ impl TextSpace {
             // the bound pay for the pre-tokenizer's and the normalizer's steps.
             let mut within = |q: u32, cost: u32| match self.dfa.distance_to_accept(q) {
                 u32::MAX => false,
-                d if g + cost + d <= before => false,
+                d if before.is_some_and(|b| g + cost + d <= b) => false,
                 d if g + cost + d <= f => true,
                 d => {
                     next = next.min(g + cost + d);
@@ -574,16 +574,24 @@ mod tests {
     #[test]
     fn shortest_way_has_the_fewest_bytes_on_a_pre_tokenized_space() {
         use std::collections::{HashMap, VecDeque};
-        let spec = PieceMachineSpec {
-            stages: vec![r"\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+|\p{N}{1,3}".into()],
-            ..Default::default()
-        };
-        let mut machine = PieceMachine::new(&spec, 10_000).unwrap();
-        let pieces = Arc::new(PieceTable::explore(&mut machine, 10_000).unwrap());
-        let regexes = [r#"\{"a": "[^"\\]{0,3}"(, "b": [0-9]{1,4})?\}"#, r#"(ab|a!)+\.?"#, r"x[ ]*y|[.]{2,}z", "ab"];
+        // One stage as GPT-2-like byte-level tokenizers have, and two (digits split first).
+        let specs = [
+            vec![r"\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+|\p{N}{1,3}".to_string()],
+            vec![r"\p{N}{1,2}|[^\p{N}]+".to_string(), r" ?\p{L}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+|\p{N}+".to_string()],
+        ];
+        let regexes = [
+            r#"\{"a": "[^"\\]{0,3}"(, "b": [0-9]{1,4})?\}"#,
+            r#"(ab|a!)+\.?"#,
+            r"x[ ]*y|[.]{2,}z",
+            "ab",
+            r"[0-9]{3} ?",
+        ];
         // Text states from which nothing finishes, and ways longer than the regex's distance.
         let (mut stuck, mut detours) = (0, 0);
-        for regex in regexes {
+        for (stages, regex) in specs.iter().flat_map(|stages| regexes.iter().map(move |r| (stages, r))) {
+            let spec = PieceMachineSpec { stages: stages.clone(), ..Default::default() };
+            let mut machine = PieceMachine::new(&spec, 10_000).unwrap();
+            let pieces = Arc::new(PieceTable::explore(&mut machine, 10_000).unwrap());
             let dfa = ByteDfa::from_regex(regex, 1000).unwrap();
             let space = TextSpace::new(dfa, Some(pieces.clone()), Arc::new(ContentTrie::default()), None).unwrap();
             // Every text state reachable from the start, with its successors.

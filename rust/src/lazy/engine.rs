@@ -272,8 +272,8 @@ const WAY_SEARCH_FAILURES: usize = 256;
 /// ([`Engine::exit`]).
 const WITNESS_MIN_CLASSES: usize = 8;
 
-/// How many witness tokens an engine keeps as hints ([`Engine::hinted_live`]), and the empty
-/// slot.
+/// How many witness tokens the guides of one `Compiler` share as hints
+/// ([`Engine::hinted_live`]), and the empty slot.
 const HINTS: usize = 8;
 const NO_HINT: u32 = u32::MAX;
 

@@ -36,7 +36,7 @@ try:
         fn(schema)
     out = {"ok": True}
 except BaseException as e:
-    out = {"ok": False, "error": type(e).__name__, "message": str(e)}
+    out = {"ok": False, "error": type(e).__name__, "message": str(e), "limit": getattr(e, "limit", None)}
 out["seconds"] = time.perf_counter() - start
 print(json.dumps(out))
 """
@@ -61,9 +61,9 @@ def convert(schema, mode: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def assert_refused(result: dict, *words: str) -> None:
+def assert_refused(result: dict, limit: str, *words: str) -> None:
     assert not result["ok"], result
-    assert result["error"] == "UnsupportedSchemaError", result
+    assert result["error"] == "UnsupportedSchemaError" and result["limit"] == limit, result
     for word in words:
         assert word in result["message"], result
     assert result["seconds"] < 30, result  # seconds at most (a loaded machine: more)
@@ -78,7 +78,7 @@ def assert_refused(result: dict, *words: str) -> None:
 ])
 def test_all_of_product_is_bounded(schema_id, pointer, mode):
     result = convert(schemas(schema_id)[schema_id], mode)
-    assert_refused(result, "MAX_BRANCHES = 4,096", "'anyOf' at " + pointer)
+    assert_refused(result, "MAX_BRANCHES", "MAX_BRANCHES = 4,096", "'anyOf' at " + pointer)
 
 
 @pytest.mark.parametrize("mode", ["rules", "regex"])
@@ -86,14 +86,14 @@ def test_one_of_exclusion_is_bounded(mode):
     """oneOf of 7 branches of ~20 properties: each branch excludes the 6 others, each exclusion
     a union of ~20 negated keywords (20^6 before)."""
     result = convert(schemas("JsonSchemaStore/task")["JsonSchemaStore/task"], mode)
-    assert_refused(result, "MAX_BRANCHES = 4,096", "#/oneOf/")
+    assert_refused(result, "MAX_BRANCHES", "MAX_BRANCHES = 4,096", "#/oneOf/")
 
 
 def test_wide_object_regex_is_bounded():
     """A root object of ~600 large properties: its regex passes MAX_REGEX_CHARS, and is refused
     before it is written (every suffix of the entries was held at once before: out of memory)."""
     result = convert(schemas("Kubernetes/kb_1161_Normalized")["Kubernetes/kb_1161_Normalized"], "rules")
-    assert_refused(result, "MAX_REGEX_CHARS = 8,000,000")
+    assert_refused(result, "MAX_REGEX_CHARS", "MAX_REGEX_CHARS = 8,000,000")
 
 
 @pytest.mark.parametrize("schema_id", ["Github_easy/o17683", "Github_medium/o17127", "Github_ultra/o69206"])
@@ -101,7 +101,7 @@ def test_endless_merged_recursion_is_an_unsupported_schema(schema_id):
     """A recursive $ref merged with other keywords (allOf / a oneOf branch beside them) expands
     without end in rules mode: Python's recursion limit, reported with the pointer reached."""
     result = convert(schemas(schema_id)[schema_id], "rules")
-    assert_refused(result, "nests too deeply", "recursion limit", "#/")
+    assert_refused(result, "recursion", "nests too deeply", "recursion limit", "#/")
 
 
 def test_recursion_error_in_process_names_the_nesting():
@@ -112,6 +112,7 @@ def test_recursion_error_in_process_names_the_nesting():
     with pytest.raises(UnsupportedSchemaError, match="nests too deeply") as e:
         schema_to_rules(schema)
     assert e.value.pointer.startswith("#/definitions/Foo/properties/childFoos")
+    assert e.value.limit == "recursion"
 
 
 def test_branch_limit_on_a_small_schema():
@@ -124,7 +125,7 @@ def test_branch_limit_on_a_small_schema():
     assert js.schema_to_regex({"type": "string", "allOf": pairs[:6]})  # 64 alternatives
     with pytest.raises(js.UnsupportedSchemaError, match="MAX_BRANCHES = 4,096") as e:
         js.schema_to_regex({"type": "string", "allOf": pairs})
-    assert e.value.keyword == "anyOf" and e.value.pointer == "#/allOf/12"
+    assert e.value.keyword == "anyOf" and e.value.pointer == "#/allOf/12" and e.value.limit == "MAX_BRANCHES"
 
 
 def test_time_limit_names_itself_and_where(monkeypatch):
@@ -139,4 +140,4 @@ def test_time_limit_names_itself_and_where(monkeypatch):
     monkeypatch.setattr(js, "MAX_CONVERT_SECONDS", 0.0)
     with pytest.raises(js.UnsupportedSchemaError, match=r"MAX_CONVERT_SECONDS = 0 s") as e:
         js.schema_to_regex(schema, whitespace="")
-    assert e.value.pointer == "#"
+    assert e.value.pointer == "#" and e.value.limit == "MAX_CONVERT_SECONDS"

@@ -316,7 +316,7 @@ def _convert(schema: Any, whitespace: str, max_recursion_depth: Optional[int], s
             None, ptr, "the schema nests too deeply to convert: past Python's recursion limit "
             f"(sys.getrecursionlimit() = {sys.getrecursionlimit()}) while expanding its subschemas "
             "(for rules, a recursive $ref combined through allOf/anyOf with other keywords is expanded "
-            "without end)") from None
+            "without end)", limit="recursion") from None
 
 
 def _convert_unchecked(schema: Any, whitespace: str, max_recursion_depth: Optional[int], strict: Optional[bool],
@@ -374,11 +374,10 @@ def _branches(flat: Optional[dict]) -> int:
 
 
 def _too_many_branches(keyword: Optional[str], ptr: str, what: str) -> UnsupportedSchemaError:
-    e = UnsupportedSchemaError(
+    return UnsupportedSchemaError(
         keyword, ptr, f"{what} alternatives: past the converter's limit MAX_BRANCHES = {MAX_BRANCHES:,} "
-        "(combining anyOf/oneOf/if branches, or excluding schemas for not/oneOf, multiplies them)")
-    e.limit = "MAX_BRANCHES"  # type: ignore[attr-defined]  # told apart from other refusals
-    return e
+        "(combining anyOf/oneOf/if branches, or excluding schemas for not/oneOf, multiplies them)",
+        limit="MAX_BRANCHES")
 
 
 def _bounded_union(parts, ptr: str) -> Optional[dict]:
@@ -560,7 +559,7 @@ class _Converter:
         if time.monotonic() > self.deadline:
             raise UnsupportedSchemaError(
                 None, ptr, f"converting the schema takes longer than the converter's limit "
-                f"MAX_CONVERT_SECONDS = {MAX_CONVERT_SECONDS:g} s")
+                f"MAX_CONVERT_SECONDS = {MAX_CONVERT_SECONDS:g} s", limit="MAX_CONVERT_SECONDS")
         if node is True:
             return {}, ptr, stack
         if node is False:
@@ -822,7 +821,7 @@ class _Converter:
         if sum(len(p) for p in parts) > MAX_REGEX_CHARS:
             raise UnsupportedSchemaError(
                 None, ptr, f"the regex would be longer than {MAX_REGEX_CHARS} characters "
-                f"(the converter's limit MAX_REGEX_CHARS = {MAX_REGEX_CHARS:,})")
+                f"(the converter's limit MAX_REGEX_CHARS = {MAX_REGEX_CHARS:,})", limit="MAX_REGEX_CHARS")
 
     def value_flat(self, flat: dict, ptr: str, stack: tuple) -> Optional[str]:
         if _CALL in flat:
@@ -883,7 +882,7 @@ class _Converter:
         try:
             return self.exclude_exact(a, b, stack, ptr)
         except UnsupportedSchemaError as e:
-            if exact or (self.mode != "lax" and getattr(e, "limit", None)):
+            if exact or (self.mode != "lax" and e.limit):
                 raise
             if self.mode != "lax":
                 raise UnsupportedSchemaError(

@@ -33,13 +33,15 @@ class UnsupportedSchemaError(ValueError):
     """The schema uses a keyword (or a value of it) that cannot be turned into a regex.
 
     ``keyword`` is the keyword, ``pointer`` the JSON pointer (``#/properties/a``) of the
-    schema that holds it.
+    schema that holds it. ``limit`` names the converter's own limit that refused the schema
+    (``"MAX_BRANCHES"``, ``"MAX_REGEX_CHARS"``, ``"MAX_CONVERT_SECONDS"``, ``"recursion"``: the
+    schema may be fine, only too large to convert), ``None`` for any other refusal.
     """
 
     __module__ = "propertok.json_schema"  # where users import it from
 
-    def __init__(self, keyword: Optional[str], pointer: str, reason: str):
-        self.keyword, self.pointer, self.reason = keyword, pointer, reason
+    def __init__(self, keyword: Optional[str], pointer: str, reason: str, *, limit: Optional[str] = None):
+        self.keyword, self.pointer, self.reason, self.limit = keyword, pointer, reason, limit
         where = f"'{keyword}' at {pointer}" if keyword else pointer
         super().__init__(f"{where}: {reason}")
 

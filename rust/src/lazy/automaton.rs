@@ -29,6 +29,11 @@ use crate::util::concurrent::Interner;
 /// A member of a state: a text state and a lone-token split node.
 type Member = (TextId, u32);
 
+/// A state after a class whose members' first tokens are sparse sets of at most
+/// `mask words / SPARSE_FILTER_DIVISOR` tokens in all tests each token against the lone tokens
+/// and `F(c)` rather than clearing both from the whole mask.
+const SPARSE_FILTER_DIVISOR: usize = 2;
+
 /// See the module docs.
 pub(crate) struct LazyAutomaton {
     engine: Engine,
@@ -133,13 +138,24 @@ impl LazyAutomaton {
                 }
             }
             Side::InPiece(c) => {
-                for &(z, u) in members {
-                    engine.first_tokens(z, u)?.or_into(out);
+                let sets = members.iter().map(|&(z, u)| engine.first_tokens(z, u)).collect::<Result<Vec<_>>>()?;
+                let sparse: Option<usize> = sets.iter().map(|set| set.as_sparse().map(<[u32]>::len)).sum();
+                if sparse.is_some_and(|n| n <= out.len() / SPARSE_FILTER_DIVISOR) {
+                    // A narrow state's few first tokens (a key literal's, a number's) are looked
+                    // up one by one: clearing the lone tokens and `F(c)` word by word from the
+                    // whole mask would cost more.
+                    for t in sets.iter().filter_map(|set| set.as_sparse()).flatten() {
+                        if !bitset::contains(&parts.lone, *t as usize) && !parts.tok.forbids(c, *t) {
+                            bitset::set(out, *t as usize);
+                        }
+                    }
+                } else {
+                    sets.iter().for_each(|set| set.or_into(out));
+                    for (o, &l) in out.iter_mut().zip(parts.lone.iter()) {
+                        *o &= !l;
+                    }
+                    parts.tok.clear_forbidden(c, out);
                 }
-                for (o, &l) in out.iter_mut().zip(parts.lone.iter()) {
-                    *o &= !l;
-                }
-                parts.tok.clear_forbidden(c, out);
                 for &(z, u) in members {
                     if u == NONE {
                         for (t, _) in engine.fallback_moves(z, side)? {

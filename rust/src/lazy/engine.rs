@@ -459,8 +459,9 @@ impl Engine {
         let tok = &*self.parts.tok;
         let mut walked = Walked::default();
         let walk = |trie: &TokenTrie, walked: &mut Walked| {
-            trie.for_each_walk(
+            trie.for_each_walk_narrowed(
                 key,
+                self.space.bytes_taken_memo(),
                 |k, b| Ok::<_, std::convert::Infallible>(self.space.byte(k, b)),
                 |t, to| walked.push(t, to, class_or_lone(tok, t)),
             )

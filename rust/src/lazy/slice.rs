@@ -301,8 +301,9 @@ impl Slices {
             }
             trie = &split.sensitive;
         }
-        trie.for_each_walk(
+        trie.for_each_walk_narrowed(
             from,
+            s.space.bytes_taken_memo(),
             |k, b| Ok::<_, std::convert::Infallible>(s.space.byte(k, b)),
             |t, to| {
                 let to = match slice.counted {

@@ -31,6 +31,7 @@ use crate::pre_tokenizer::normal_form::NormalForm;
 use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::{ContentTrie, NOT_A_PREFIX};
 use crate::regex::byte_dfa::{ByteDfa, DEAD, TOKEN_MARKER, TOKEN_MARKER_INDEX};
+use crate::util::byte_set::ByteSet;
 
 const Q_BITS: u32 = 21;
 const M_BITS: u32 = 22;
@@ -232,6 +233,8 @@ pub struct TextSpace {
     /// search steps the regex once per class (a JSON string's body has a handful) rather than
     /// once per byte.
     class_bytes: Vec<Vec<u8>>,
+    /// The same classes as byte sets, for [`TextSpace::bytes_taken`].
+    class_sets: Vec<ByteSet>,
 }
 
 impl TextSpace {
@@ -281,7 +284,8 @@ impl TextSpace {
             class_bytes[class].push(b);
         }
         class_bytes.retain(|bytes| !bytes.is_empty());
-        Ok(TextSpace { dfa, pieces, contents, normal, start, tokens: 0, class_bytes })
+        let class_sets = class_bytes.iter().map(|bytes| bytes.iter().copied().collect()).collect();
+        Ok(TextSpace { dfa, pieces, contents, normal, start, tokens: 0, class_bytes, class_sets })
     }
 
     /// The same space, reading the markers of `tokens` special tokens in its regex.
@@ -332,6 +336,34 @@ impl TextSpace {
                 let (f, partial) = nf.byte(z.f(), z.partial(), b)?;
                 Some(next.with_normal(f, partial))
             }
+        }
+    }
+
+    /// Every byte [`TextSpace::byte`] may take from a state with regex state `q` (the regex's
+    /// bytes: the pre-tokenizer may refuse some). A grammar's automaton, built on demand, is
+    /// not asked about bytes no walk would try, so it answers every byte.
+    pub fn bytes_taken(&self, q: u32) -> ByteSet {
+        let TextRegex::Dfa(dfa) = &self.dfa else { return ByteSet::ALL };
+        let mut taken = ByteSet::default();
+        for (bytes, set) in self.class_bytes.iter().zip(&self.class_sets) {
+            if dfa.next(q, bytes[0]) != DEAD {
+                taken.union(set);
+            }
+        }
+        taken
+    }
+
+    /// [`TextSpace::bytes_taken`] of text states, remembered per regex state for one trie walk
+    /// (which meets a few regex states at many nodes).
+    pub fn bytes_taken_memo(&self) -> impl FnMut(TextKey) -> ByteSet + '_ {
+        let mut memo = [(u32::MAX, ByteSet::default()); 8];
+        move |z| {
+            let q = z.q();
+            let slot = &mut memo[q as usize % 8];
+            if slot.0 != q {
+                *slot = (q, self.bytes_taken(q));
+            }
+            slot.1
         }
     }
 
@@ -571,6 +603,7 @@ mod tests {
     /// The fewest bytes from every text state to acceptance, by a plain 0-1 breadth-first search
     /// backwards over the whole space (boundaries cost nothing): what a way search must find,
     /// detours around the pre-tokenizer included, with `NoWay` exactly where there is none.
+    /// On the way, every byte with a successor is among the regex's `bytes_taken` (trie walks skip the others).
     #[test]
     fn shortest_way_has_the_fewest_bytes_on_a_pre_tokenized_space() {
         use std::collections::{HashMap, VecDeque};
@@ -604,6 +637,9 @@ mod tests {
                 let mut out: Vec<(TextKey, u32)> =
                     (0..space.num_stages()).filter_map(|kind| space.mark(k, kind)).map(|to| (to, 0)).collect();
                 out.extend((0..=255u8).filter_map(|b| space.byte(k, b)).map(|to| (to, 1)));
+                // Trie walks skip the bytes outside `bytes_taken`: none may have a successor.
+                let taken = space.bytes_taken(k.q());
+                assert!((0..=255u8).all(|b| space.byte(k, b).is_none() || taken.contains(b)));
                 todo.extend(out.iter().map(|&(to, _)| to));
                 edges.insert(k, out);
             }

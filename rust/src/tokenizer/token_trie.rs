@@ -8,6 +8,11 @@
 //! of the trie, not the vocabulary's total length.
 
 use crate::regex::byte_dfa::{ByteDfa, DEAD};
+use crate::util::byte_set::ByteSet;
+
+/// Fewest children for which [`TokenTrie::for_each_walk_narrowed`] asks which bytes a state
+/// takes; below it, trying each child costs about as much as asking.
+pub const NARROWED_MIN_CHILDREN: usize = 24;
 
 /// A byte trie of token strings. Node 0 is the root.
 ///
@@ -122,19 +127,61 @@ impl TokenTrie {
     pub fn for_each_walk<S: Copy, E>(
         &self,
         start: S,
+        step: impl FnMut(S, u8) -> Result<Option<S>, E>,
+        emit: impl FnMut(u32, S),
+    ) -> Result<(), E> {
+        self.for_each_walk_narrowed(start, |_| ByteSet::ALL, step, emit)
+    }
+
+    /// [`TokenTrie::for_each_walk`] told which bytes a state may take: `takes(state)` holds
+    /// every byte `step` accepts from `state` (it may hold more; `step` still decides).
+    ///
+    /// Why: a narrow state (inside a key literal, a number) takes a few bytes, yet the root has
+    /// 256 children and its first levels dozens each, and `step` refused them one by one. A node
+    /// with at least [`NARROWED_MIN_CHILDREN`] children now asks `takes` once and looks its few
+    /// bytes up by binary search, or skips the others with a bit test. Children are visited in
+    /// byte order either way, so tokens are emitted in the same order as by a plain walk.
+    pub fn for_each_walk_narrowed<S: Copy, E>(
+        &self,
+        start: S,
+        mut takes: impl FnMut(S) -> ByteSet,
         mut step: impl FnMut(S, u8) -> Result<Option<S>, E>,
         mut emit: impl FnMut(u32, S),
     ) -> Result<(), E> {
         let mut stack: Vec<(u32, S)> = vec![(0, start)];
-        while let Some((node, q)) = stack.pop() {
-            for e in self.edge_range(node) {
-                let Some(next) = step(q, self.edge_bytes[e])? else { continue };
+        let mut visit = |e: usize, q: S, stack: &mut Vec<(u32, S)>| -> Result<(), E> {
+            if let Some(next) = step(q, self.edge_bytes[e])? {
                 let child = self.edge_nodes[e];
                 for &t in self.tokens_at(child) {
                     emit(t, next);
                 }
                 if !self.edge_range(child).is_empty() {
                     stack.push((child, next));
+                }
+            }
+            Ok(())
+        };
+        while let Some((node, q)) = stack.pop() {
+            let range = self.edge_range(node);
+            if range.len() < NARROWED_MIN_CHILDREN {
+                for e in range {
+                    visit(e, q, &mut stack)?;
+                }
+                continue;
+            }
+            let taken = takes(q);
+            if taken.len() * 4 <= range.len() {
+                let bytes = &self.edge_bytes[range.clone()];
+                for b in taken.iter() {
+                    if let Ok(i) = bytes.binary_search(&b) {
+                        visit(range.start + i, q, &mut stack)?;
+                    }
+                }
+            } else {
+                for e in range {
+                    if taken.contains(self.edge_bytes[e]) {
+                        visit(e, q, &mut stack)?;
+                    }
                 }
             }
         }
@@ -222,6 +269,45 @@ mod tests {
                 words.iter().enumerate().filter(|(_, w)| !w.is_empty()).map(|(i, w)| (w.clone(), i as u32)).collect();
             want.sort_by(|a, b| a.0.cmp(&b.0));
             assert_eq!(found, want);
+        }
+    }
+
+    /// On random vocabularies wide enough for both of its lookups (nodes with up to 200
+    /// children), a narrowed walk emits the plain walk's tokens and states in the same order,
+    /// whatever superset of `step`'s bytes `takes` gives (exact, padded, or every byte).
+    #[test]
+    fn narrowed_walk_emits_what_a_plain_walk_emits() {
+        let mut rng = crate::util::random::SplitMix64::new(17);
+        for round in 0..150 {
+            let alphabet = 1 + rng.below(200);
+            let words: Vec<Vec<u8>> = (0..rng.below(3000))
+                .map(|_| (0..1 + rng.below(4)).map(|_| (rng.below(alphabet) * 7 % 256) as u8).collect())
+                .collect();
+            let trie = TokenTrie::new(words.iter().enumerate().map(|(i, w)| (i as u32, w.as_slice())));
+            // A random automaton over 5 states: each state takes a random share of the bytes.
+            let share = [1, 2, 8, 64, 256][round % 5];
+            let table: Vec<[Option<u8>; 256]> = (0..5)
+                .map(|_| std::array::from_fn(|_| rng.below(256).lt(&share).then(|| rng.below(5) as u8)))
+                .collect();
+            let step = |q: u8, b: u8| Ok::<_, std::convert::Infallible>(table[q as usize][b as usize]);
+            let exact =
+                |q: u8| -> ByteSet { (0..=255u8).filter(|&b| table[q as usize][b as usize].is_some()).collect() };
+            let padding: ByteSet = (0..rng.below(100)).map(|_| rng.below(256) as u8).collect();
+            let mut plain = Vec::new();
+            trie.for_each_walk(0u8, step, |t, q| plain.push((t, q))).unwrap();
+            for takes in [
+                &exact as &dyn Fn(u8) -> ByteSet,
+                &|q| {
+                    let mut set = exact(q);
+                    set.union(&padding);
+                    set
+                },
+                &|_| ByteSet::ALL,
+            ] {
+                let mut narrowed = Vec::new();
+                trie.for_each_walk_narrowed(0u8, takes, step, |t, q| narrowed.push((t, q))).unwrap();
+                assert_eq!(narrowed, plain, "round {round}");
+            }
         }
     }
 

@@ -1,9 +1,10 @@
-//! Small building blocks with no knowledge of tokenizers or regexes: token bitsets, GPT-2's
+//! Small building blocks with no knowledge of tokenizers or regexes: token bitsets, byte sets, GPT-2's
 //! byte↔character table of byte-level text, a seeded random generator for tests and walks, and
 //! the versioned, checksummed container of the disk caches.
 
 pub mod bitset;
 pub mod byte_level;
+pub mod byte_set;
 pub mod concurrent;
 pub(crate) mod random;
 pub mod serialize;

@@ -103,6 +103,14 @@ impl TokenSet {
         TokenSet::Sparse(bitset::iter_ones(&bits).map(|t| t as u32).collect())
     }
 
+    /// The ids, when the set is sparse.
+    pub fn as_sparse(&self) -> Option<&[u32]> {
+        match self {
+            TokenSet::Sparse(ids) => Some(ids),
+            TokenSet::Dense(_) => None,
+        }
+    }
+
     pub fn is_empty(&self) -> bool {
         match self {
             TokenSet::Sparse(ids) => ids.is_empty(),

@@ -1,0 +1,82 @@
+//! A set of bytes as 256 bits: what an automaton state takes, asked once and then tested per byte
+//! in a couple of instructions.
+
+/// A set of bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    /// Every byte.
+    pub const ALL: ByteSet = ByteSet([u64::MAX; 4]);
+
+    #[inline]
+    pub fn insert(&mut self, b: u8) {
+        self.0[b as usize >> 6] |= 1 << (b & 63);
+    }
+
+    #[inline]
+    pub fn contains(&self, b: u8) -> bool {
+        self.0[b as usize >> 6] & (1 << (b & 63)) != 0
+    }
+
+    #[inline]
+    pub fn union(&mut self, other: &ByteSet) {
+        for (w, o) in self.0.iter_mut().zip(other.0) {
+            *w |= o;
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.iter().map(|w| w.count_ones() as usize).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0 == [0; 4]
+    }
+
+    /// The bytes, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u8> + '_ {
+        self.0.iter().enumerate().flat_map(|(i, &word)| {
+            let mut w = word;
+            std::iter::from_fn(move || {
+                (w != 0).then(|| {
+                    let bit = w.trailing_zeros();
+                    w &= w - 1;
+                    (i as u32 * 64 + bit) as u8
+                })
+            })
+        })
+    }
+}
+
+impl FromIterator<u8> for ByteSet {
+    fn from_iter<I: IntoIterator<Item = u8>>(bytes: I) -> ByteSet {
+        let mut set = ByteSet::default();
+        bytes.into_iter().for_each(|b| set.insert(b));
+        set
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_set_lists_its_bytes_ascending() {
+        let mut rng = crate::util::random::SplitMix64::new(3);
+        for _ in 0..200 {
+            let bytes: Vec<u8> = (0..rng.below(300)).map(|_| rng.below(256) as u8).collect();
+            let set: ByteSet = bytes.iter().copied().collect();
+            let mut want = bytes.clone();
+            want.sort_unstable();
+            want.dedup();
+            assert_eq!(set.iter().collect::<Vec<u8>>(), want);
+            assert_eq!(set.len(), want.len());
+            assert_eq!(set.is_empty(), want.is_empty());
+            assert!((0..=255u8).all(|b| set.contains(b) == want.binary_search(&b).is_ok()));
+            let mut union = set;
+            union.union(&ByteSet::ALL);
+            assert_eq!(union, ByteSet::ALL);
+        }
+    }
+}

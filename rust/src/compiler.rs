@@ -29,9 +29,9 @@ use crate::pre_tokenizer::normal_form::Normalized;
 use crate::pre_tokenizer::piece_machine::PieceMachineSpec;
 use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::ContentTrie;
-use crate::regex::byte_dfa::{parse_regex, Bound, ByteDfa};
+use crate::regex::byte_dfa::{parse_regex, translate, Bound, ByteDfa};
 use crate::regex::byte_nfa::ByteNfa;
-use crate::regex::outline::{outline, outline_rules, OutlineOptions};
+use crate::regex::outline::{outline, outline_rules, OutlineOptions, OutlinedRules};
 use crate::tokenizer::always_split::tokens_always_split;
 use crate::tokenizer::bpe::MergeTable;
 use crate::tokenizer::normalization::{allowed_chars, normal_form};
@@ -439,13 +439,21 @@ impl Compiler {
         // nesting bound, which counts every frame, outlined calls included.
         let outlined = match max_depth {
             None => outline_rules(rules, OutlineOptions::default(), |regex| self.rule_automata.holds(regex))?,
-            Some(_) => None,
+            Some(_) => OutlinedRules::default(),
         };
+        let OutlinedRules { rules: outlined, mut parsed } = outlined;
         let rules = outlined.as_deref().unwrap_or(rules);
         let regex: TextRegex = match rules {
-            [(_, Some(regex))] => ByteDfa::from_regex_with_markers(regex, self.limits.max_byte_dfa_states)?.into(),
-            _ => TextRegex::Grammar(Box::new(PushdownDfa::new(
+            [(_, Some(regex))] => {
+                let hir = match parsed.pop().flatten() {
+                    Some(hir) => Ok(hir),
+                    None => translate(regex, false),
+                };
+                ByteDfa::from_parsed(regex, hir, self.limits.max_byte_dfa_states)?.into()
+            }
+            _ => TextRegex::Grammar(Box::new(PushdownDfa::new_parsed(
                 rules,
+                parsed,
                 &self.rule_automata,
                 &parts.text_bytes,
                 max_depth,

@@ -91,6 +91,7 @@
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use regex_syntax::hir::Hir;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::error::{Error, Result};
@@ -147,12 +148,16 @@ impl RuleAutomata {
     }
 
     /// The automaton of a rule's regex (markers allowed): its minimal DFA when its NFA has at
-    /// most [`RULE_DFA_NFA_STATES`] states, else its NFA.
-    fn get(&self, regex: &str, max_dfa_states: usize) -> Result<Arc<ByteNfa>> {
+    /// most [`RULE_DFA_NFA_STATES`] states, else its NFA. `parsed`: the regex translated, when
+    /// the caller has it.
+    fn get(&self, regex: &str, parsed: Option<Hir>, max_dfa_states: usize) -> Result<Arc<ByteNfa>> {
         if let Some(known) = self.cache.get(regex) {
             return Ok(known);
         }
-        let hir = translate(regex, false)?;
+        let hir = match parsed {
+            Some(hir) => hir,
+            None => translate(regex, false)?,
+        };
         let mut nfa = ByteNfa::from_hir(&hir, max_dfa_states)?;
         if nfa.num_states() <= self.dfa_up_to {
             nfa = match ByteDfa::from_byte_nfa(&nfa, max_dfa_states)? {
@@ -286,12 +291,26 @@ impl PushdownDfa {
         max_dfa_states: usize,
         max_states: usize,
     ) -> Result<PushdownDfa> {
+        Self::new_parsed(rules, Vec::new(), automata, text_bytes, max_depth, max_dfa_states, max_states)
+    }
+
+    /// [`PushdownDfa::new`] with some rules' regexes translated already (`parsed[i]` for rule
+    /// `i`, as [`crate::regex::outline::outline_rules`] leaves them).
+    pub fn new_parsed(
+        rules: &[(String, Option<String>)],
+        mut parsed: Vec<Option<Hir>>,
+        automata: &RuleAutomata,
+        text_bytes: &[bool; 256],
+        max_depth: Option<u32>,
+        max_dfa_states: usize,
+        max_states: usize,
+    ) -> Result<PushdownDfa> {
         let mut compiled = Vec::with_capacity(rules.len());
-        for (name, regex) in rules {
+        for (i, (name, regex)) in rules.iter().enumerate() {
             // A rule with no string is a call to a rule that does not exist, which the call
             // table leaves out: no way through it, so its calls are dropped as dead ends.
             let regex = regex.as_deref().unwrap_or(NO_STRING);
-            let nfa = automata.get(regex, max_dfa_states)?;
+            let nfa = automata.get(regex, parsed.get_mut(i).and_then(Option::take), max_dfa_states)?;
             compiled.push(Rule::of(name.clone(), nfa, rules.len(), text_bytes));
         }
         Self::of_rules(compiled, max_depth, max_states, no_string)

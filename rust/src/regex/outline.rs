@@ -142,22 +142,34 @@ pub fn outline(hir: &Hir, options: OutlineOptions) -> Result<Option<RuleRegexes>
     Ok(Some(outliner.rules))
 }
 
+/// What [`outline_rules`] made of a pushdown automaton's rules.
+#[derive(Debug, Default)]
+pub struct OutlinedRules {
+    /// The rules with operands outlined; `None` when nothing qualified.
+    pub rules: Option<RuleRegexes>,
+    /// Per given rule, its translated regex when it was parsed and left as it was: building its
+    /// automaton from this spares a second parse (a third of a JSON schema's compile).
+    pub parsed: Vec<Option<Hir>>,
+}
+
 /// A pushdown automaton's `rules` (a grammar's, or a JSON Schema's with `$ref` recursion as
 /// calls) with each rule's large repeated operands outlined as [`outline`] does for a regex,
-/// the new rules numbered after the given ones; `None` when nothing qualifies. Rules for which
-/// `built` holds (their automaton exists already: the same rules compiled before) are left as
-/// they are, which spares a second parse of every rule when a grammar is compiled again.
+/// the new rules numbered after the given ones. Rules for which `built` holds (their automaton
+/// exists already: the same rules compiled before) are left as they are, unparsed.
 pub fn outline_rules(
     rules: &[(String, Option<String>)],
     options: OutlineOptions,
     built: impl Fn(&str) -> bool,
-) -> Result<Option<RuleRegexes>> {
+) -> Result<OutlinedRules> {
     // Made (the rules copied) only for a rule large enough to outline: most grammars have none.
     let mut outliner: Option<Outliner> = None;
+    let mut parsed: Vec<Option<Hir>> = Vec::with_capacity(rules.len());
     for (i, (_, regex)) in rules.iter().enumerate() {
+        parsed.push(None);
         let Some(regex) = regex.as_deref().filter(|r| !built(r)) else { continue };
         let hir = translate(regex, false)?;
         if estimated_nfa_states(&hir) < options.copies_states {
+            parsed[i] = Some(hir);
             continue;
         }
         let outliner = outliner.get_or_insert_with(|| Outliner::new(options, rules.to_vec()));
@@ -165,9 +177,11 @@ pub fn outline_rules(
         let (root, _) = outliner.rewrite(&hir)?;
         if outliner.calls > calls {
             outliner.rules[i].1 = Some(root.to_string());
+        } else {
+            parsed[i] = Some(hir);
         }
     }
-    Ok(outliner.filter(|o| o.calls > 0).map(|o| o.rules))
+    Ok(OutlinedRules { rules: outliner.filter(|o| o.calls > 0).map(|o| o.rules), parsed })
 }
 
 struct Outliner {
@@ -303,13 +317,21 @@ mod tests {
             ("value".into(), Some(format!("x{item}"))),
             ("none".into(), None),
         ];
-        let out = outline_rules(&rules, OutlineOptions::default(), |_| false).unwrap().expect("outlined");
+        let outlined = outline_rules(&rules, OutlineOptions::default(), |_| false).unwrap();
+        let out = outlined.rules.expect("outlined");
+        // Both given regexes were rewritten: no parse of theirs may stand for their new text.
+        assert!(outlined.parsed.iter().all(Option::is_none), "{:?}", outlined.parsed);
         assert_eq!(out.len(), 4, "{out:?}");
         assert_eq!(out[2], rules[2]);
         let call = r"(?-u:\xFE)(?-u:\x80)(?-u:\x83)";
         assert!(out[0].1.as_deref().unwrap().contains(call) && out[1].1.as_deref().unwrap().contains(call), "{out:?}");
         assert!(out[0].1.as_deref().unwrap().contains(r"(?-u:\x81)"), "the given call stays");
-        assert_eq!(outline_rules(&rules[2..], OutlineOptions::default(), |_| false).unwrap(), None);
+        let small = [("small".to_string(), Some("ab*".to_string())), rules[2].clone()];
+        let kept = outline_rules(&small, OutlineOptions::default(), |_| false).unwrap();
+        assert_eq!(kept.rules, None);
+        assert_eq!(kept.parsed, vec![Some(translate("ab*", false).unwrap()), None]);
+        let built = outline_rules(&small, OutlineOptions::default(), |_| true).unwrap();
+        assert_eq!(built.parsed, vec![None, None], "a rule built before is not parsed");
     }
 
     #[test]

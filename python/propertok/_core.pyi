@@ -57,13 +57,17 @@ def grammar_to_regex(
     ``max_recursion_depth``; features not supported, named), ``LimitExceeded``. Releases the
     GIL."""
 
-def schema_to_rules_subset(schema: Any, whitespace: str) -> Optional[list[tuple[str, str]]]:
-    """The rules ``propertok.json_schema.schema_to_rules(schema, whitespace=whitespace)`` returns
-    for a schema (plain JSON data: exactly ``dict`` with ``str`` keys, ``list``, ``str``, ``int``,
-    finite ``float``, ``bool``, ``None``; or JSON text), byte for byte, computed in Rust; ``None``
-    when the schema is outside the subset the Rust converter handles (then call the Python
-    converter, which also raises or warns where it should). The subset and the contract:
-    ``rust/src/json_schema/mod.rs``. Releases the GIL while it converts."""
+def schema_to_rules_subset(
+    schema: Any, whitespace: str
+) -> Optional[tuple[list[tuple[str, str]], list[tuple[str, str]]]]:
+    """``(rules, ignored)``: the rules ``propertok.json_schema.schema_to_rules(schema,
+    whitespace=whitespace)`` returns for a schema (plain JSON data: exactly ``dict`` with ``str``
+    keys, ``list``, ``str``, ``int``, finite ``float``, ``bool``, ``None``; or JSON text), byte for
+    byte, and the unknown keywords it ignores as ``(keyword, pointer)`` (what its
+    ``IgnoredKeywordsWarning`` lists), computed in Rust; ``None`` when the schema is outside the
+    subset the Rust converter handles (then call the Python converter, which also raises where it
+    should). The subset and the contract: ``rust/src/json_schema/mod.rs``. Releases the GIL while
+    it converts."""
 
 class PropertokError(Exception):
     """Base class of propertok's own exceptions."""

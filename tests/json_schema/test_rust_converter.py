@@ -6,8 +6,9 @@ rules the Python converter returns (same names, same regex text, same order); fo
 schema it returns ``None``. Checked on every JSONSchemaBench schema and every schema of the JSON
 Schema Test Suite (draft 2020-12 and draft 7), with whitespace ``""`` and the default ``[ ]?``:
 
-* where Rust returns rules, Python returns the same (``IgnoredKeywordsWarning`` suppressed;
-  Python raising there is a failure: Rust must decline what Python refuses);
+* where Rust returns rules, Python returns the same, and the same ignored unknown keywords
+  (``(keyword, pointer)``, in order: what ``IgnoredKeywordsWarning`` reports; Python raising
+  there is a failure: Rust must decline what Python refuses);
 * Rust handles at least ``MIN_BENCH`` bench schemas and ``MIN_SUITE`` suite schemas per
   whitespace, so the test cannot pass by declining everything (the counts are printed; run
   with ``-s`` to see them).
@@ -35,7 +36,7 @@ PYTHON_SKIPPED = frozenset({
     "JsonSchemaStore/cloudify", "JsonSchemaStore/task", "Kubernetes/kb_1161_Normalized",
 })
 # Coverage floors (what the converter reaches, minus a margin): see the module doc.
-MIN_BENCH = 2280
+MIN_BENCH = 3370
 MIN_SUITE = 320
 
 
@@ -58,14 +59,14 @@ def suite():
     return [(gid, group["schema"]) for gid, _, group in groups()]
 
 
-def _python(schema, whitespace, rules=True):
+def _python(schema, whitespace, rules=True, ignored=False):
     """The Python converter itself (``schema_to_rules`` / ``schema_to_regex`` take the Rust
-    converter's rules where it has them)."""
+    converter's rules where it has them): its rules (or regex), with ``ignored`` also the
+    unknown keywords it ignored."""
     from propertok.json_schema import _convert
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return _convert(schema, whitespace, None if rules else 3, None, None, rules=rules)[0]
+    converted = _convert(schema, whitespace, None if rules else 3, None, None, rules=rules)
+    return converted if ignored else converted[0]
 
 
 def _differences(schemas, whitespace, skipped=frozenset()):
@@ -73,18 +74,19 @@ def _differences(schemas, whitespace, skipped=frozenset()):
     Rust as the dict (what ``schema_to_rules`` passes) and as JSON text; where Rust has one rule
     it is also ``schema_to_regex``'s regex (which ``schema_to_regex`` then returns)."""
     from propertok import _core
-    from propertok.json_schema import schema_to_rules
+    from propertok.json_schema import IgnoredKeywordsWarning, schema_to_rules
 
     handled, bad = 0, []
     for sid, schema in schemas:
-        rust = _core.schema_to_rules_subset(schema, whitespace)
-        if rust != _core.schema_to_rules_subset(json.dumps(schema), whitespace):
+        converted = _core.schema_to_rules_subset(schema, whitespace)
+        if converted != _core.schema_to_rules_subset(json.dumps(schema), whitespace):
             bad.append((sid, "Rust reads the dict and its JSON text differently"))
-        if rust is None or sid in skipped:
+        if converted is None or sid in skipped:
             continue
         handled += 1
+        rust, rust_ignored = converted
         try:
-            python = _python(schema, whitespace)
+            python, python_ignored = _python(schema, whitespace, ignored=True)
         except Exception as e:  # noqa: BLE001 - any refusal, including RecursionError
             bad.append((sid, f"Python raises {type(e).__name__}: {e}"[:300]))
             continue
@@ -93,10 +95,18 @@ def _differences(schemas, whitespace, skipped=frozenset()):
             first = next((i for i, (r, p) in enumerate(zip(rust, python)) if r != p), min(len(rust), len(python)))
             bad.append((sid, f"rule {first} differs: rust {rust[first:first + 1]!r:.300} "
                              f"python {python[first:first + 1]!r:.300} ({len(rust)} vs {len(python)} rules)"))
-        elif len(rust) == 1 and rust[0][1] != _python(schema, whitespace, rules=False):
-            bad.append((sid, "the one rule is not schema_to_regex's regex"))
-        elif schema_to_rules(schema, whitespace=whitespace) != rust:
-            bad.append((sid, "schema_to_rules does not return the Rust converter's rules"))
+        elif rust_ignored != python_ignored:
+            bad.append((sid, f"ignored keywords differ: rust {rust_ignored!r:.300} python {python_ignored!r:.300}"))
+        elif len(rust) == 1 and (rust[0][1], rust_ignored) != _python(schema, whitespace, rules=False, ignored=True):
+            bad.append((sid, "the one rule is not schema_to_regex's regex, or its ignored keywords differ"))
+        else:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                if schema_to_rules(schema, whitespace=whitespace) != rust:
+                    bad.append((sid, "schema_to_rules does not return the Rust converter's rules"))
+            reported = [w.message.ignored for w in caught if isinstance(w.message, IgnoredKeywordsWarning)]
+            if reported != ([rust_ignored] if rust_ignored else []):
+                bad.append((sid, f"schema_to_rules warns {reported!r:.300}, not about {rust_ignored!r:.300}"))
     return handled, bad
 
 
@@ -155,3 +165,32 @@ def test_the_fast_path_gives_the_documented_results():
     regex = re.compile(rules[0][1])
     assert all(regex.fullmatch(doc) for doc in ('{"a":12}', '{"a":0,"b":null}', '{"a":7,"b":"x"}'))
     assert not any(regex.fullmatch(doc) for doc in ('{"a":13}', '{"b":"x"}', '{"a":1,"b":"y"}', '{"a":-1}'))
+
+
+def test_unknown_keywords_are_reported_as_the_python_converter_reports_them():
+    """Unknown keywords are ignored and reported, in the order met, with the pointer of the
+    schema holding them; a dict placed twice in a schema (two pointers, of which Python names the
+    last it indexed) goes to the Python converter when it holds one."""
+    from propertok import _core
+    from propertok.json_schema import IgnoredKeywordsWarning, schema_to_regex, schema_to_rules
+
+    schema = {"type": "object", "properties": {"a": {"type": "integer", "x-unit": "s"}}, "x-top": 1}
+    want = [("x-top", "#"), ("x-unit", "#/properties/a")]
+    rules, ignored = _core.schema_to_rules_subset(schema, "")
+    assert ignored == want == _python(schema, "", ignored=True)[1]
+    for convert in (schema_to_rules, schema_to_regex):
+        with pytest.warns(IgnoredKeywordsWarning) as caught:
+            convert(schema, whitespace="")
+        assert [w.message.ignored for w in caught] == [want]
+
+    shared = {"type": "integer", "x-unit": "s"}
+    aliased = {"type": "object", "properties": {"a": shared, "b": shared}}
+    assert _core.schema_to_rules_subset(aliased, "") is None
+    with pytest.warns(IgnoredKeywordsWarning) as caught:
+        schema_to_rules(aliased, whitespace="")
+    assert [w.message.ignored for w in caught] == [[("x-unit", "#/properties/b")]]
+    # As JSON text every object has one place.
+    assert _core.schema_to_rules_subset(json.dumps(aliased), "")[1] == [
+        ("x-unit", "#/properties/a"), ("x-unit", "#/properties/b")]
+    # Shared dicts without unknown keywords stay on the fast path.
+    assert _core.schema_to_rules_subset({"anyOf": [{"type": "integer"}] * 2}, "") is not None

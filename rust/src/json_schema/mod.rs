@@ -32,13 +32,16 @@
 //!   reference already being expanded on the path is a call to its own rule, a free value
 //!   (`{}`, `true`, no type) a call to the `#any-json-value` rule;
 //! * the annotations Python ignores silently (`title`, `description`, `default`, `$schema`,
-//!   `$comment`, `$id` at the root, ...).
+//!   `$comment`, `$id` at the root, ...);
+//! * keywords no draft defines (`x-kubernetes-*`, `javaType`, ...): ignored, and returned as
+//!   `(keyword, pointer)` in the order Python's `flatten` meets them, each once
+//!   ([`Converted::ignored`]), for the caller's `IgnoredKeywordsWarning`.
 //!
 //! Declined (`None`): every other keyword (`not`, `if`, `pattern`,
 //! `patternProperties`, `propertyNames`, `multipleOf`, `contains`, `dependencies`,
-//! `uniqueItems: true`, ...), keywords no draft defines (Python warns about them), `$ref` to
-//! anchors, other documents, or from under a nested `$id`, values of the wrong type, integers
-//! beyond `i128` (and beyond 2^53 beside floats), and the places where Python raises.
+//! `uniqueItems: true`, ...), `$ref` to anchors, other documents, or from under a nested `$id`,
+//! values of the wrong type, integers beyond `i128` (and beyond 2^53 beside floats), and the
+//! places where Python raises.
 //!
 //! ## Costs
 //! One pass over the document (the `$id`s, as Python's `_index` reads them), then the walk,
@@ -46,9 +49,9 @@
 //! the walk reached the schema by, which does not change the result). The same size limit as
 //! Python (8,000,000 characters per value) plus a bound on nesting depth and on the total text
 //! generated ([`MAX_TOTAL_CHARS`]): past them the schema is declined, never expanded further.
-//! On the 2,325 JSONSchemaBench schemas it handles (of 4,749), a median of 12 µs per schema
-//! against Python's 86 µs (p90 53 µs against 374 µs); on those with calls (recursion, free
-//! values) 28 µs against 189 µs. The input is JSON text, read by [`json`] (which says why not
+//! On the 3,416 JSONSchemaBench schemas it handles (of 4,749), a median of 30 µs per schema
+//! against Python's 149 µs (p90 313 µs against 1,707 µs). A pointer for an ignored keyword
+//! costs one more pass over the document, only when there is one. The input is JSON text, read by [`json`] (which says why not
 //! through `serde_json::Value`).
 
 mod decimal;
@@ -93,6 +96,20 @@ const ANNOTATIONS: [&str; 19] = [
     "definitions",
     "$defs",
 ];
+/// Python's `SUPPORTED | UNSUPPORTED`: the keywords some draft defines that constrain values.
+/// One outside these and [`ANNOTATIONS`] is unknown: ignored, and reported.
+#[rustfmt::skip]
+const SPEC_VALUE_KEYWORDS: [&str; 46] = [
+    "type", "enum", "const", "anyOf", "oneOf", "allOf", "$ref", "if", "then", "else",
+    "properties", "required", "additionalProperties", "patternProperties", "propertyNames",
+    "minProperties", "maxProperties", "unevaluatedProperties",
+    "items", "prefixItems", "additionalItems", "minItems", "maxItems", "uniqueItems",
+    "contains", "minContains", "maxContains", "unevaluatedItems",
+    "minLength", "maxLength", "pattern", "format",
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    "not", "dependencies", "dependentRequired", "dependentSchemas",
+    "$dynamicRef", "$recursiveRef", "disallow", "extends", "divisibleBy",
+];
 /// Keywords copied into a flattened schema, as Python copies them (the handled ones only).
 #[rustfmt::skip]
 const PLAIN: [&str; 18] = [
@@ -117,22 +134,32 @@ fn decline<T>(why: impl Into<String>) -> R<T> {
     Err(Unhandled(why.into()))
 }
 
+/// What the converter made of a schema: Python's `(rules, ignored)`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Converted {
+    /// `(name, regex)`, the first rule the whole value.
+    pub rules: Vec<(String, String)>,
+    /// The unknown keywords ignored, `(keyword, JSON pointer of the schema holding it)`, in the
+    /// order Python meets them, each once: what `IgnoredKeywordsWarning` reports.
+    pub ignored: Vec<(String, String)>,
+}
+
 /// The rules of `schema_json` (JSON text) as `propertok.json_schema.schema_to_rules(schema,
-/// whitespace=whitespace)` returns them, or `None` when the schema is outside the subset (see
-/// the module doc): then the Python converter must be used.
-pub fn schema_to_rules(schema_json: &str, whitespace: &str) -> Option<Vec<(String, String)>> {
+/// whitespace=whitespace)` returns them, with the keywords it ignores, or `None` when the
+/// schema is outside the subset (see the module doc): then the Python converter must be used.
+pub fn schema_to_rules(schema_json: &str, whitespace: &str) -> Option<Converted> {
     convert(schema_json, whitespace).ok()
 }
 
 /// [`schema_to_rules`], saying why a schema is not handled.
-pub fn convert(schema_json: &str, whitespace: &str) -> R<Vec<(String, String)>> {
+pub fn convert(schema_json: &str, whitespace: &str) -> R<Converted> {
     let Some(root) = json::parse(schema_json) else { return decline("not JSON as the converter reads it") };
     convert_value(&root, whitespace)
 }
 
 /// [`convert`] of a schema already read (as [`json::parse`] reads JSON text, or from a Python
 /// value by the binding).
-pub fn convert_value(root: &Json, whitespace: &str) -> R<Vec<(String, String)>> {
+pub fn convert_value(root: &Json, whitespace: &str) -> R<Converted> {
     let ws =
         if whitespace.is_empty() || atomic(whitespace) { whitespace.to_string() } else { format!("(?:{whitespace})") };
     let mut conv = Converter::new(root, ws)?;
@@ -151,7 +178,7 @@ pub fn convert_value(root: &Json, whitespace: &str) -> R<Vec<(String, String)>> 
         };
         out.push((ptr, body));
     }
-    Ok(out)
+    Ok(Converted { rules: out, ignored: conv.ignored_with_pointers()? })
 }
 
 /// Python's test for a whitespace regex that needs no group: `(?:\[[^\]\\]*\]|[ \t\n\r])[?*+]?`.
@@ -379,6 +406,8 @@ struct Converter<'a> {
     call_index: HashMap<String, usize>,
     depth: usize,
     total: usize,
+    /// Unknown keywords met by `flatten`, with the address of the object holding each.
+    ignored: Vec<(&'a str, usize)>,
 }
 
 fn addr(v: &Json) -> usize {
@@ -399,6 +428,7 @@ impl<'a> Converter<'a> {
             call_index: HashMap::default(),
             depth: 0,
             total: 0,
+            ignored: Vec::new(),
         };
         conv.index(root, false, true)?;
         Ok(conv)
@@ -440,6 +470,37 @@ impl<'a> Converter<'a> {
             _ => {}
         }
         Ok(())
+    }
+
+    /// The ignored keywords with the JSON pointer of the object holding each (where Python's
+    /// `_index` found it; the binding declines a Python value whose dicts are shared, the one
+    /// case where a document position is not unique), each pair once, first meeting first.
+    fn ignored_with_pointers(&self) -> R<Vec<(String, String)>> {
+        if self.ignored.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pointers: HashMap<usize, String> = HashMap::default();
+        let mut todo: Vec<(&Json, String)> = vec![(self.root, "#".to_string())];
+        while let Some((node, ptr)) = todo.pop() {
+            match node {
+                Json::Obj(o) => {
+                    todo.extend(o.iter().map(|(k, v)| (v, format!("{ptr}/{}", escape_token(k)))));
+                    pointers.insert(addr(node), ptr);
+                }
+                Json::Arr(items) => todo.extend(items.iter().enumerate().map(|(i, v)| (v, format!("{ptr}/{i}")))),
+                _ => {}
+            }
+        }
+        let mut seen = HashSet::new();
+        let mut out = Vec::new();
+        for &(k, node) in &self.ignored {
+            let Some(ptr) = pointers.get(&node) else { return decline("an ignored keyword outside the document") };
+            let pair = (k.to_string(), ptr.clone());
+            if seen.insert(pair.clone()) {
+                out.push(pair);
+            }
+        }
+        Ok(out)
     }
 
     /// `resolve` for `#` and `#/...` references: the target and its pointer.
@@ -522,8 +583,10 @@ impl<'a> Converter<'a> {
                 // read below
             } else if ANNOTATIONS.contains(&k) || (k == "id" && matches!(v, Json::Str(_))) {
                 continue;
-            } else {
+            } else if SPEC_VALUE_KEYWORDS.contains(&k) || k == "$if" {
                 return decline(format!("keyword {k:?}"));
+            } else {
+                self.ignored.push((k, addr(node_value)));
             }
         }
         match o.get("items") {
@@ -880,7 +943,8 @@ impl<'a> Converter<'a> {
             match side.get("required") {
                 None => {}
                 Some(Json::Arr(items)) if items.iter().all(|n| matches!(n, Json::Str(_))) => {
-                    names.extend(items.iter().filter_map(Json::as_str));
+                    let new: Vec<&str> = items.iter().filter_map(Json::as_str).filter(|n| !names.contains(n)).collect();
+                    names.extend(new);
                 }
                 Some(_) => return decline("required of another form in a oneOf"),
             }
@@ -888,9 +952,8 @@ impl<'a> Converter<'a> {
         let empty = Vec::new();
         let (pa, pb) = (a.properties.as_ref().unwrap_or(&empty), b.properties.as_ref().unwrap_or(&empty));
         let find = |p: &Vec<(&'a str, Schema<'a>)>, n: &str| p.iter().find(|(k, _)| *k == n).map(|(_, s)| *s);
-        // Python visits the names in set order: the answer does not depend on it, but an error
-        // of one flatten would, so every flatten here must succeed for the schema to be handled
-        let mut found = false;
+        // In Python's order (a's required names, then b's new ones), to the first name that tells
+        // the two apart: which subschemas are flattened decides which ignored keywords are met.
         for name in names {
             if let (Some(sa), Some(sb)) = (find(pa, name), find(pb, name)) {
                 let fa = self.flatten(sa, stack)?.0;
@@ -899,12 +962,12 @@ impl<'a> Converter<'a> {
                     (fa.as_ref().and_then(literal_values), fb.as_ref().and_then(literal_values))
                 {
                     if !any_same(&la, &lb)? {
-                        found = true;
+                        return Ok(true);
                     }
                 }
             }
         }
-        Ok(found)
+        Ok(false)
     }
 
     /// `type_set`: the JSON types of the instances of `flat` (`generated`: of those generated).

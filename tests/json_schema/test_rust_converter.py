@@ -194,3 +194,18 @@ def test_unknown_keywords_are_reported_as_the_python_converter_reports_them():
         ("x-unit", "#/properties/a"), ("x-unit", "#/properties/b")]
     # Shared dicts without unknown keywords stay on the fast path.
     assert _core.schema_to_rules_subset({"anyOf": [{"type": "integer"}] * 2}, "") is not None
+
+
+def test_no_keyword_a_draft_defines_is_reported_as_unknown():
+    """The Rust converter's list of spec keywords is Python's: each one is handled, declined or
+    silently ignored there, never reported as an unknown keyword."""
+    from propertok import _core
+    from propertok.json_schema import ANNOTATIONS, SUPPORTED, UNSUPPORTED
+
+    for keyword in sorted(SUPPORTED | UNSUPPORTED | ANNOTATIONS):
+        for value in (0, "x"):
+            converted = _core.schema_to_rules_subset({"type": "null", keyword: value}, "")
+            assert converted is None or converted[1] == [], (keyword, value, converted)
+    # Draft 4's `id` is an annotation when it is a string; otherwise Python reports it.
+    for schema in ({"type": "null", "id": "x"}, {"type": "null", "id": 0}, {"type": "null", "javaType": 0}):
+        assert _core.schema_to_rules_subset(schema, "") == _python(schema, "", ignored=True), schema

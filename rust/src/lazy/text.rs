@@ -602,8 +602,9 @@ mod tests {
 
     /// The fewest bytes from every text state to acceptance, by a plain 0-1 breadth-first search
     /// backwards over the whole space (boundaries cost nothing): what a way search must find,
-    /// detours around the pre-tokenizer included, with `NoWay` exactly where there is none.
-    /// On the way, every byte with a successor is among the regex's `bytes_taken` (trie walks skip the others).
+    /// detours around the pre-tokenizer included, with `NoWay` exactly where there is none. On
+    /// the way, every byte with a successor is among the regex's `bytes_taken` (trie walks skip
+    /// the others).
     #[test]
     fn shortest_way_has_the_fewest_bytes_on_a_pre_tokenized_space() {
         use std::collections::{HashMap, VecDeque};

@@ -125,8 +125,7 @@ fn one_of_disjoint_branches_is_their_alternation() {
 #[test]
 #[ignore]
 fn decline_reasons() {
-    let shared = std::env::var("PROPERTOK_SHARED").unwrap_or_else(|_| "../shared".into());
-    let text = std::fs::read_to_string(format!("{shared}/data/jsonschemabench_schemas.jsonl")).expect("the bench");
+    let text = crate::testing::shared_data("jsonschemabench_schemas.jsonl");
     let mut counts: std::collections::BTreeMap<String, usize> = Default::default();
     let mut handled = 0;
     for line in text.lines() {

@@ -421,11 +421,7 @@ mod tests {
     /// converter's rules for every JSONSchemaBench schema (call markers included).
     #[test]
     fn corpus_regexes_translate_as_regex_syntax_does() {
-        let dir = crate::testing::shared_dir().join("data");
-        let read = |name: &str| {
-            std::fs::read_to_string(dir.join(name))
-                .unwrap_or_else(|e| panic!("{}: {e} (set PROPERTOK_SHARED)", dir.join(name).display()))
-        };
+        let read = crate::testing::shared_data;
         let field = |line: &str, key: &str| -> Option<serde_json::Value> {
             Some(serde_json::from_str::<serde_json::Value>(line).ok()?.get(key)?.clone())
         };

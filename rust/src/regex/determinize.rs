@@ -279,11 +279,7 @@ mod tests {
     /// (up to 20,000 bytes; those over the state limit are left to regex-automata's refusal).
     #[test]
     fn same_minimal_dfa_as_regex_automata_on_the_shared_regexes() {
-        let dir = crate::testing::shared_dir().join("data");
-        let read = |name: &str| {
-            std::fs::read_to_string(dir.join(name))
-                .unwrap_or_else(|e| panic!("{}: {e} (set PROPERTOK_SHARED)", dir.join(name).display()))
-        };
+        let read = crate::testing::shared_data;
         let suite = read("regex_suite.jsonl");
         let bench = read("jsonschemabench_regex.jsonl");
         let patterns = suite

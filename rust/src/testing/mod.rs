@@ -30,6 +30,13 @@ pub fn shared_dir() -> std::path::PathBuf {
     }
 }
 
+/// The text of `../shared/data/<name>`; panics, naming the file and `PROPERTOK_SHARED`, when it
+/// cannot be read (a missing corpus fails a test, never skips it).
+pub fn shared_data(name: &str) -> String {
+    let path = shared_dir().join("data").join(name);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (set PROPERTOK_SHARED)", path.display()))
+}
+
 /// The vocabulary of `../shared/tokenizers/<name>/tokenizer.json`; panics, naming the file and
 /// `PROPERTOK_SHARED`, when it cannot be read (a missing corpus fails a test, never skips it).
 pub fn shared_vocabulary(name: &str) -> Vocabulary {

@@ -182,20 +182,23 @@ impl ByteDfa {
     pub fn from_hir(hir: &Hir, max_states: usize) -> Result<ByteDfa> {
         let nfa = thompson_nfa(hir, max_states)?;
         let budget = Budget::of(nfa.byte_classes().alphabet_len(), max_states);
-        let full = if nfa.look_set_any().is_empty() {
-            Self::subset_construction(&ByteNfa::from_thompson(&nfa), &budget, Bound::UNBOUNDED)?.expect("unbounded")
+        if nfa.look_set_any().is_empty() {
+            Self::from_byte_nfa_with(&ByteNfa::from_thompson(&nfa), &budget, max_states)
         } else {
-            Self::determinized_by_regex_automata(&nfa, &budget)?
-        };
-        Self::minimal(full, max_states)
+            Self::minimal(Self::determinized_by_regex_automata(&nfa, &budget)?, false, max_states)
+        }
     }
 
     /// The minimal DFA of an NFA already built (an empty language gives a DFA with no
     /// states), as [`ByteDfa::from_hir`] would build it from the same regex: callers that hold
     /// the [`ByteNfa`] spare a second Thompson construction.
     pub(crate) fn from_byte_nfa(nfa: &ByteNfa, max_states: usize) -> Result<ByteDfa> {
-        let budget = Budget::of(nfa.num_classes(), max_states);
-        Self::minimal(Self::subset_construction(nfa, &budget, Bound::UNBOUNDED)?.expect("unbounded"), max_states)
+        Self::from_byte_nfa_with(nfa, &Budget::of(nfa.num_classes(), max_states), max_states)
+    }
+
+    fn from_byte_nfa_with(nfa: &ByteNfa, budget: &Budget, max_states: usize) -> Result<ByteDfa> {
+        let full = Self::subset_construction(nfa, budget, Bound::UNBOUNDED)?.expect("unbounded");
+        Self::minimal(full, nfa.every_state_reaches_a_match(), max_states)
     }
 
     /// [`ByteDfa::from_byte_nfa`], or `None` once the subset construction passes `bound`. For
@@ -203,7 +206,7 @@ impl ByteDfa {
     pub(crate) fn from_byte_nfa_within(nfa: &ByteNfa, max_states: usize, bound: Bound) -> Result<Option<ByteDfa>> {
         let budget = Budget::of(nfa.num_classes(), max_states);
         match Self::subset_construction(nfa, &budget, bound)? {
-            Some(full) => Ok(Some(Self::minimal(full, max_states)?)),
+            Some(full) => Ok(Some(Self::minimal(full, nfa.every_state_reaches_a_match(), max_states)?)),
             None => Ok(None),
         }
     }
@@ -274,7 +277,7 @@ impl ByteDfa {
     pub(crate) fn from_hir_by_regex_automata(hir: &Hir, max_states: usize) -> Result<ByteDfa> {
         let nfa = thompson_nfa(hir, max_states)?;
         let budget = Budget::of(nfa.byte_classes().alphabet_len(), max_states);
-        Self::minimal(Self::determinized_by_regex_automata(&nfa, &budget)?, max_states)
+        Self::minimal(Self::determinized_by_regex_automata(&nfa, &budget)?, false, max_states)
     }
 
     /// Whether `other` has the same table: classes, transitions, start and accepting states.
@@ -285,11 +288,16 @@ impl ByteDfa {
     }
 
     /// The minimal DFA of `full` with the fewest byte classes, or `LimitExceeded` when it has
-    /// over `max_states` states.
-    fn minimal(full: ByteDfa, max_states: usize) -> Result<ByteDfa> {
+    /// over `max_states` states. `every_state_live`: every state of `full` is known to reach
+    /// acceptance (see [`ByteNfa::every_state_reaches_a_match`]), so that minimisation may
+    /// start without trimming: a trim costs four passes over the table (a tenth of a glaive
+    /// regex's DFA), and its numbering is forgotten anyway (the last trim numbers states
+    /// breadth-first from the start, the same whatever the input's numbering).
+    fn minimal(full: ByteDfa, every_state_live: bool, max_states: usize) -> Result<ByteDfa> {
+        let full = if every_state_live { full } else { full.trim() };
         // Classes merged before minimising (its cost is linear in them) and again after (two
         // classes may differ only between equivalent states).
-        let minimal = full.trim().merged_classes().minimized().merged_classes();
+        let minimal = full.merged_classes().minimized().merged_classes();
         if minimal.num_states() > max_states {
             return Err(Error::LimitExceeded {
                 limit: "max_byte_dfa_states",
@@ -376,12 +384,12 @@ impl ByteDfa {
                 representatives.push(s);
             }
         }
-        let map = |t: u32| if t == DEAD { DEAD } else { id_of_block[block[t as usize] as usize] };
-        let trans: Vec<u32> = representatives
-            .iter()
-            .flat_map(|&r| (0..k).map(move |c| (r, c)))
-            .map(|(r, c)| map(self.trans[r * k + c]))
-            .collect();
+        let new_id: Vec<u32> = block.iter().map(|&b| id_of_block[b as usize]).collect();
+        let map = |t: u32| if t == DEAD { DEAD } else { new_id[t as usize] };
+        let mut trans: Vec<u32> = Vec::with_capacity(representatives.len() * k);
+        for &r in &representatives {
+            trans.extend(self.trans[r * k..(r + 1) * k].iter().map(|&t| map(t)));
+        }
         let minimal = ByteDfa {
             classes: self.classes,
             num_classes: k,
@@ -394,23 +402,28 @@ impl ByteDfa {
     }
 
     /// Keeps only states that are reachable (all are, by construction) and co-reachable,
-    /// renumbering them; computes distances to acceptance.
+    /// renumbering them breadth-first from the start; computes distances to acceptance.
     fn trim(self) -> ByteDfa {
         let n = self.accepting.len();
         let k = self.num_classes;
-        // Predecessors as one array: those of `t` are `reverse[first[t]..first[t + 1]]`.
+        // Predecessors as one array: those of `t` are `reverse[first[t]..first[t + 1]]`, a
+        // predecessor listed once per run of equal targets in its row (a row is a few runs).
+        fn runs(row: &[u32]) -> impl Iterator<Item = u32> + '_ {
+            let mut last = DEAD;
+            row.iter().copied().filter(move |&t| std::mem::replace(&mut last, t) != t && t != DEAD)
+        }
         let mut first = vec![0u32; n + 1];
-        for &t in self.trans.iter().filter(|&&t| t != DEAD) {
-            first[t as usize + 1] += 1;
+        for row in self.trans.chunks_exact(k) {
+            runs(row).for_each(|t| first[t as usize + 1] += 1);
         }
         for t in 0..n {
             first[t + 1] += first[t];
         }
         let mut fill = first.clone();
         let mut reverse = vec![0u32; first[n] as usize];
-        for (i, &t) in self.trans.iter().enumerate() {
-            if t != DEAD {
-                reverse[fill[t as usize] as usize] = (i / k) as u32;
+        for (s, row) in self.trans.chunks_exact(k).enumerate() {
+            for t in runs(row) {
+                reverse[fill[t as usize] as usize] = s as u32;
                 fill[t as usize] += 1;
             }
         }
@@ -440,27 +453,26 @@ impl ByteDfa {
                 distance_to_accept: Vec::new(),
             };
         }
-        // Renumber in breadth-first order over kept states so the start stays 0.
+        // Breadth-first over kept states, so the start stays 0; a state's row is written when
+        // it is taken, by which time all its kept targets have their new ids.
         let mut new_id = vec![DEAD; n];
         let mut order = vec![self.start];
         new_id[self.start as usize] = 0;
+        let mut trans = Vec::with_capacity(n * k);
         let mut i = 0;
         while i < order.len() {
             let s = order[i] as usize;
             i += 1;
-            for c in 0..k {
-                let t = self.trans[s * k + c];
-                if t != DEAD && dist[t as usize] != u32::MAX && new_id[t as usize] == DEAD {
+            for &t in &self.trans[s * k..(s + 1) * k] {
+                if t == DEAD || dist[t as usize] == u32::MAX {
+                    trans.push(DEAD);
+                    continue;
+                }
+                if new_id[t as usize] == DEAD {
                     new_id[t as usize] = order.len() as u32;
                     order.push(t);
                 }
-            }
-        }
-        let mut trans = Vec::with_capacity(order.len() * k);
-        for &s in &order {
-            for c in 0..k {
-                let t = self.trans[s as usize * k + c];
-                trans.push(if t == DEAD { DEAD } else { new_id[t as usize] });
+                trans.push(new_id[t as usize]);
             }
         }
         ByteDfa {
@@ -477,18 +489,22 @@ impl ByteDfa {
     /// a regex's classes come from its NFA's edges, and many of them (the UTF-8 ranges of `\d`
     /// or `[^"\\]`) never lead anywhere different. Renumbers classes in byte order.
     fn merged_classes(self) -> ByteDfa {
-        use std::hash::{Hash, Hasher};
         let (n, k) = (self.accepting.len(), self.num_classes);
+        // A hash of each class's column, in one pass over the rows (a column is strided), then
+        // each class compared in full with the kept classes of its hash.
+        let mut hashes = vec![0u64; k];
+        for row in self.trans.chunks_exact(k) {
+            for (h, &t) in hashes.iter_mut().zip(row) {
+                *h = (h.rotate_left(5) ^ u64::from(t)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+            }
+        }
         let table = &self.trans;
         let column = |c: usize| (0..n).map(move |s| table[s * k + c]);
-        // Columns by hash, each compared in full with the kept columns of its hash.
         let mut by_hash: rustc_hash::FxHashMap<u64, Vec<u8>> = Default::default();
         let mut representatives: Vec<usize> = Vec::new();
         let new_class: Vec<u8> = (0..k)
             .map(|c| {
-                let mut hasher = rustc_hash::FxHasher::default();
-                column(c).for_each(|t| t.hash(&mut hasher));
-                let same = by_hash.entry(hasher.finish()).or_default();
+                let same = by_hash.entry(hashes[c]).or_default();
                 match same.iter().find(|&&id| column(representatives[id as usize]).eq(column(c))) {
                     Some(&id) => id,
                     None => {
@@ -505,8 +521,8 @@ impl ByteDfa {
         }
         let k2 = representatives.len();
         let mut trans = Vec::with_capacity(n * k2);
-        for s in 0..n {
-            trans.extend(representatives.iter().map(|&c| self.trans[s * k + c]));
+        for row in self.trans.chunks_exact(k) {
+            trans.extend(representatives.iter().map(|&c| row[c]));
         }
         let mut classes = self.classes;
         for c in classes.iter_mut() {
@@ -692,6 +708,28 @@ mod tests {
         assert!(!d.matches(&"é".as_bytes()[..1]));
         let d = dfa(".");
         assert!(d.matches("中".as_bytes()) && !d.matches(b"\n"));
+    }
+
+    /// An NFA with a state that reaches no match is trimmed before minimisation: otherwise the
+    /// states after `x` and after `y` (both accept exactly `b`) would stay apart, the first
+    /// having a transition, on `c`, to a state that leads nowhere.
+    #[test]
+    fn a_dead_end_in_the_nfa_does_not_keep_equivalent_states_apart() {
+        let mut classes = [0u8; 256];
+        for (i, b) in [b'b', b'c', b'x', b'y'].into_iter().enumerate() {
+            classes[b as usize] = i as u8 + 1;
+        }
+        // 0 -x-> 1, 0 -y-> 2, 1 -b-> 3, 1 -c-> 4 (no way on), 2 -b-> 3 (accepting)
+        let edges = [(0, b'x', 1), (0, b'y', 2), (1, b'b', 3), (1, b'c', 4), (2, b'b', 3)];
+        let next = |q: u32, b: u8| edges.iter().find(|e| e.0 == q && e.1 == b).map(|e| e.2);
+        let nfa = ByteNfa::from_rows(5, 0, classes, next, |q| q == 3);
+        assert!(!nfa.every_state_reaches_a_match());
+        let dfa = ByteDfa::from_byte_nfa(&nfa, 100).expect("a DFA");
+        assert_eq!(dfa.num_states(), 3, "start, after x or y, accepting");
+        assert!(dfa.matches(b"xb") && dfa.matches(b"yb") && !dfa.matches(b"xc"));
+        let without = ByteNfa::from_rows(4, 0, classes, |q, b| next(q, b).filter(|&t| t != 4), |q| q == 3);
+        assert!(without.every_state_reaches_a_match());
+        assert!(ByteDfa::from_byte_nfa(&without, 100).expect("a DFA").same_table(&dfa));
     }
 
     #[test]

@@ -232,6 +232,46 @@ impl ByteNfa {
         self.classes[b as usize]
     }
 
+    /// Whether every state reaches a match state (through byte and ε-edges). Then so does
+    /// every state of its subset construction (a set of its states, none empty), and that DFA
+    /// needs no trimming before minimisation. Linear in the NFA's edges.
+    pub(crate) fn every_state_reaches_a_match(&self) -> bool {
+        let n = self.num_states();
+        // Predecessors through either kind of edge: those of `t` are `from[first[t]..first[t + 1]]`.
+        let successors = |s: usize| {
+            let bytes = self.edges(s as u32).iter().map(|e| e.to);
+            bytes.chain(self.epsilons(s as u32).iter().copied())
+        };
+        let mut first = vec![0u32; n + 1];
+        for s in 0..n {
+            successors(s).for_each(|t| first[t as usize + 1] += 1);
+        }
+        for t in 0..n {
+            first[t + 1] += first[t];
+        }
+        let mut fill = first.clone();
+        let mut from = vec![0u32; first[n] as usize];
+        for s in 0..n {
+            for t in successors(s) {
+                from[fill[t as usize] as usize] = s as u32;
+                fill[t as usize] += 1;
+            }
+        }
+        let mut reached = self.is_match.clone();
+        let mut todo: Vec<u32> = (0..n as u32).filter(|&s| reached[s as usize]).collect();
+        let mut count = todo.len();
+        while let Some(t) = todo.pop() {
+            for &s in &from[first[t as usize] as usize..first[t as usize + 1] as usize] {
+                if !reached[s as usize] {
+                    reached[s as usize] = true;
+                    count += 1;
+                    todo.push(s);
+                }
+            }
+        }
+        count == n
+    }
+
     /// Heap bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.edge_start.len() * 4

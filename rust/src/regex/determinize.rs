@@ -91,9 +91,9 @@ pub(crate) fn determinize(nfa: &ByteNfa, limits: &SubsetLimits) -> Result<Subset
         stamp: vec![0; nfa.num_states()],
         generation: 0,
         stack: Vec::new(),
+        key: Vec::new(),
     };
-    let start = builder.closure(&[nfa.start()]);
-    builder.intern(start)?;
+    builder.state_of_closure(&[nfa.start()])?;
     let mut trans: Vec<u32> = Vec::new();
     let mut accepting: Vec<bool> = Vec::new();
     let mut edges: Vec<(u8, u8, u32)> = Vec::new();
@@ -128,8 +128,7 @@ pub(crate) fn determinize(nfa: &ByteNfa, limits: &SubsetLimits) -> Result<Subset
             targets.clear();
             targets.extend(edges.iter().filter(|e| (e.0 as usize) <= lo && lo <= e.1 as usize).map(|e| e.2));
             if !targets.is_empty() {
-                let key = builder.closure(&targets);
-                let to = builder.intern(key)?;
+                let to = builder.state_of_closure(&targets)?;
                 for b in lo..=hi {
                     if is_representative[b] {
                         trans[row + classes[b] as usize] = to;
@@ -156,17 +155,27 @@ struct Builder<'a> {
     stamp: Vec<u32>,
     generation: u32,
     stack: Vec<u32>,
+    /// The key being built (one buffer for all: most closures are of states met before, and
+    /// their keys are never stored).
+    key: Vec<u32>,
 }
 
 impl Builder<'_> {
-    /// The key of the ε-closure of `seeds` (see the module docs).
-    fn closure(&mut self, seeds: &[u32]) -> Box<[u32]> {
+    /// The id of the state of the ε-closure of `seeds`, adding it if new.
+    fn state_of_closure(&mut self, seeds: &[u32]) -> Result<u32, Exceeded> {
+        self.closure(seeds);
+        self.intern()
+    }
+
+    /// Builds the key of the ε-closure of `seeds` (see the module docs) in `self.key`.
+    fn closure(&mut self, seeds: &[u32]) {
         self.generation = self.generation.wrapping_add(1);
         if self.generation == 0 {
             self.stamp.iter_mut().for_each(|x| *x = 0);
             self.generation = 1;
         }
-        let mut key: Vec<u32> = Vec::new();
+        let key = &mut self.key;
+        key.clear();
         let mut accepts = false;
         self.stack.extend_from_slice(seeds);
         while let Some(q) = self.stack.pop() {
@@ -184,17 +193,17 @@ impl Builder<'_> {
         if accepts {
             key.push(ACCEPTS);
         }
-        key.into_boxed_slice()
     }
 
-    /// The id of the state with `key`, adding it if new.
-    fn intern(&mut self, key: Box<[u32]>) -> Result<u32, Exceeded> {
+    /// The id of the state with the key in `self.key`, adding it if new.
+    fn intern(&mut self) -> Result<u32, Exceeded> {
         if self.work > self.limits.max_work {
             return Err(Exceeded::Work);
         }
-        if let Some(&id) = self.ids.get(&key) {
+        if let Some(&id) = self.ids.get(self.key.as_slice()) {
             return Ok(id);
         }
+        let key: Box<[u32]> = self.key.as_slice().into();
         let id = self.keys.len();
         self.key_ids += key.len();
         if id >= self.limits.max_states {

@@ -202,50 +202,71 @@ impl Outliner {
     /// `hir` with its large repeated operands replaced by calls, and its estimated states (as
     /// [`estimated_nfa_states`], from the operands' estimates).
     fn rewrite(&mut self, hir: &Hir) -> Result<(Hir, u64)> {
+        let (rewritten, states) = self.rewrite_changed(hir)?;
+        Ok((rewritten.unwrap_or_else(|| hir.clone()), states))
+    }
+
+    /// [`Outliner::rewrite`], with `None` for a sub-expression left as it is: only the path
+    /// from the root to each outlined operand (and each capture group, which rewriting drops)
+    /// is rebuilt. Rebuilding and dropping every node was four fifths of a recursive JSON
+    /// schema's compile, most of it deep clones of repetition operands.
+    fn rewrite_changed(&mut self, hir: &Hir) -> Result<(Option<Hir>, u64)> {
         Ok(match hir.kind() {
             HirKind::Empty | HirKind::Look(_) | HirKind::Literal(_) | HirKind::Class(_) => {
-                (hir.clone(), estimated_nfa_states(hir))
+                (None, estimated_nfa_states(hir))
             }
-            HirKind::Capture(capture) => self.rewrite(&capture.sub)?,
+            HirKind::Capture(capture) => {
+                let (sub, states) = self.rewrite_changed(&capture.sub)?;
+                (Some(sub.unwrap_or_else(|| (*capture.sub).clone())), states)
+            }
             HirKind::Concat(subs) => {
                 let (subs, states) = self.rewrite_all(subs)?;
-                (Hir::concat(subs), states)
+                (subs.map(Hir::concat), states)
             }
             HirKind::Alternation(subs) => {
                 let branches = subs.len() as u64;
                 let (subs, states) = self.rewrite_all(subs)?;
-                (Hir::alternation(subs), states.saturating_add(branches))
+                (subs.map(Hir::alternation), states.saturating_add(branches))
             }
             HirKind::Repetition(repetition) => {
-                let (mut sub, mut states) = self.rewrite(&repetition.sub)?;
+                let (mut sub, mut states) = self.rewrite_changed(&repetition.sub)?;
+                let operand = sub.as_ref().unwrap_or(&repetition.sub);
                 // An anchor or word boundary looks at the text around it, which a rule of its
                 // own would not see: such operands stay inline.
                 let outlined = states >= self.options.min_states
                     && copies(repetition).saturating_mul(states) >= self.options.copies_states
-                    && !is_one_character(&sub)
-                    && sub.properties().look_set().is_empty();
+                    && !is_one_character(operand)
+                    && operand.properties().look_set().is_empty();
                 if outlined {
-                    let marker = call_marker(self.rule(sub.to_string())?);
+                    let marker = call_marker(self.rule(operand.to_string())?);
                     self.calls += 1;
                     states = marker.len() as u64;
-                    sub = Hir::literal(marker);
+                    sub = Some(Hir::literal(marker));
                 }
                 let states = copies(repetition).saturating_mul(states) + 1;
-                (Hir::repetition(Repetition { sub: Box::new(sub), ..repetition.clone() }), states)
+                let rebuilt = sub.map(|sub| {
+                    let Repetition { min, max, greedy, .. } = *repetition;
+                    Hir::repetition(Repetition { min, max, greedy, sub: Box::new(sub) })
+                });
+                (rebuilt, states)
             }
         })
     }
 
-    /// Each of `subs` rewritten, and their estimates' sum.
-    fn rewrite_all(&mut self, subs: &[Hir]) -> Result<(Vec<Hir>, u64)> {
+    /// Each of `subs` rewritten (`None` when none changed), and their estimates' sum.
+    fn rewrite_all(&mut self, subs: &[Hir]) -> Result<(Option<Vec<Hir>>, u64)> {
         let mut states = 0u64;
-        let mut rewritten = Vec::with_capacity(subs.len());
+        let mut changed: Vec<Option<Hir>> = Vec::with_capacity(subs.len());
         for sub in subs {
-            let (sub, n) = self.rewrite(sub)?;
+            let (sub, n) = self.rewrite_changed(sub)?;
             states = states.saturating_add(n);
-            rewritten.push(sub);
+            changed.push(sub);
         }
-        Ok((rewritten, states))
+        if changed.iter().all(Option::is_none) {
+            return Ok((None, states));
+        }
+        let rewritten = changed.into_iter().zip(subs).map(|(new, old)| new.unwrap_or_else(|| old.clone())).collect();
+        Ok((Some(rewritten), states))
     }
 
     /// The id of the rule whose regex is `regex`, added if new.

@@ -290,7 +290,7 @@ impl ByteDfa {
     /// The minimal DFA of `full` with the fewest byte classes, or `LimitExceeded` when it has
     /// over `max_states` states. `every_state_live`: every state of `full` is known to reach
     /// acceptance (see [`ByteNfa::every_state_reaches_a_match`]), so that minimisation may
-    /// start without trimming: a trim costs four passes over the table (a tenth of a glaive
+    /// start without trimming: a trim costs three passes over the table (a tenth of a glaive
     /// regex's DFA), and its numbering is forgotten anyway (the last trim numbers states
     /// breadth-first from the start, the same whatever the input's numbering).
     fn minimal(full: ByteDfa, every_state_live: bool, max_states: usize) -> Result<ByteDfa> {

@@ -10,6 +10,10 @@ pub const MAX_COUNT: i128 = 256;
 pub const STRING_CHAR: &str = r#"(?:[^"\\\x00-\x1F]|\\(?:["\\/bfnrt]|u(?:(?:(?:[0-9a-cA-CeEfF]\p{AHex}|[dD][0-7])\p{AHex}{2})|[dD][89abAB]\p{AHex}{2}\\u[dD][c-fC-F]\p{AHex}{2})))"#;
 pub const BOUNDED_STRING_CHAR: &str =
     r#"(?:[^"\\\x00-\x1F]|\\(?:["\\/bfnrt]|u(?:(?:[0-9a-cA-CeEfF]\p{AHex}|[dD][0-7])\p{AHex}{2})))"#;
+/// A `\u` escape of a surrogate pair after its `\u` (`_U_PAIR`), inside [`STRING_CHAR`].
+pub const U_PAIR: &str = r#"[dD][89abAB]\p{AHex}{2}\\u[dD][c-fC-F]\p{AHex}{2}"#;
+/// One hex digit, either case (`HEX`).
+pub const HEX: &str = "[0-9a-fA-F]";
 pub const NULL: &str = r#"null"#;
 pub const BOOLEAN: &str = r#"(?:true|false)"#;
 pub const INTEGER: &str = r#"(?:0|-?[1-9][0-9]*)"#;
@@ -73,7 +77,7 @@ pub const FORMATS: [(&str, &str, usize, Option<usize>); 10] = [
 ];
 
 /// Characters special somewhere in Rust regex syntax (`_META`).
-fn is_meta(c: char) -> bool {
+pub fn is_meta(c: char) -> bool {
     "\\.+*?()|[]{}^$#&-~".contains(c)
 }
 

@@ -2,7 +2,7 @@
 
 ``schema_to_regex(schema)`` returns a regex (Rust ``regex-syntax``, full match) whose language is
 JSON text of instances of ``schema``. The Rust extension calls it and compiles the result. A
-subset of schemas (no ``patternProperties``, ``not``, ``if``, ...) is converted by a Rust port of this
+subset of schemas (no ``not``, ``if``, ``dependencies``, ...) is converted by a Rust port of this
 module, ``rust/src/json_schema``, whose output (rules, and the unknown keywords it ignores) is
 this module's byte for byte and ~5x faster; everything else, and every error, comes from the
 Python code here.

@@ -39,8 +39,8 @@ PYTHON_SKIPPED = frozenset({
     "JsonSchemaStore/cloudify", "JsonSchemaStore/task", "Kubernetes/kb_1161_Normalized",
 })
 # Coverage floors (what the converter reaches, minus a margin): see the module doc.
-MIN_BENCH = 4060
-MIN_SUITE = 335
+MIN_BENCH = 4090
+MIN_SUITE = 345
 
 
 @pytest.fixture(scope="module")
@@ -295,16 +295,21 @@ def test_patterns_match_the_python_converter(bench):
     ({"type": "object", "patternProperties": {"a": False}}, True),  # only the empty object
     ({"type": "object", "patternProperties": {"^a": {"type": "null"}}, "additionalProperties": False}, True),
     ({"allOf": [{"patternProperties": {"^a": {"type": "null"}}}, {"type": "object"}]}, True),
-    ({"type": "object", "patternProperties": {"^a": {"type": "null"}, "^b": {"type": "null"}}}, False),
-    ({"type": "object", "properties": {"ab": {}}, "patternProperties": {"^a": {"type": "null"}}}, False),
+    ({"type": "object", "patternProperties": {"^a": {"type": "null"}, "^b": {"type": "integer"}}}, True),
+    ({"type": "object", "properties": {"ab": {}}, "patternProperties": {"^a": {"type": "null"}}}, True),
+    ({"type": "object", "properties": {"ab": {}, "b": {}}, "required": ["ab"],
+      "patternProperties": {"^a": {"type": "null"}, "b$": {"enum": [None, 1]}}}, True),
+    ({"type": "object", "properties": {"caf\u00e9": {}}, "patternProperties": {"^a": {"type": "null"}}}, False),
     ({"allOf": [{"patternProperties": {"^a": {"type": "null"}}}, {"additionalProperties": {"type": "null"}}]},
      False),
     ({"type": "object", "patternProperties": {"\\W": {"type": "null"}}}, False),  # Python's Unicode \W
 ])
-def test_pattern_properties_of_maps_match_the_python_converter(schema, handled):
-    """A map's one ``patternProperties`` pattern becomes its key regex in Rust, as in Python;
-    beside ``properties`` (where Python searches each name with ``re``), with several patterns,
-    or merged with a schema that has property keywords, the schema goes to Python."""
+def test_pattern_properties_match_the_python_converter(schema, handled):
+    """A map's ``patternProperties`` patterns become its key regex in Rust, as in Python, its
+    values satisfying every pattern's schema; beside ``properties`` a name's value also satisfies
+    the schemas of the patterns it matches (names other than printable ASCII, where Python's
+    ``re`` and ECMA-262 may differ, go to Python); merged with a schema that has property
+    keywords, or with a pattern that needs Python's Unicode tables, the schema goes to Python."""
     from propertok import _core
 
     for whitespace in WHITESPACES:
@@ -312,3 +317,63 @@ def test_pattern_properties_of_maps_match_the_python_converter(schema, handled):
         assert (rust is not None) == handled, schema
         if rust is not None:
             assert rust == ([tuple(r) for r in _python(schema, whitespace)], [])
+
+
+SEARCHED_NAMES = ["", "a", "ab", "x-foo", "X-Foo", "foo_bar", "123", "a b", "a.b", "$ref", "@type", "a-b-c",
+                  "~", "[x]", "{}", "0x1F", "name\n", "caf\u00e9", "a\rb"]
+
+
+def _pattern_property_patterns(bench):
+    found = set()
+
+    def walk(x):
+        if isinstance(x, dict):
+            pats = x.get("patternProperties")
+            if isinstance(pats, dict):
+                found.update(pats)
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+
+    for _, schema in bench:
+        walk(schema)
+    return sorted(found)
+
+
+def test_property_names_are_searched_as_python_searches_them(bench):
+    """Beside ``properties``, each name's value also satisfies the schemas of the patterns the
+    name matches, which Python decides with ``re.search``. Rust searches with the pattern's own
+    tree where the two engines agree: on every bench ``patternProperties`` pattern and the corner
+    cases, against names with and without a match, it gives Python's rules or declines, and it
+    handles printable-ASCII names for most patterns."""
+    from propertok import _core
+
+    patterns = _pattern_property_patterns(bench)
+    assert len(patterns) > 100
+    bad, handled, asked = [], 0, 0
+    for pattern in patterns + PATTERN_CORNERS:
+        for name in SEARCHED_NAMES:
+            schema = {"type": "object", "properties": {name: {}}, "patternProperties": {pattern: {"type": "integer"}}}
+            asked += 1
+            rust = _core.schema_to_rules_subset(schema, "")
+            if rust is None:
+                continue
+            handled += 1
+            try:
+                python = ([tuple(r) for r in _python(schema, "")], [])
+            except Exception as e:  # noqa: BLE001 - Rust must decline what Python refuses
+                python = f"raises {type(e).__name__}: {e}"
+            if rust != python:
+                bad.append((pattern, name, rust, python))
+    assert not bad, f"{len(bad)} differ: {bad[:5]!r:.2000}"
+    assert handled >= asked // 2, (handled, asked)
+    # the two outcomes both occur: matched names get the pattern's schema, others do not
+    from propertok import _core as core
+
+    matched = core.schema_to_rules_subset(
+        {"properties": {"x-a": {}}, "patternProperties": {"^x-": {"type": "integer"}}, "required": ["x-a"]}, "")
+    unmatched = core.schema_to_rules_subset(
+        {"properties": {"y-a": {}}, "patternProperties": {"^x-": {"type": "integer"}}, "required": ["y-a"]}, "")
+    assert matched is not None and unmatched is not None and matched[0] != unmatched[0]

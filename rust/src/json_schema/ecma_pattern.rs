@@ -175,6 +175,9 @@ fn parse_error<T>() -> R<T> {
 struct Parser {
     p: Vec<char>,
     i: usize,
+    /// A class range with a class escape at one end (`[\d-z]`) was read, "-" as a literal
+    /// (ECMA's Annex B; Python's `re` refuses it).
+    escape_range: bool,
 }
 
 impl Parser {
@@ -471,6 +474,7 @@ impl Parser {
                     extend((Some(vec![(a, b)]), Some(vec![(a, b)])));
                     continue;
                 }
+                self.escape_range = true;
                 let dash = vec![(0x2D, 0x2D)];
                 extend(lo);
                 extend((Some(dash.clone()), Some(dash)));
@@ -817,7 +821,7 @@ fn fit_length(body: &Node, lo: i128, hi: Option<i128>) -> R<Fitted> {
 /// `pattern_to_regex`: the JSON string *content* (no quotes) of the strings that match
 /// `pattern` and have `min_length..=max_length` code points; declined wherever Python raises.
 pub fn pattern_to_regex(pattern: &str, min_length: i128, max_length: Option<i128>) -> R<String> {
-    let tree = Parser { p: pattern.chars().collect(), i: 0 }.parse()?;
+    let tree = Parser { p: pattern.chars().collect(), i: 0, escape_range: false }.parse()?;
     let mut alts = Vec::new();
     alternatives(&tree, false, false, &mut alts)?;
     let mut options = Vec::new();
@@ -852,6 +856,111 @@ pub fn pattern_to_regex(pattern: &str, min_length: i128, max_length: Option<i128
         return decline("no string matches the pattern with these lengths (Python raises)");
     }
     Ok(jregex::alternation(options))
+}
+
+/// Longest text [`python_search`] judges, and the most copies a repetition may require there.
+const MAX_SEARCH_TEXT: usize = 1024;
+const MAX_SEARCH_COUNT: i128 = 4096;
+
+/// `_python_search(pattern, text)`, Python's `re.search`, for a text of printable ASCII
+/// characters and a pattern that Python's `re` and ECMA-262 read alike. Declined otherwise:
+/// other texts, `{,n}` (a quantifier for Python, literal text for ECMA), `[]` and `[^]` (an
+/// empty and a full class for ECMA, not for Python), `(?<name>`, `\u{...}` and `\cX` (not
+/// Python syntax), a class range with a class escape at one end, and whatever [`pattern_to_regex`]'s
+/// parser refuses. On such texts the two engines also agree on `\d \w \s` (ASCII there), `.`
+/// and `$` (no line terminator in the text), so the pattern's tree decides: each top-level
+/// alternative (see `alternatives`) is searched, anchored where it is.
+pub fn python_search(pattern: &str, text: &str) -> R<bool> {
+    if text.len() > MAX_SEARCH_TEXT || !text.bytes().all(|b| (0x20..0x7F).contains(&b)) {
+        return decline("a text other than printable ASCII searched with Python's re");
+    }
+    if ["{,", "[]", "[^]", "(?<", "\\u{", "\\c"].iter().any(|s| pattern.contains(s)) {
+        return decline("syntax Python's re reads otherwise than ECMA-262");
+    }
+    let mut parser = Parser { p: pattern.chars().collect(), i: 0, escape_range: false };
+    let tree = parser.parse()?;
+    if parser.escape_range {
+        return decline("a class range ending in a class escape (Python's re refuses it)");
+    }
+    let mut alts = Vec::new();
+    alternatives(&tree, false, false, &mut alts)?;
+    let text: Vec<u32> = text.bytes().map(u32::from).collect();
+    for (start, end, body) in alts {
+        let mut from = vec![!start; text.len() + 1];
+        from[0] = true;
+        let to = ends(&body, &from, &text)?;
+        if if end { to[text.len()] } else { to.contains(&true) } {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// The positions of `text` where a match of `node` starting at a position in `from` can end.
+fn ends(node: &Node, from: &[bool], text: &[u32]) -> R<Vec<bool>> {
+    Ok(match node {
+        Node::Set(r) => {
+            let mut to = vec![false; from.len()];
+            for (p, &c) in text.iter().enumerate() {
+                to[p + 1] = from[p] && r.iter().any(|&(lo, hi)| lo <= c && c <= hi);
+            }
+            to
+        }
+        Node::Group(inner) => ends(inner, from, text)?,
+        Node::Cat(items) => {
+            let mut at = from.to_vec();
+            for item in items {
+                at = ends(item, &at, text)?;
+            }
+            at
+        }
+        Node::Alt(branches) => {
+            let mut to = vec![false; from.len()];
+            for b in branches {
+                for (t, e) in to.iter_mut().zip(ends(b, from, text)?) {
+                    *t |= e;
+                }
+            }
+            to
+        }
+        Node::Rep(inner, lo, hi) => {
+            if *lo > MAX_SEARCH_COUNT {
+                return decline("a repetition too long to search");
+            }
+            let mut at = from.to_vec();
+            for _ in 0..*lo {
+                at = ends(inner, &at, text)?;
+            }
+            let mut reached = at.clone();
+            match hi {
+                None => loop {
+                    // a least fixpoint: the image of a union is the union of the images
+                    let next = ends(inner, &reached, text)?;
+                    let mut grew = false;
+                    for (r, e) in reached.iter_mut().zip(next) {
+                        grew |= e && !*r;
+                        *r |= e;
+                    }
+                    if !grew {
+                        break reached;
+                    }
+                },
+                Some(hi) => {
+                    // More copies than the text has characters add nothing: a path with more
+                    // has empty ones, which can be dropped (down to `lo` copies).
+                    for _ in 0..(hi - lo).min(text.len() as i128 + 1) {
+                        at = ends(inner, &at, text)?;
+                        if !at.contains(&true) {
+                            break;
+                        }
+                        reached.iter_mut().zip(&at).for_each(|(r, a)| *r |= *a);
+                    }
+                    reached
+                }
+            }
+        }
+        Node::Start | Node::End => return decline("an anchor inside the pattern"),
+    })
 }
 
 #[cfg(test)]
@@ -894,6 +1003,38 @@ mod tests {
         }
         for pattern in ["\\é", "a{1²}", "\\c\u{e9}", "\\xA", "\\u41"] {
             assert!(pattern_to_regex(pattern, 0, None).is_err(), "{pattern}");
+        }
+    }
+
+    #[test]
+    fn a_search_is_python_s_on_printable_ascii() {
+        for (pattern, text, want) in [
+            ("^x-", "x-foo", true),
+            ("^x-", "ax-", false),
+            ("a$", "ba", true),
+            ("a$", "ab", false),
+            ("a{2,3}", "aa", true),
+            ("^a{2,3}$", "aaaa", false),
+            ("^a{2,}$", "aaaa", true),
+            ("(ab)*c", "ababc", true),
+            ("^(a|b)*$", "", true),
+            ("^(a|)*b$", "aab", true),
+            ("^(a?){3,5}$", "a", true),
+            ("x*", "", true),
+            ("[^a]", "a", false),
+            (r"\d", "a1", true),
+            (r"^\w+$", "a_1", true),
+            (r"^\w+$", "a-1", false),
+            ("^.$", "~", true),
+            ("^a|b$", "ab", true),
+            ("^a|c$", "ba", false),
+        ] {
+            assert_eq!(python_search(pattern, text), Ok(want), "{pattern} in {text:?}");
+        }
+        for (pattern, text) in
+            [("a{,3}", "a"), ("[]", "a"), ("a", "caf\u{e9}"), ("a", "a\n"), (r"[\d-z]", "-"), (r"\D", "a")]
+        {
+            assert!(python_search(pattern, text).is_err(), "{pattern} in {text:?}");
         }
     }
 

@@ -18,13 +18,13 @@
 //! * `type` (a name or a list); `null`, `boolean`; `integer` and `number` with `minimum`,
 //!   `maximum`, `exclusiveMinimum`, `exclusiveMaximum` (draft-4 booleans too); `string` with
 //!   `minLength`/`maxLength` and the `format`s Python generates (date, time, date-time, uuid,
-//!   email, uri, uri-reference, ipv4, ipv6, hostname), or a `pattern` ([`ecma_pattern`], which
+//!   email, uri, uri-reference, ipv4, ipv6, hostname), or a `pattern` (`ecma_pattern`, which
 //!   declines the few patterns whose Python result rests on Python's Unicode tables);
 //! * objects: `properties`, `required`, `additionalProperties` (a schema; absent or `true` is a
 //!   free value in maps and for required names outside `properties`, as in Python),
 //!   `patternProperties` (not merged with a schema that has property keywords; beside
 //!   `properties`, where names that Python's `re` and ECMA-262 may judge differently are
-//!   declined: [`ecma_pattern::python_search`]),
+//!   declined: `ecma_pattern::python_search`),
 //!   `minProperties`/`maxProperties` where Python generates rather than raises,
 //!   `dependencies`/`dependentRequired`/`dependentSchemas` (Python's `anyOf` of "absent, or
 //!   present with what it requires" per entry, up to [`MAX_DEPENDENCIES`] entries, and not
@@ -87,7 +87,7 @@ const ANY: &str = "#any-json-value";
 const DEPENDENCIES: [&str; 3] = ["dependencies", "dependentRequired", "dependentSchemas"];
 /// Entries of one `dependencies` past which a schema is declined: Python writes an `anyOf` of
 /// 2^n branches, each valued.
-const MAX_DEPENDENCIES: usize = 8;
+pub const MAX_DEPENDENCIES: usize = 8;
 const MAX_MERGED_EXPANSIONS: usize = 3;
 const TYPES: [&str; 7] = ["null", "boolean", "integer", "number", "string", "array", "object"];
 const ANNOTATIONS: [&str; 19] = [

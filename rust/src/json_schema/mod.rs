@@ -33,7 +33,8 @@
 //!   `minItems`/`maxItems`, `uniqueItems` other than `true`;
 //! * `enum`/`const` (values filtered by the sibling keywords Python checks exactly);
 //! * `anyOf` and `allOf` (branches and subschemas merged with their siblings as Python's `merge`
-//!   does, where that merge needs no nested `allOf`); `oneOf` whose branches Python's
+//!   does; two subschemas it puts together for one property or item are a `Schema::AllOf`, as
+//!   Python's `_all_of` writes `{"allOf": [x, y]}`); `oneOf` whose branches Python's
 //!   `disjoint` tells apart (by type, constants, or a required property's constants);
 //! * `$ref` to `#` and `#/...` pointers of the document (`$defs`, `definitions`, any path); a
 //!   reference already being expanded on the path is a call to its own rule, a free value
@@ -56,8 +57,8 @@
 //! the walk reached the schema by, which does not change the result). The same size limit as
 //! Python (8,000,000 characters per value) plus a bound on nesting depth and on the total text
 //! generated ([`MAX_TOTAL_CHARS`]): past them the schema is declined, never expanded further.
-//! On the 4,135 JSONSchemaBench schemas it handles (of 4,749), a median of 28 µs per schema
-//! against Python's 150 µs (p90 0.4 ms against 3.0 ms); on the 721 of them with `pattern` or
+//! On the 4,158 JSONSchemaBench schemas it handles (of 4,749), a median of 28–37 µs per schema
+//! against Python's 150–170 µs (p90 0.4 ms against 3.0–3.3 ms); on the 721 of them with `pattern` or
 //! `patternProperties`, 160 µs against 1,792 µs, on the 67 with dependencies 250 against
 //! 1,706 µs. A schema with n dependencies costs 2^n branches, as in Python. A pointer for an ignored keyword
 //! costs one more pass over the document, only when there is one. The input is JSON text, read by [`json`] (which says why not
@@ -70,6 +71,7 @@ pub mod json;
 
 use std::borrow::Cow;
 use std::collections::HashSet;
+use std::rc::Rc;
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -226,11 +228,13 @@ fn escape_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
-/// A subschema: a node of the document, or a boolean made by merging (`_all_of`).
-#[derive(Clone, Copy, Debug)]
+/// A subschema: a node of the document, or what merging makes (`_all_of`): a boolean, or the
+/// conjunction `{"allOf": [...]}` of subschemas.
+#[derive(Clone, Debug)]
 enum Schema<'a> {
     Bool(bool),
     Node(&'a Json),
+    AllOf(Rc<[Schema<'a>]>),
 }
 
 impl Schema<'_> {
@@ -247,18 +251,18 @@ impl Schema<'_> {
     }
 }
 
-/// `_all_of` of two optional subschemas; declined where it would need an `allOf`.
+/// `_all_of` of two optional subschemas.
 fn all_of<'a>(x: Option<Schema<'a>>, y: Option<Schema<'a>>) -> R<Schema<'a>> {
-    let present: Vec<Schema<'a>> =
+    let mut present: Vec<Schema<'a>> =
         [x, y].into_iter().flatten().filter(|s| !s.is_true() && !s.is_empty_object()).collect();
     if present.iter().any(Schema::is_false) {
         return Ok(Schema::Bool(false));
     }
-    match present.len() {
-        0 => Ok(Schema::Bool(true)),
-        1 => Ok(present[0]),
-        _ => decline("a merge that needs allOf"),
-    }
+    Ok(match present.len() {
+        0 => Schema::Bool(true),
+        1 => present.pop().expect("one"),
+        _ => Schema::AllOf(present.into()),
+    })
 }
 
 /// A flattened schema (Python's `flatten` result): keywords, with `properties`,
@@ -443,6 +447,9 @@ struct Converter<'a> {
     foreign: HashSet<usize>,
     root: &'a Json,
     memo: HashMap<Key, Option<String>>,
+    /// The merged subschemas (`Schema::AllOf`) valued so far, kept so that the address a memo
+    /// key holds is never reused.
+    synthetic: Vec<Rc<[Schema<'a>]>>,
     /// The rules called so far: pointer and target (`None`: the free-value rule).
     called: Vec<(String, Option<&'a Json>)>,
     call_index: HashMap<String, usize>,
@@ -466,6 +473,7 @@ impl<'a> Converter<'a> {
             foreign: HashSet::new(),
             root,
             memo: HashMap::default(),
+            synthetic: Vec::new(),
             called: Vec::new(),
             call_index: HashMap::default(),
             depth: 0,
@@ -610,6 +618,7 @@ impl<'a> Converter<'a> {
             }
             Schema::Node(Json::Obj(o)) => o,
             Schema::Node(_) => return decline("a schema that is not an object or a boolean"),
+            Schema::AllOf(parts) => return self.flatten_all_of(&parts, stack),
         };
         let Schema::Node(node_value) = node else { unreachable!() };
         let mut out = Flat::default();
@@ -744,7 +753,7 @@ impl<'a> Converter<'a> {
             let empty = Vec::new();
             let (pa, pb) = (a.properties.as_ref().unwrap_or(&empty), b.properties.as_ref().unwrap_or(&empty));
             let side = |props: &Vec<(&'a str, Schema<'a>)>, extra: Option<Schema<'a>>, name: &str| {
-                props.iter().find(|(n, _)| *n == name).map(|(_, s)| *s).or(extra)
+                props.iter().find(|(n, _)| *n == name).map(|(_, s)| s.clone()).or(extra)
             };
             let mut names: Vec<&'a str> = Vec::new();
             for (n, _) in pa.iter().chain(pb.iter()) {
@@ -755,12 +764,12 @@ impl<'a> Converter<'a> {
             if !names.is_empty() {
                 let mut merged = Vec::with_capacity(names.len());
                 for n in names {
-                    merged.push((n, all_of(side(pa, a.additional, n), side(pb, b.additional, n))?));
+                    merged.push((n, all_of(side(pa, a.additional.clone(), n), side(pb, b.additional.clone(), n))?));
                 }
                 out.properties = Some(merged);
             }
             if a.additional.is_some() || b.additional.is_some() {
-                out.additional = Some(all_of(a.additional, b.additional)?);
+                out.additional = Some(all_of(a.additional.clone(), b.additional.clone())?);
             }
         }
         if a.items.is_some() || b.items.is_some() || a.prefix.is_some() || b.prefix.is_some() {
@@ -770,7 +779,8 @@ impl<'a> Converter<'a> {
             if n > 0 {
                 let mut merged = Vec::with_capacity(n);
                 for i in 0..n {
-                    merged.push(all_of(pa.get(i).copied().or(a.items), pb.get(i).copied().or(b.items))?);
+                    merged
+                        .push(all_of(pa.get(i).cloned().or(a.items.clone()), pb.get(i).cloned().or(b.items.clone()))?);
                 }
                 out.prefix = Some(merged);
             }
@@ -869,9 +879,14 @@ impl<'a> Converter<'a> {
 
     /// `value`: the regex of a subschema (`None`: no value), memoized.
     fn value(&mut self, node: Schema<'a>, stack: &[u32]) -> R<Option<String>> {
-        let id = match node {
-            Schema::Bool(b) => b as usize + 1,
+        let id = match &node {
+            Schema::Bool(b) => *b as usize + 1,
             Schema::Node(v) => addr(v),
+            Schema::AllOf(parts) => {
+                // Python keeps the dict alive beside its memo entry, so its id stays unique
+                self.synthetic.push(parts.clone());
+                parts.as_ptr() as usize
+            }
         };
         let key = (id, stack.to_vec());
         if let Some(found) = self.memo.get(&key) {
@@ -914,24 +929,30 @@ impl<'a> Converter<'a> {
     }
 
     fn all_of_uncached(&mut self, parts: &[Schema<'a>], stack: &[u32]) -> R<Option<String>> {
+        match self.flatten_all_of(parts, stack)? {
+            (None, _) => Ok(None),
+            (Some(flat), stack) => self.value_flat(flat, &stack),
+        }
+    }
+
+    /// `flatten` of `{"allOf": parts}`: each part flattened in order and merged into the
+    /// conjunction so far, up to the first contradiction.
+    #[allow(clippy::type_complexity)]
+    fn flatten_all_of(&mut self, parts: &[Schema<'a>], stack: &[u32]) -> R<(Option<Flat<'a>>, Vec<u32>)> {
         let mut stack = stack.to_vec();
-        let mut out = Some(Flat::default());
+        let mut out = Flat::default();
         for part in parts {
-            let Some(so_far) = out.take() else { break };
             self.enter()?;
-            let flattened = self.flatten(*part, &stack);
+            let flattened = self.flatten(part.clone(), &stack);
             self.depth -= 1;
             let (flat, new_stack) = flattened?;
             stack = new_stack;
-            out = match flat {
-                None => None,
-                Some(flat) => self.merge(so_far, flat)?,
-            };
+            match flat.map(|flat| self.merge(out, flat)).transpose()?.flatten() {
+                Some(merged) => out = merged,
+                None => return Ok((None, stack)),
+            }
         }
-        match out {
-            None => Ok(None),
-            Some(flat) => self.value_flat(flat, &stack),
-        }
+        Ok((Some(out), stack))
     }
 
     fn value_uncached(&mut self, node: Schema<'a>, stack: &[u32]) -> R<Option<String>> {
@@ -1043,7 +1064,7 @@ impl<'a> Converter<'a> {
                     Requires::Names(others) => Some(required([&[dep.name][..], others].concat())),
                     Requires::Schema(schema) => {
                         self.enter()?;
-                        let flattened = self.flatten(*schema, &stack);
+                        let flattened = self.flatten(schema.clone(), &stack);
                         self.depth -= 1;
                         let (flat, new_stack) = flattened?;
                         stack = new_stack;
@@ -1127,7 +1148,7 @@ impl<'a> Converter<'a> {
         }
         let empty = Vec::new();
         let (pa, pb) = (a.properties.as_ref().unwrap_or(&empty), b.properties.as_ref().unwrap_or(&empty));
-        let find = |p: &Vec<(&'a str, Schema<'a>)>, n: &str| p.iter().find(|(k, _)| *k == n).map(|(_, s)| *s);
+        let find = |p: &Vec<(&'a str, Schema<'a>)>, n: &str| p.iter().find(|(k, _)| *k == n).map(|(_, s)| s.clone());
         // In Python's order (a's required names, then b's new ones), to the first name that tells
         // the two apart: which subschemas are flattened decides which ignored keywords are met.
         for name in names {
@@ -1323,7 +1344,7 @@ impl<'a> Converter<'a> {
                 Some(head) => heads.push(head),
             }
         }
-        let rest = flat.items.unwrap_or(Schema::Bool(true));
+        let rest = flat.items.clone().unwrap_or(Schema::Bool(true));
         let tail = if rest.is_true() { Some(self.call(ANY, None)?) } else { self.value(rest, stack)? };
         if tail.is_none() {
             let n = heads.len() as i128;
@@ -1393,7 +1414,7 @@ impl<'a> Converter<'a> {
             }
             Some(_) => return decline("required not an array (Python raises)"),
         };
-        let extra = flat.additional.unwrap_or(Schema::Bool(true));
+        let extra = flat.additional.clone().unwrap_or(Schema::Bool(true));
         let min_p = count(flat, "minProperties", Some(0))?.expect("a default");
         let max_p = count(flat, "maxProperties", None)?;
         let patterns = flat.patterns.as_deref().unwrap_or_default();
@@ -1409,8 +1430,8 @@ impl<'a> Converter<'a> {
                 _ => format!("\"(?:{})\"", keys.join("|")),
             };
             let value = match patterns {
-                [(_, sub)] => self.value(*sub, stack)?,
-                _ => self.value_all_of(&patterns.iter().map(|(_, sub)| *sub).collect::<Vec<_>>(), stack)?,
+                [(_, sub)] => self.value(sub.clone(), stack)?,
+                _ => self.value_all_of(&patterns.iter().map(|(_, sub)| sub.clone()).collect::<Vec<_>>(), stack)?,
             };
             let Some(value) = value else {
                 return Ok((min_p == 0).then(|| format!("\\{{{}\\}}", self.ws)));
@@ -1442,17 +1463,20 @@ impl<'a> Converter<'a> {
         let mut entries = Vec::with_capacity(names.len());
         for name in names {
             let sub = match props.iter().find(|(n, _)| *n == name) {
-                Some((_, s)) => *s,
-                None => extra,
+                Some((_, s)) => s.clone(),
+                None => extra.clone(),
             };
             // the name's value satisfies the schemas of the patterns it matches too
             let mut parts = vec![sub];
             for (pattern, pattern_schema) in patterns {
                 if ecma_pattern::python_search(pattern, name)? {
-                    parts.push(*pattern_schema);
+                    parts.push(pattern_schema.clone());
                 }
             }
-            let regex = if parts.len() == 1 { self.value(sub, stack)? } else { self.value_all_of(&parts, stack)? };
+            let regex = match parts.len() {
+                1 => self.value(parts.pop().expect("one"), stack)?,
+                _ => self.value_all_of(&parts, stack)?,
+            };
             let is_required = required.contains(&name);
             match regex {
                 None if is_required => return Ok(None),

@@ -239,14 +239,14 @@ PATTERN_DECLINED = frozenset({"\\cé", "\\u004", "\\u41", "\\x4", "\\xA", "^\\W$
 PATTERN_LENGTHS = [(None, None), (0, None), (2, None), (0, 3), (1, 1), (3, 5), (300, None), (0, 300)]
 
 
-def _bench_patterns(bench):
+def _collected(bench, pick):
+    """Sorted strings that ``pick(dict)`` yields from every object of every bench schema."""
     found = set()
 
     def walk(x):
         if isinstance(x, dict):
-            for k, v in x.items():
-                if k == "pattern" and isinstance(v, str):
-                    found.add(v)
+            found.update(pick(x))
+            for v in x.values():
                 walk(v)
         elif isinstance(x, list):
             for v in x:
@@ -255,6 +255,10 @@ def _bench_patterns(bench):
     for _, schema in bench:
         walk(schema)
     return sorted(found)
+
+
+def _bench_patterns(bench):
+    return _collected(bench, lambda x: [x["pattern"]] if isinstance(x.get("pattern"), str) else [])
 
 
 def test_patterns_match_the_python_converter(bench):
@@ -324,22 +328,7 @@ SEARCHED_NAMES = ["", "a", "ab", "x-foo", "X-Foo", "foo_bar", "123", "a b", "a.b
 
 
 def _pattern_property_patterns(bench):
-    found = set()
-
-    def walk(x):
-        if isinstance(x, dict):
-            pats = x.get("patternProperties")
-            if isinstance(pats, dict):
-                found.update(pats)
-            for v in x.values():
-                walk(v)
-        elif isinstance(x, list):
-            for v in x:
-                walk(v)
-
-    for _, schema in bench:
-        walk(schema)
-    return sorted(found)
+    return _collected(bench, lambda x: x["patternProperties"] if isinstance(x.get("patternProperties"), dict) else [])
 
 
 def test_property_names_are_searched_as_python_searches_them(bench):

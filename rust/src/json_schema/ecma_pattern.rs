@@ -395,14 +395,8 @@ impl Parser {
             return Ok(norm(vec![(letter % 32, letter % 32)]));
         }
         if c == 'x' {
-            let rest = &self.p[self.i..];
-            if is_hex(&rest[..rest.len().min(2)]) {
-                if rest.len() < 2 {
-                    return decline("\\x with one digit at the end (Python reads past it)");
-                }
-                let cp = hex_value(&rest[..2])?;
-                self.i += 2;
-                return Ok(norm(vec![(cp, cp)]));
+            if let Some(one) = self.hex_digits(2)? {
+                return Ok(one);
             }
         }
         if c == 'u' {
@@ -420,20 +414,29 @@ impl Parser {
                 self.i = end + 1;
                 return Ok(norm(vec![(cp, cp)]));
             }
-            let rest = &self.p[self.i..];
-            if is_hex(&rest[..rest.len().min(4)]) {
-                if rest.len() < 4 {
-                    return decline("\\u with fewer than four digits at the end (Python reads past it)");
-                }
-                let cp = hex_value(&rest[..4])?;
-                self.i += 4;
-                return Ok(norm(vec![(cp, cp)]));
+            if let Some(one) = self.hex_digits(4)? {
+                return Ok(one);
             }
         }
         if c.is_ascii_alphanumeric() {
             return parse_error();
         }
         Ok(chars(c))
+    }
+
+    /// The code point of the next `n` hex digits (`\xHH`, `\uHHHH`), `None` when they are not
+    /// hex digits; declined when fewer remain, where Python's slice reads what is there.
+    fn hex_digits(&mut self, n: usize) -> R<Option<Ranges>> {
+        let rest = &self.p[self.i..];
+        if !is_hex(&rest[..rest.len().min(n)]) {
+            return Ok(None);
+        }
+        if rest.len() < n {
+            return decline("a hex escape cut short by the end of the pattern (Python reads past it)");
+        }
+        let cp = hex_value(&rest[..n])?;
+        self.i += n;
+        Ok(Some(norm(vec![(cp, cp)])))
     }
 
     fn char_class(&mut self) -> R<Ranges> {

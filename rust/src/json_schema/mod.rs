@@ -59,12 +59,12 @@
 //! the walk reached the schema by, which does not change the result). The same size limit as
 //! Python (8,000,000 characters per value) plus a bound on nesting depth and on the total text
 //! generated ([`MAX_TOTAL_CHARS`]): past them the schema is declined, never expanded further.
-//! On the 4,179 JSONSchemaBench schemas it handles (of 4,749), a median of 28–37 µs per schema
-//! against Python's 150–170 µs (p90 0.4 ms against 3.0–3.3 ms); on the 721 of them with `pattern` or
-//! `patternProperties`, 160 µs against 1,792 µs, on the 67 with dependencies 250 against
-//! 1,706 µs. A schema with n dependencies costs 2^n branches, as in Python. A pointer for an ignored keyword
-//! costs one more pass over the document, only when there is one. The input is JSON text, read by [`json`] (which says why not
-//! through `serde_json::Value`).
+//! On the 4,179 JSONSchemaBench schemas it handles (of 4,749), a median of 29–30 µs per schema
+//! against Python's 152–153 µs (p90 0.4 ms against 3.1 ms); on the 738 of them with `pattern`
+//! or `patternProperties`, 145–156 µs against 1,783–1,845 µs. A schema with n dependencies
+//! costs 2^n branches, as in Python. A pointer for an ignored keyword costs one more pass over
+//! the document, only when there is one. The input is JSON text, read by [`json`] (which says
+//! why not through `serde_json::Value`).
 
 mod decimal;
 mod ecma_pattern;
@@ -885,15 +885,15 @@ impl<'a> Converter<'a> {
         let id = match &node {
             Schema::Bool(b) => *b as usize + 1,
             Schema::Node(v) => addr(v),
-            Schema::AllOf(parts) => {
-                // Python keeps the dict alive beside its memo entry, so its id stays unique
-                self.synthetic.push(parts.clone());
-                parts.as_ptr() as usize
-            }
+            Schema::AllOf(parts) => parts.as_ptr() as usize,
         };
         let key = (id, stack.to_vec());
         if let Some(found) = self.memo.get(&key) {
             return Ok(found.clone());
+        }
+        if let Schema::AllOf(parts) = &node {
+            // Python keeps the dict alive beside its memo entry, so its id stays unique
+            self.synthetic.push(parts.clone());
         }
         self.enter()?;
         let result = self.value_uncached(node, stack);
@@ -917,25 +917,6 @@ impl<'a> Converter<'a> {
             }
         }
         Ok(())
-    }
-
-    /// `value` of `{"allOf": parts}`, a schema Python builds for `patternProperties` (never
-    /// memoized there, as its `id` is new): the parts flattened in order, each merged into the
-    /// conjunction so far, as `flatten` does an `allOf`.
-    fn value_all_of(&mut self, parts: &[Schema<'a>], stack: &[u32]) -> R<Option<String>> {
-        self.enter()?;
-        let result = self.all_of_uncached(parts, stack);
-        self.depth -= 1;
-        let result = result?;
-        self.check_size(&result)?;
-        Ok(result)
-    }
-
-    fn all_of_uncached(&mut self, parts: &[Schema<'a>], stack: &[u32]) -> R<Option<String>> {
-        match self.flatten_all_of(parts, stack)? {
-            (None, _) => Ok(None),
-            (Some(flat), stack) => self.value_flat(flat, &stack),
-        }
     }
 
     /// `flatten` of `{"allOf": parts}`: each part flattened in order and merged into the
@@ -1454,7 +1435,7 @@ impl<'a> Converter<'a> {
             };
             let value = match patterns {
                 [(_, sub)] => self.value(sub.clone(), stack)?,
-                _ => self.value_all_of(&patterns.iter().map(|(_, sub)| sub.clone()).collect::<Vec<_>>(), stack)?,
+                _ => self.value(Schema::AllOf(patterns.iter().map(|(_, sub)| sub.clone()).collect()), stack)?,
             };
             let Some(value) = value else {
                 return Ok((min_p == 0).then(|| format!("\\{{{}\\}}", self.ws)));
@@ -1498,7 +1479,7 @@ impl<'a> Converter<'a> {
             }
             let regex = match parts.len() {
                 1 => self.value(parts.pop().expect("one"), stack)?,
-                _ => self.value_all_of(&parts, stack)?,
+                _ => self.value(Schema::AllOf(parts.into()), stack)?,
             };
             let is_required = required.contains(&name);
             match regex {

@@ -434,6 +434,7 @@ def test_merged_subschemas_match_the_python_converter(schema):
     ({"type": "integer", "multipleOf": 2.5}, False),
     ({"type": "number", "multipleOf": 0}, False),  # Python raises
     ({"type": "number", "multipleOf": 0.01, "enum": [0.5, 0.123]}, False),
+    ({"enum": ["a", "b"], "pattern": None}, False),  # Python's re.search(None, ...) raises
     ({"allOf": [{"multipleOf": 0.1}, {"multipleOf": 0.01}]}, False),  # Python takes their lcm
 ])
 def test_multiple_of_powers_of_ten_match_the_python_converter(schema, handled):

@@ -24,9 +24,8 @@
 //!   declines the few patterns whose Python result rests on Python's Unicode tables);
 //! * objects: `properties`, `required`, `additionalProperties` (a schema; absent or `true` is a
 //!   free value in maps and for required names outside `properties`, as in Python),
-//!   `patternProperties` (not merged with a schema that has property keywords; beside
-//!   `properties`, where names that Python's `re` and ECMA-262 may judge differently are
-//!   declined: `ecma_pattern::python_search`),
+//!   `patternProperties` (beside `properties`, and in merges, names that Python's `re` and
+//!   ECMA-262 may judge differently are declined: `ecma_pattern::python_search`),
 //!   `minProperties`/`maxProperties` where Python generates rather than raises,
 //!   `dependencies`/`dependentRequired`/`dependentSchemas` (Python's `anyOf` of "absent, or
 //!   present with what it requires" per entry, up to [`MAX_DEPENDENCIES`] entries, and not
@@ -48,7 +47,7 @@
 //!   ([`Converted::ignored`]), for the caller's `IgnoredKeywordsWarning`.
 //!
 //! Declined (`None`): every other keyword (`not`, `if`, the other uses of
-//! `patternProperties`, `dependencies` and `multipleOf`, `propertyNames`, `contains`,
+//! `dependencies` and `multipleOf`, `propertyNames`, `contains`,
 //! `uniqueItems: true`, ...), `$ref` to anchors, other documents, or from under a nested `$id`,
 //! values of the wrong type, integers beyond `i128` (and beyond 2^53 beside floats), and the
 //! places where Python raises.
@@ -59,7 +58,7 @@
 //! the walk reached the schema by, which does not change the result). The same size limit as
 //! Python (8,000,000 characters per value) plus a bound on nesting depth and on the total text
 //! generated ([`MAX_TOTAL_CHARS`]): past them the schema is declined, never expanded further.
-//! On the 4,179 JSONSchemaBench schemas it handles (of 4,749), a median of 29–30 µs per schema
+//! On the 4,182 JSONSchemaBench schemas it handles (of 4,749), a median of 29–30 µs per schema
 //! against Python's 152–153 µs (p90 0.4 ms against 3.1 ms); on the 738 of them with `pattern`
 //! or `patternProperties`, 145–156 µs against 1,783–1,845 µs. A schema with n dependencies
 //! costs 2^n branches, as in Python. A pointer for an ignored keyword costs one more pass over
@@ -745,18 +744,29 @@ impl<'a> Converter<'a> {
             }
             out.dependencies = a.dependencies.clone().or_else(|| b.dependencies.clone());
         }
-        // `merge_properties` with patterns on one side is the identity where the other side has
-        // none of the three keywords; anything else searches names with Python's `re`
         let names_keys = |f: &Flat| f.properties.is_some() || f.additional.is_some() || f.patterns.is_some();
-        if (a.patterns.is_some() && names_keys(&b)) || (b.patterns.is_some() && names_keys(&a)) {
-            return decline("patternProperties merged with properties (Python searches names with re)");
-        }
-        out.patterns = a.patterns.clone().or_else(|| b.patterns.clone());
-        if a.properties.is_some() || a.additional.is_some() || b.properties.is_some() || b.additional.is_some() {
-            let empty = Vec::new();
-            let (pa, pb) = (a.properties.as_ref().unwrap_or(&empty), b.properties.as_ref().unwrap_or(&empty));
-            let side = |props: &Vec<(&'a str, Schema<'a>)>, extra: Option<Schema<'a>>, name: &str| {
-                props.iter().find(|(n, _)| *n == name).map(|(_, s)| s.clone()).or(extra)
+        if names_keys(&a) || names_keys(&b) {
+            // `merge_properties`: each side's `additionalProperties` (and patterns) apply to the
+            // names the other side declares, before the two are put together
+            let no_props = Vec::new();
+            let (pa, pb) = (a.properties.as_ref().unwrap_or(&no_props), b.properties.as_ref().unwrap_or(&no_props));
+            let (qa, qb) = (a.patterns.as_ref().unwrap_or(&no_props), b.patterns.as_ref().unwrap_or(&no_props));
+            // `side_schema`: a name's own schema, else `true` where one of the side's patterns
+            // matches it (its schema comes through the merged patterns), else the side's rest
+            let side = |props: &[(&'a str, Schema<'a>)],
+                        patterns: &[(&'a str, Schema<'a>)],
+                        extra: &Option<Schema<'a>>,
+                        name: &str|
+             -> R<Option<Schema<'a>>> {
+                if let Some((_, s)) = props.iter().find(|(n, _)| *n == name) {
+                    return Ok(Some(s.clone()));
+                }
+                for (pattern, _) in patterns {
+                    if ecma_pattern::python_search(pattern, name)? {
+                        return Ok(Some(Schema::Bool(true)));
+                    }
+                }
+                Ok(extra.clone())
             };
             let mut names: Vec<&'a str> = Vec::new();
             for (n, _) in pa.iter().chain(pb.iter()) {
@@ -764,12 +774,35 @@ impl<'a> Converter<'a> {
                     names.push(n);
                 }
             }
-            if !names.is_empty() {
+            let has_names = !names.is_empty();
+            if has_names {
                 let mut merged = Vec::with_capacity(names.len());
                 for n in names {
-                    merged.push((n, all_of(side(pa, a.additional.clone(), n), side(pb, b.additional.clone(), n))?));
+                    merged.push((n, all_of(side(pa, qa, &a.additional, n)?, side(pb, qb, &b.additional, n)?)?));
                 }
                 out.properties = Some(merged);
+            }
+            let mut patterns: Vec<(&'a str, Schema<'a>)> = qa.clone();
+            for (pattern, sub) in qb {
+                match patterns.iter_mut().find(|(p, _)| p == pattern) {
+                    Some(slot) => slot.1 = all_of(Some(slot.1.clone()), Some(sub.clone()))?,
+                    None => patterns.push((pattern, sub.clone())),
+                }
+            }
+            if !patterns.is_empty() && !has_names {
+                // a map: each side's additionalProperties joins the other side's patterns
+                for (mine, other, extra) in [(qa, qb, &b.additional), (qb, qa, &a.additional)] {
+                    let Some(extra) = extra else { continue };
+                    for (pattern, _) in mine {
+                        if !other.iter().any(|(p, _)| p == pattern) {
+                            let slot = patterns.iter_mut().find(|(p, _)| p == pattern).expect("merged");
+                            slot.1 = all_of(Some(slot.1.clone()), Some(extra.clone()))?;
+                        }
+                    }
+                }
+            }
+            if !patterns.is_empty() {
+                out.patterns = Some(patterns);
             }
             if a.additional.is_some() || b.additional.is_some() {
                 out.additional = Some(all_of(a.additional.clone(), b.additional.clone())?);

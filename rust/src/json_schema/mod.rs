@@ -682,12 +682,7 @@ impl<'a> Converter<'a> {
                 }
             }
             stack.push(target_id);
-            self.enter()?;
-            let flattened = self.flatten(Schema::Node(target), &stack);
-            self.depth -= 1;
-            let (flat, new_stack) = flattened?;
-            stack = new_stack;
-            let Some(flat) = flat else { return Ok((None, stack)) };
+            let Some(flat) = self.flatten_nested(Schema::Node(target), &mut stack)? else { return Ok((None, stack)) };
             match self.merge(flat, out)? {
                 Some(merged) => out = merged,
                 None => return Ok((None, stack)),
@@ -707,12 +702,7 @@ impl<'a> Converter<'a> {
                 return decline("empty allOf (Python raises)");
             }
             for sub in subs {
-                self.enter()?;
-                let flattened = self.flatten(Schema::Node(sub), &stack);
-                self.depth -= 1;
-                let (flat, new_stack) = flattened?;
-                stack = new_stack;
-                let merged = match flat {
+                let merged = match self.flatten_nested(Schema::Node(sub), &mut stack)? {
                     None => None,
                     Some(flat) => self.merge(out, flat)?,
                 };
@@ -723,6 +713,17 @@ impl<'a> Converter<'a> {
             }
         }
         Ok((Some(out), stack))
+    }
+
+    /// `flatten` of a schema nested in the one being flattened (a `$ref` target, an `allOf`
+    /// part), one level deeper, the reference stack carried on to the next part.
+    fn flatten_nested(&mut self, node: Schema<'a>, stack: &mut Vec<u32>) -> R<Option<Flat<'a>>> {
+        self.enter()?;
+        let flattened = self.flatten(node, stack);
+        self.depth -= 1;
+        let (flat, new_stack) = flattened?;
+        *stack = new_stack;
+        Ok(flat)
     }
 
     /// `merge`: the conjunction of two flattened schemas (`None`: contradictory).
@@ -959,11 +960,7 @@ impl<'a> Converter<'a> {
         let mut stack = stack.to_vec();
         let mut out = Flat::default();
         for part in parts {
-            self.enter()?;
-            let flattened = self.flatten(part.clone(), &stack);
-            self.depth -= 1;
-            let (flat, new_stack) = flattened?;
-            stack = new_stack;
+            let flat = self.flatten_nested(part.clone(), &mut stack)?;
             match flat.map(|flat| self.merge(out, flat)).transpose()?.flatten() {
                 Some(merged) => out = merged,
                 None => return Ok((None, stack)),
@@ -1079,17 +1076,10 @@ impl<'a> Converter<'a> {
             } else {
                 match &dep.requires {
                     Requires::Names(others) => Some(required([&[dep.name][..], others].concat())),
-                    Requires::Schema(schema) => {
-                        self.enter()?;
-                        let flattened = self.flatten(schema.clone(), &stack);
-                        self.depth -= 1;
-                        let (flat, new_stack) = flattened?;
-                        stack = new_stack;
-                        match flat {
-                            None => None,
-                            Some(flat) => self.merge(required(vec![dep.name]), flat)?,
-                        }
-                    }
+                    Requires::Schema(schema) => match self.flatten_nested(schema.clone(), &mut stack)? {
+                        None => None,
+                        Some(flat) => self.merge(required(vec![dep.name]), flat)?,
+                    },
                 }
             };
             let merged = match part {

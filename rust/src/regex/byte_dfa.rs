@@ -3,7 +3,8 @@
 //! A [`ByteDfa`] recognises the UTF-8 encodings of the strings that match a regex *in full*
 //! (the whole string, not a substring). The pattern is parsed with `regex-syntax` (so
 //! unsupported features get a precise error before any automaton is built) and compiled to a
-//! Thompson NFA by `regex-automata`; the NFA is determinised with `MatchKind::All` semantics
+//! Thompson NFA (`crate::regex::thompson`; by `regex-automata` for look-around); the NFA is
+//! determinised with `MatchKind::All` semantics
 //! (every match, not leftmost-first, so that `a|ab` accepts both) from an anchored start, by our
 //! subset construction (`crate::regex::determinize`, 8× faster on glaive regexes) or, for a regex
 //! with look-around (`^`, `$`, `\b`), by regex-automata's dense DFA builder, whose reachable part
@@ -88,6 +89,9 @@ impl ByteNfa {
 
     /// [`ByteNfa::from_regex_with_markers`] for a translated regex.
     pub fn from_hir(hir: &Hir, max_states: usize) -> Result<ByteNfa> {
+        if let Some(nfa) = crate::regex::thompson::byte_nfa(hir, max_states)? {
+            return Ok(nfa);
+        }
         let nfa = thompson_nfa(hir, max_states)?;
         if !nfa.look_set_any().is_empty() {
             return Ok(match ByteDfa::from_hir(hir, max_states)? {
@@ -180,13 +184,12 @@ impl ByteDfa {
     /// Compiles an already translated regex. An empty language gives a DFA with no states
     /// (check [`ByteDfa::is_empty`]).
     pub fn from_hir(hir: &Hir, max_states: usize) -> Result<ByteDfa> {
+        if let Some(nfa) = crate::regex::thompson::byte_nfa(hir, max_states)? {
+            return Self::from_byte_nfa(&nfa, max_states);
+        }
         let nfa = thompson_nfa(hir, max_states)?;
         let budget = Budget::of(nfa.byte_classes().alphabet_len(), max_states);
-        if nfa.look_set_any().is_empty() {
-            Self::from_byte_nfa_with(&ByteNfa::from_thompson(&nfa), &budget, max_states)
-        } else {
-            Self::minimal(Self::determinized_by_regex_automata(&nfa, &budget)?, false, max_states)
-        }
+        Self::minimal(Self::determinized_by_regex_automata(&nfa, &budget)?, false, max_states)
     }
 
     /// The minimal DFA of an NFA already built (an empty language gives a DFA with no

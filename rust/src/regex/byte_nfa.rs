@@ -13,7 +13,8 @@
 //!
 //! The constructors from a regex ([`ByteNfa::from_hir`], [`ByteNfa::from_regex_with_markers`])
 //! and from a DFA ([`ByteNfa::from_dfa`]) are in `crate::regex::byte_dfa`, next to the DFA they
-//! fall back on: this module knows nothing of DFAs, so that the DFA can be built from it.
+//! fall back on: this module knows nothing of DFAs, so that the DFA can be built from it. The
+//! construction itself is `crate::regex::thompson`'s.
 //!
 //! [`ByteDfa`]: crate::regex::byte_dfa::ByteDfa
 //!
@@ -171,7 +172,7 @@ impl ByteNfa {
         out
     }
 
-    fn with_capacity(n: usize) -> ByteNfa {
+    pub(super) fn with_capacity(n: usize) -> ByteNfa {
         let mut edge_start = Vec::with_capacity(n + 1);
         edge_start.push(0);
         let mut epsilon_start = Vec::with_capacity(n + 1);
@@ -184,6 +185,35 @@ impl ByteNfa {
             epsilons: Vec::new(),
             is_match: Vec::with_capacity(n),
             classes: [0; 256],
+        }
+    }
+
+    /// Adds a state (`edges` disjoint and sorted); the classes are set after the last one
+    /// ([`ByteNfa::set_classes_from_edges`]).
+    pub(super) fn push_state(&mut self, edges: Vec<ByteEdge>, epsilons: impl IntoIterator<Item = u32>, is_match: bool) {
+        debug_assert!(edges.windows(2).all(|w| w[0].hi < w[1].lo));
+        self.edges.extend(edges);
+        self.epsilons.extend(epsilons);
+        self.is_match.push(is_match);
+        self.close_state();
+    }
+
+    /// Byte classes from the edges: bytes split apart by no edge's range share a class, numbered
+    /// in byte order.
+    pub(super) fn set_classes_from_edges(&mut self) {
+        let mut boundary = [false; 256];
+        for e in &self.edges {
+            boundary[e.lo as usize] = true;
+            if e.hi < 255 {
+                boundary[e.hi as usize + 1] = true;
+            }
+        }
+        let mut class = 0u8;
+        for (b, (&starts, out)) in boundary.iter().zip(self.classes.iter_mut()).enumerate() {
+            if b > 0 && starts {
+                class += 1;
+            }
+            *out = class;
         }
     }
 

@@ -1,8 +1,9 @@
-//! A regex's syntax and its Thompson NFA: `regex-syntax` parses and translates the pattern
-//! (unsupported features get a precise error before any automaton is built) and
-//! `regex-automata` compiles it to a Thompson NFA over bytes, within a memory budget. Both the
-//! NFA of lazy determinization ([`super::byte_nfa::ByteNfa`]) and the minimal DFA
-//! ([`super::byte_dfa::ByteDfa`]) start here.
+//! A regex's syntax and regex-automata's Thompson NFA: `regex-syntax` parses and translates
+//! the pattern (unsupported features get a precise error before any automaton is built) and
+//! `regex-automata` compiles it to a Thompson NFA over bytes, within a memory budget: for
+//! regexes with look-around and for the non-ASCII classes that `super::thompson` splices into
+//! its own NFAs. Both the NFA of lazy determinization ([`super::byte_nfa::ByteNfa`]) and the
+//! minimal DFA ([`super::byte_dfa::ByteDfa`]) start here.
 
 use regex_automata::nfa::thompson;
 use regex_syntax::ast;
@@ -11,13 +12,18 @@ use regex_syntax::hir::{Hir, HirKind, Look, Repetition};
 use super::common_syntax::translate_common;
 use crate::error::{Error, Result};
 
+/// The bytes a regex's NFA may take (see [`thompson_nfa`]).
+pub(crate) fn nfa_budget(max_states: usize) -> usize {
+    max_states.saturating_mul(1 << 10).max(16 << 20)
+}
+
 /// The Thompson NFA of a translated regex (no capture states), within a memory budget sized
 /// from `max_states`: regex-automata sets none, and a short nested repeat
 /// (`(?:[^a]{1000}){1000}`, 20 bytes) built an 8M-state, 270 MB NFA in seconds before the DFA
 /// limit could stop it (found from a `regex_guide` fuzzer slow unit). Real patterns take well
 /// under 100 bytes of NFA per DFA state; this allows 1 KiB per allowed state.
 pub(crate) fn thompson_nfa(hir: &Hir, max_states: usize) -> Result<thompson::NFA> {
-    let nfa_budget = max_states.saturating_mul(1 << 10).max(16 << 20);
+    let nfa_budget = nfa_budget(max_states);
     let config = thompson::Config::new()
         .utf8(true)
         .shrink(true)

@@ -190,10 +190,10 @@ impl ByteNfa {
 
     /// Adds a state (`edges` disjoint and sorted); the classes are set after the last one
     /// ([`ByteNfa::set_classes_from_edges`]).
-    pub(super) fn push_state(&mut self, edges: Vec<ByteEdge>, epsilons: impl IntoIterator<Item = u32>, is_match: bool) {
+    pub(super) fn push_state(&mut self, edges: &[ByteEdge], epsilons: &[u32], is_match: bool) {
         debug_assert!(edges.windows(2).all(|w| w[0].hi < w[1].lo));
-        self.edges.extend(edges);
-        self.epsilons.extend(epsilons);
+        self.edges.extend_from_slice(edges);
+        self.epsilons.extend_from_slice(epsilons);
         self.is_match.push(is_match);
         self.close_state();
     }

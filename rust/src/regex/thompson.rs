@@ -341,10 +341,11 @@ impl Builder {
         let mut id = vec![NONE; self.states.len()];
         let start = resolve(root.start);
         id[start as usize] = 0;
-        let mut order = vec![start];
-        let mut out = ByteNfa::with_capacity(0);
+        let mut order = Vec::with_capacity(self.states.len());
+        order.push(start);
+        let mut out = ByteNfa::with_capacity(self.states.len());
         let mut i = 0;
-        let mut epsilons: Vec<u32> = Vec::new();
+        let (mut edges, mut epsilons): (Vec<ByteEdge>, Vec<u32>) = (Vec::new(), Vec::new());
         while i < order.len() {
             let s = order[i];
             i += 1;
@@ -357,10 +358,12 @@ impl Builder {
                 }
                 id[t as usize]
             };
-            let edges: Vec<ByteEdge> = self.edges[st.edges_from as usize..st.edges_to as usize]
-                .iter()
-                .map(|e| ByteEdge { to: reach(e.to), ..*e })
-                .collect();
+            edges.clear();
+            edges.extend(
+                self.edges[st.edges_from as usize..st.edges_to as usize]
+                    .iter()
+                    .map(|e| ByteEdge { to: reach(e.to), ..*e }),
+            );
             epsilons.clear();
             let patch = (st.patch != NONE).then_some(st.patch);
             for t in self.epsilons[st.epsilons_from as usize..st.epsilons_to as usize].iter().copied().chain(patch) {
@@ -369,7 +372,7 @@ impl Builder {
                     epsilons.push(t);
                 }
             }
-            out.push_state(edges, epsilons.iter().copied(), s == root.end);
+            out.push_state(&edges, &epsilons, s == root.end);
         }
         out.set_classes_from_edges();
         out

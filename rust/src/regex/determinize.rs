@@ -240,29 +240,12 @@ mod tests {
         }
     }
 
-    /// A random regex over a few bytes and classes that split UTF-8 ranges, with alternation,
-    /// repetition and counted repetition, nested up to `depth`.
-    fn random_regex(rng: &mut SplitMix64, depth: u32) -> String {
-        const ATOMS: [&str; 9] = ["a", "b", "é", "[^a]", "[a-c]", r"\d", "[^\"\\\\]", ".", "(?:)"];
-        if depth == 0 || rng.one_in(3) {
-            return ATOMS[rng.below(ATOMS.len())].to_string();
-        }
-        let a = random_regex(rng, depth - 1);
-        match rng.below(6) {
-            0 => format!("(?:{a}|{})", random_regex(rng, depth - 1)),
-            1 => format!("(?:{a})*"),
-            2 => format!("(?:{a})?"),
-            3 => format!("(?:{a}){{{},{}}}", rng.below(2), 1 + rng.below(3)),
-            _ => format!("{a}{}", random_regex(rng, depth - 1)),
-        }
-    }
-
     #[test]
     fn same_minimal_dfa_as_regex_automata_on_random_regexes() {
         let mut rng = SplitMix64::new(11);
         let mut compared = 0;
         for _ in 0..3_000 {
-            let pattern = random_regex(&mut rng, 4);
+            let pattern = crate::testing::random_regex(&mut rng, 4);
             compared += same_as_regex_automata(&pattern, 2_000).is_some() as usize;
         }
         assert!(compared > 2_900, "only {compared} compared");

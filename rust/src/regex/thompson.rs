@@ -403,30 +403,12 @@ mod tests {
         }
     }
 
-    /// Counted repetitions nested in each other, of classes that split UTF-8 ranges: what the
-    /// copies and the class cache are for.
-    fn random_regex(rng: &mut SplitMix64, depth: u32) -> String {
-        const ATOMS: [&str; 11] = ["a", "é", "[^a]", "[a-c]", r"\d", r"\w", "[^\"\\\\]", ".", "(?:)", "ab", "[é-ü]"];
-        if depth == 0 || rng.one_in(4) {
-            return ATOMS[rng.below(ATOMS.len())].to_string();
-        }
-        let a = random_regex(rng, depth - 1);
-        match rng.below(8) {
-            0 => format!("(?:{a}|{})", random_regex(rng, depth - 1)),
-            1 => format!("(?:{a})*"),
-            2 => format!("(?:{a})+"),
-            3 => format!("(?:{a})?"),
-            4 => format!("(?:{a}){{{}}}", rng.below(4)),
-            5 => format!("(?:{a}){{{},}}", rng.below(4)),
-            6 => format!("(?:{a}){{{},{}}}", rng.below(3), 2 + rng.below(3)),
-            _ => format!("{a}{}", random_regex(rng, depth - 1)),
-        }
-    }
-
     #[test]
     fn same_minimal_dfa_as_regex_automata_nfa_on_random_regexes() {
         let mut rng = SplitMix64::new(5);
-        let compared = (0..3_000).filter(|_| same_as_regex_automata_nfa(&random_regex(&mut rng, 4), 5_000)).count();
+        let compared = (0..3_000)
+            .filter(|_| same_as_regex_automata_nfa(&crate::testing::random_regex(&mut rng, 4), 5_000))
+            .count();
         assert!(compared > 2_900, "only {compared} compared");
     }
 

@@ -46,6 +46,27 @@ pub fn shared_vocabulary(name: &str) -> Vocabulary {
     Vocabulary::from_json(&json, None, None).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
 
+/// A random regex of nested alternation, repetition and counted repetition (up to `depth`)
+/// over a few literals and classes that split UTF-8 ranges: what the regex automata's
+/// differential tests draw (`crate::regex::thompson`, `crate::regex::determinize`).
+pub fn random_regex(rng: &mut SplitMix64, depth: u32) -> String {
+    const ATOMS: [&str; 11] = ["a", "é", "[^a]", "[a-c]", r"\d", r"\w", "[^\"\\\\]", ".", "(?:)", "ab", "[é-ü]"];
+    if depth == 0 || rng.one_in(4) {
+        return ATOMS[rng.below(ATOMS.len())].to_string();
+    }
+    let a = random_regex(rng, depth - 1);
+    match rng.below(8) {
+        0 => format!("(?:{a}|{})", random_regex(rng, depth - 1)),
+        1 => format!("(?:{a})*"),
+        2 => format!("(?:{a})+"),
+        3 => format!("(?:{a})?"),
+        4 => format!("(?:{a}){{{}}}", rng.below(4)),
+        5 => format!("(?:{a}){{{},}}", rng.below(4)),
+        6 => format!("(?:{a}){{{},{}}}", rng.below(3), 2 + rng.below(3)),
+        _ => format!("{a}{}", random_regex(rng, depth - 1)),
+    }
+}
+
 /// Small limits, so that every input stays fast; reaching one is an `Err`, not a finding.
 pub fn fuzz_limits() -> Limits {
     Limits {

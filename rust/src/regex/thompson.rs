@@ -250,12 +250,7 @@ impl Builder {
             let looped = copies[min.saturating_sub(1)];
             let again = self.state([], [looped.start, end]);
             self.patch(looped.end, again);
-            match min {
-                0 => join(self, again, end),
-                _ => {
-                    join(self, looped.start, end);
-                }
-            }
+            join(self, if min == 0 { again } else { looped.start }, end);
         } else {
             for c in &copies[..min] {
                 join(self, c.start, c.end);

@@ -165,23 +165,31 @@ pub fn coarsest_partition_partial(n: usize, k: usize, trans: &[u32], accepting: 
     if n == 0 {
         return Vec::new();
     }
-    // Transitions in class order (so each class is a contiguous cord): tails and heads.
-    let mut tail: Vec<u32> = Vec::new();
-    let mut head: Vec<u32> = Vec::new();
-    let mut cord_ends: Vec<usize> = Vec::new();
-    for c in 0..k {
-        for s in 0..n {
-            let t = trans[s * k + c];
-            if t != dead {
-                tail.push(s as u32);
-                head.push(t);
-            }
-        }
-        if cord_ends.last().copied().unwrap_or(0) < tail.len() {
-            cord_ends.push(tail.len());
+    // Transitions in class order (so each class is a contiguous cord), by state within a class:
+    // tails and heads. A counting sort in two passes along the rows: reading the table column
+    // by column took a cache miss per entry (a third of minimising a 7,000-state, 141-class DFA).
+    let mut class_start = vec![0usize; k + 1];
+    for row in trans.chunks_exact(k.max(1)) {
+        for (c, &t) in row.iter().enumerate() {
+            class_start[c + 1] += usize::from(t != dead);
         }
     }
-    let m = tail.len();
+    for c in 0..k {
+        class_start[c + 1] += class_start[c];
+    }
+    let m = class_start[k];
+    let (mut tail, mut head) = (vec![0u32; m], vec![0u32; m]);
+    let mut fill = class_start.clone();
+    for (s, row) in trans.chunks_exact(k.max(1)).enumerate() {
+        for (c, &t) in row.iter().enumerate().filter(|&(_, &t)| t != dead) {
+            tail[fill[c]] = s as u32;
+            head[fill[c]] = t;
+            fill[c] += 1;
+        }
+    }
+    let mut cord_ends: Vec<usize> = class_start[1..].to_vec();
+    cord_ends.dedup();
+    cord_ends.retain(|&e| e > 0);
     // Incoming transitions of each state: `incoming[first_in[q]..first_in[q + 1]]`.
     let mut first_in = vec![0u32; n + 1];
     for &h in &head {

@@ -60,8 +60,8 @@ use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::groups::{GroupCache, Groups, Mapped, Walked};
-use super::slice::{SliceInputs, SliceUse, Slices};
+use super::groups::{Group, GroupCache, Groups, Mapped, Walked};
+use super::slice::{SliceInputs, SliceUse, Slices, NO_HUB};
 use super::text::{Step, TextId, TextKey, TextSpace, WaySearch};
 use crate::error::{Error, Result};
 use crate::limits::Deadline;
@@ -154,7 +154,7 @@ impl TokenizerParts {
             crate::util::bitset::set(&mut lone, t as usize);
         }
         let contents = Arc::new(contents);
-        let slices = Slices::new(&trie, &vocab, pieces.clone(), contents.clone(), normal)?;
+        let slices = Slices::new(&trie, &vocab, &tok, pieces.clone(), contents.clone(), normal)?;
         let hints = [const { AtomicU32::new(NO_HINT) }; HINTS];
         Ok(TokenizerParts {
             vocab,
@@ -180,7 +180,12 @@ impl TokenizerParts {
     }
 
     fn slice_inputs(&self) -> SliceInputs<'_> {
-        SliceInputs { trie: &self.trie, tok: &self.tok, words: crate::util::bitset::words_for(self.vocab.vocab_size()) }
+        SliceInputs {
+            trie: &self.trie,
+            vocab: &self.vocab,
+            tok: &self.tok,
+            words: crate::util::bitset::words_for(self.vocab.vocab_size()),
+        }
     }
 }
 
@@ -222,6 +227,8 @@ pub(crate) struct Engine {
     hinted: AtomicUsize,
     /// Text states whose groups came from a slice.
     sliced: AtomicUsize,
+    /// Slice groups a first-token set took as live through their hubs.
+    settled_by_hubs: AtomicUsize,
     max_states: usize,
     max_bytes: usize,
     /// Wall-clock seconds of one call ([`Engine::timed`]; `None`: unlimited).
@@ -303,6 +310,7 @@ impl Engine {
             way_search_failures: AtomicUsize::new(0),
             hinted: AtomicUsize::new(0),
             sliced: AtomicUsize::new(0),
+            settled_by_hubs: AtomicUsize::new(0),
             max_states,
             max_bytes,
             max_seconds,
@@ -361,6 +369,11 @@ impl Engine {
     #[cfg(test)]
     pub(crate) fn hinted_proofs(&self) -> usize {
         self.hinted.load(Ordering::Relaxed)
+    }
+    /// Slice groups taken as live through their hubs, without a search.
+    #[cfg(test)]
+    pub(crate) fn settled_by_hubs(&self) -> usize {
+        self.settled_by_hubs.load(Ordering::Relaxed)
     }
     /// Heap bytes the memo holds (an estimate), and its limit.
     pub(crate) fn memo_bytes(&self) -> (usize, usize) {
@@ -476,7 +489,7 @@ impl Engine {
                     .collect();
                 walk(self.parts.slices.exits(slice.slice), &mut walked);
                 self.sliced.fetch_add(1, Ordering::Relaxed);
-                Some(Mapped { slice: inside, targets })
+                Some(Mapped { slice: inside, slice_use: slice, targets })
             }
             None => {
                 walk(&self.parts.trie, &mut walked);
@@ -1000,15 +1013,61 @@ impl Engine {
         // (a JSON string's contents: ~120,000 tokens in ~20,000 groups, nearly all live);
         // without, the live groups' tokens are gathered.
         let mut bits: Option<Box<[u32]>> = groups.slice_bits().map(Box::from);
-        // Whether each target's piece may end there with a live piece start after it: then every
-        // class node `(to, c, NONE)` is live, which spares a fact per group (a JSON string's
-        // contents have ~20,000 groups and ~150 targets).
+        // Hubs of the slice's certificates, proved live or dead once per set (see
+        // `crate::lazy::slice::Certificates`): a slice group whose hub is live is live.
+        let certified = groups.certified();
+        let mut hub_live: Vec<Option<bool>> = vec![None; certified.map_or(0, |(slice, _)| slice.num_hubs())];
+        let mut is_live_hub = |h: u32| -> Result<bool> {
+            if let Some(known) = hub_live[h as usize] {
+                return Ok(known);
+            }
+            let (slice, slice_use) = certified.expect("hubs come with certificates");
+            let (key, side, split) = slice.hub(h);
+            let live = match slice_use.target(key) {
+                Some(to) => self.live(Node { text: self.text_id(to)?, side, split })?,
+                None => false,
+            };
+            hub_live[h as usize] = Some(live);
+            Ok(live)
+        };
+        let mut pending: Vec<Group> = Vec::new();
+        let mut settled = 0;
         for target in groups.by_target() {
-            // The target's way out, found at its first group with a class.
+            // The groups whose liveness is not settled by a hub.
+            let unsettled: Box<dyn Iterator<Item = Group>> = match certified {
+                Some((slice, _)) => {
+                    pending.clear();
+                    for &j in target.slice_targets() {
+                        let (hubs, complete) = slice.hubs_of_target(j);
+                        let mut all_live = complete;
+                        for &h in hubs {
+                            all_live &= is_live_hub(h)?;
+                        }
+                        if all_live {
+                            settled += slice.num_groups_of(j);
+                            continue;
+                        }
+                        for (k, g) in target.slice_groups(j).enumerate() {
+                            let h = slice.hub_of(j, k);
+                            if h == NO_HUB || !is_live_hub(h)? {
+                                pending.push(g);
+                            } else {
+                                settled += 1;
+                            }
+                        }
+                    }
+                    Box::new(pending.drain(..).chain(target.own()))
+                }
+                None => Box::new(target.iter()),
+            };
+            // Whether the target's piece may end there with a live piece start after it: then
+            // every class node `(to, c, NONE)` is live, which spares a fact per group. Found at
+            // its first group with a class.
             let mut exit: Option<Exit> = None;
-            for g in target.iter() {
+            let many = target.len() >= WITNESS_MIN_CLASSES;
+            for g in unsettled {
                 if g.class != LONE && exit.is_none() {
-                    exit = Some(self.exit(g.to, target.len() >= WITNESS_MIN_CLASSES)?);
+                    exit = Some(self.exit(g.to, many)?);
                 }
                 let exits_live = g.class != LONE
                     && match &exit {
@@ -1032,6 +1091,7 @@ impl Engine {
                 }
             }
         }
+        self.settled_by_hubs.fetch_add(settled, Ordering::Relaxed);
         // A token continuing a lone token's split is judged by its continuation instead of its
         // group: out of the groups' tokens (after collecting them, at one lookup per split token
         // rather than one per group token), back in when its continuation is live.

@@ -25,7 +25,7 @@ use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use super::slice::SliceGroups;
+use super::slice::{SliceGroups, SliceUse};
 use super::text::{TextId, TextKey};
 use crate::limits::LAZY_GROUP_CACHE_BYTES;
 use crate::util::bitset;
@@ -70,6 +70,8 @@ pub(crate) struct Groups {
     own: Box<[(u32, Range<u32>)]>,
     tokens: Box<[u32]>,
     shared: Option<Arc<SliceGroups>>,
+    /// How the state takes the slice (maps the slice's text states to the guide's).
+    slice_use: Option<SliceUse>,
     /// The tokens of the slice groups, as a bitset (`None` without a slice).
     slice_bits: Option<Box<[u32]>>,
 }
@@ -85,17 +87,34 @@ pub(crate) struct TargetGroups<'a> {
 impl<'a> TargetGroups<'a> {
     /// Its groups: the slice's, then the walk's.
     pub(crate) fn iter(&self) -> impl Iterator<Item = Group> + 'a {
-        let (groups, target) = (self.groups, self.target);
-        let to = target.to;
-        let slice = groups.shared.as_deref();
-        let from_slice = groups.slice_targets[target.slice_targets.start as usize..target.slice_targets.end as usize]
-            .iter()
-            .flat_map(move |&j| slice.expect("slice targets come with a slice").groups_of(j))
-            .map(move |(class, tokens)| Group { to, class, tokens, shared: true });
-        let own = groups.own[target.own.start as usize..target.own.end as usize]
-            .iter()
-            .map(move |(class, tokens)| Group { to, class: *class, tokens: tokens.clone(), shared: false });
-        from_slice.chain(own)
+        let this = TargetGroups { groups: self.groups, index: self.index, target: self.target };
+        self.slice_targets().iter().flat_map(move |&j| this.slice_groups(j)).chain(self.own())
+    }
+
+    /// The slice's targets mapped to it.
+    pub(crate) fn slice_targets(&self) -> &'a [u32] {
+        let range = &self.target.slice_targets;
+        &self.groups.slice_targets[range.start as usize..range.end as usize]
+    }
+
+    /// The groups of slice target `j` (one of [`TargetGroups::slice_targets`]), in the slice's
+    /// order.
+    pub(crate) fn slice_groups(&self, j: u32) -> impl Iterator<Item = Group> + 'a {
+        let to = self.target.to;
+        let slice = self.groups.shared.as_deref().expect("slice targets come with a slice");
+        slice.groups_of(j).map(move |(class, tokens)| Group { to, class, tokens, shared: true })
+    }
+
+    /// Its groups from the walk.
+    pub(crate) fn own(&self) -> impl Iterator<Item = Group> + 'a {
+        let to = self.target.to;
+        let own = &self.target.own;
+        self.groups.own[own.start as usize..own.end as usize].iter().map(move |(class, tokens)| Group {
+            to,
+            class: *class,
+            tokens: tokens.clone(),
+            shared: false,
+        })
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -143,6 +162,15 @@ impl Groups {
     /// instead of gathering ~100,000 live ones group by group.
     pub(crate) fn slice_bits(&self) -> Option<&[u32]> {
         self.slice_bits.as_deref()
+    }
+
+    /// The slice's groups with their certificates, and how the state takes the slice, when
+    /// there are hubs (see `crate::lazy::slice::Certificates`).
+    pub(crate) fn certified(&self) -> Option<(&SliceGroups, &SliceUse)> {
+        match (self.shared.as_deref(), &self.slice_use) {
+            (Some(slice), Some(slice_use)) if slice.num_hubs() > 0 => Some((slice, slice_use)),
+            _ => None,
+        }
     }
 
     /// The heap bytes this state's groups own (a slice's shared tokens are counted once, by
@@ -198,13 +226,18 @@ impl Groups {
         }
         starts.push(next);
         let slice_bits = shared.as_ref().map(Mapped::bits);
+        let (shared, slice_use) = match shared {
+            Some(Mapped { slice, slice_use, .. }) => (Some(slice), Some(slice_use)),
+            None => (None, None),
+        };
         Groups {
             targets: targets.into(),
             starts: starts.into(),
             slice_targets: slice_targets.into(),
             own: own.into(),
             tokens,
-            shared: shared.map(|s| s.slice),
+            shared,
+            slice_use,
             slice_bits,
         }
     }
@@ -214,6 +247,7 @@ impl Groups {
 /// target)` pairs.
 pub(crate) struct Mapped {
     pub(crate) slice: Arc<SliceGroups>,
+    pub(crate) slice_use: SliceUse,
     pub(crate) targets: Vec<(u32, u32)>,
 }
 
@@ -359,8 +393,12 @@ mod tests {
         let targets: Vec<(u32, u32)> = (0..4u32).map(|j| (walked.target(key(j % 3)), j)).collect();
         let ids: Vec<TextId> = (0..walked.targets.len() as u32).map(|i| 10 + i).collect();
         let rank = |i: u32| (i * 7) % 3;
-        let groups =
-            Groups::assemble(walked, &ids, rank, Some(Mapped { slice: slice.clone(), targets: targets.clone() }));
+        let groups = Groups::assemble(
+            walked,
+            &ids,
+            rank,
+            Some(Mapped { slice: slice.clone(), slice_use: SliceUse::unmapped(), targets: targets.clone() }),
+        );
 
         let view = |g: &Group| (g.to, g.class, groups.tokens(g).to_vec(), g.is_shared());
         let by_index: Vec<_> = (0..).map_while(|i| groups.get(i)).map(|g| view(&g)).collect();

@@ -40,6 +40,27 @@
 //! where its walk gives the other, which changes which text state a fact is recorded at, never
 //! a mask (every answer depends on the regex state only through its future).
 //!
+//! # Certificates
+//! A first-token set needs every slice group's node `(target, class, NONE)` judged live or dead,
+//! ~30,000 of them for a JSON string's contents on Llama 3; judging each with the guide's own
+//! witnesses and searches cost ~0.5 ms per text state, in every guide. But most of the proof
+//! does not depend on the guide: a node is live when it has a live successor, and a successor
+//! reached by a token that stays inside the slice, or by a boundary, is the same node of the
+//! slice's text space for every guide (the map `φ` carries it, as it carries the groups). So
+//! [`SliceGroups`] carry, per group, a *hub* ([`Certificates`]): the piece start after a
+//! boundary the target allows (every group of such a target shares it), else the node after the
+//! first *witness* token the group's class allows (a few one-byte tokens: common letters and
+//! digits, then the UTF-8 continuation bytes for targets inside a character). A guide proves
+//! the hubs live or dead, a few dozen searches shared by every first-token set of the guide, and
+//! takes each group with a live hub as live; only the groups without a hub (lone tokens with no
+//! boundary, classes that forbid every witness), those whose hub is dead, and the exit tokens'
+//! groups are judged one by one as before. Every hub is a real successor, so this only ever
+//! proves nodes live that are live: the sets are the same (tests hold lazy guides to the eager
+//! masks), found with ~1/10 of the judgements.
+//!
+//! For a counted use a hub carries its number of characters like any target (`s'' + |S|·k`):
+//! a witness that completes a character counts one more, and none past the count.
+//!
 //! # With a normalizer
 //! The normal form is a component of the text state (`crate::lazy::text`), and it differs after
 //! almost every letter (after `e` an acute accent would compose, after `q` it would not), so a
@@ -73,8 +94,9 @@ use crate::pre_tokenizer::text_automaton::ContentTrie;
 use crate::regex::byte_dfa::{ByteDfa, DEAD};
 use crate::tokenizer::token_trie::TokenTrie;
 use crate::tokenizer::vocab::Vocabulary;
-use crate::tokenizer_dfa::side::class_or_lone;
-use crate::tokenizer_dfa::TokenizerDfa;
+use crate::tokenizer_dfa::lone_tokens::ROOT;
+use crate::tokenizer_dfa::side::{class_or_lone, LONE, NONE, START};
+use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::util::concurrent::BoundedCache;
 
 /// The character classes sliced, widest first (a regex state takes the first it loops on). The
@@ -94,7 +116,33 @@ pub(crate) struct SliceGroups {
     /// Every token of the groups, as a bitset: the start of a first-token set (see
     /// `crate::lazy::engine::Engine::first_tokens`).
     bits: Box<[u32]>,
+    /// How each group's node is shown live through a hub (empty for a counted use).
+    certificates: Certificates,
 }
+
+/// For the groups of a [`SliceGroups`], *witness* tokens that stay inside the slice (see the
+/// module docs, "Certificates"): group `i`'s node `(target, class, NONE)` emits token `w` (its
+/// pair condition allows it) and goes to hub `hub_of[i]`, a node `(key, class of w, NONE)` of
+/// the slice's text space, so the group is live in a guide wherever that hub is.
+#[derive(Default)]
+pub(crate) struct Certificates {
+    /// `(text key in the slice's space, side, lone-token split node)`.
+    hubs: Box<[Hub]>,
+    /// Per group (in [`SliceGroups`]' order), its hub, or [`NO_HUB`].
+    hub_of: Box<[u32]>,
+    /// `target_hubs[ranges[j]..ranges[j + 1]]`: the distinct hubs of target `j`'s groups.
+    ranges: Box<[u32]>,
+    target_hubs: Box<[u32]>,
+    /// Per target: whether every group of it has a hub.
+    complete: Box<[bool]>,
+}
+
+/// A node of a slice's text space: `(text key, side, lone-token split node)`.
+pub(crate) type Hub = (TextKey, u32, u32);
+
+/// A group without a hub: its class is a lone token's (no token may follow it in the piece) or
+/// no witness token is allowed after it.
+pub(crate) const NO_HUB: u32 = u32::MAX;
 
 impl SliceGroups {
     /// The groups of a walk from a slice's state, its targets in the order met; `words`: the
@@ -113,7 +161,113 @@ impl SliceGroups {
         let groups = own.into_iter().map(|(_, class, range)| (class, range)).collect();
         let mut bits = vec![0u32; words].into_boxed_slice();
         tokens.iter().for_each(|&t| crate::util::bitset::set(&mut bits, t as usize));
-        SliceGroups { targets, target_groups: target_groups.into(), groups, tokens, bits }
+        let certificates = Certificates::default();
+        SliceGroups { targets, target_groups: target_groups.into(), groups, tokens, bits, certificates }
+    }
+
+    /// Finds each group's hub (see [`Certificates`]): the piece start after a boundary at its
+    /// target, else the node after the first of the slice's witnesses its class allows whose
+    /// walk from the target stays in the slice. For a counted use (`counted`), a target's slice
+    /// state `s' + n·k` is `s'` after `k` characters, and a witness (one byte) that completes a
+    /// character leads to `k + 1`, past `max_chars` to no hub.
+    fn certify(&mut self, slice: &Slice, counted: bool, tok: &TokenizerDfa, vocab: &Vocabulary) {
+        let (space, witnesses) = (&slice.space, &slice.witnesses[..]);
+        let n = slice.dfa.num_states() as u32;
+        let mut index: rustc_hash::FxHashMap<Hub, u32> = Default::default();
+        let mut hubs = Vec::new();
+        let mut hub_of = Vec::with_capacity(self.groups.len());
+        let mut ranges = vec![0u32];
+        let mut target_hubs = Vec::new();
+        let mut complete = Vec::with_capacity(self.targets.len());
+        // Per witness, its successor from the current target (walked once per target).
+        let mut successor: Vec<Option<Option<TextKey>>> = vec![None; witnesses.len()];
+        for (j, &target) in self.targets.iter().enumerate() {
+            successor.iter_mut().for_each(|s| *s = None);
+            let (from, chars) = match counted {
+                true => (target.with_regex_state(target.regex_state() % n), target.regex_state() / n),
+                false => (target, 0),
+            };
+            // A hub's key in the groups' space (with its characters for a counted use).
+            let keyed = |to: TextKey| -> Option<TextKey> {
+                if !counted {
+                    return Some(to);
+                }
+                let k = chars + slice.dfa.is_accepting(to.regex_state()) as u32;
+                (k as usize <= slice.max_chars).then(|| to.with_regex_state(to.regex_state() + n * k))
+            };
+            // The piece start after a boundary here, for a class node and for a lone token's:
+            // a boundary of the first stage may not follow a class inside an added token's
+            // content (`mark_allowed`).
+            let boundary = |lone: bool| {
+                (0..space.num_stages())
+                    .filter(|&kind| lone || kind != 0 || !space.spells_content(from))
+                    .find_map(|kind| space.mark(target, kind))
+                    .map(|to| (to, START, ROOT))
+            };
+            let (after_class, after_lone) = (boundary(false), boundary(true));
+            let first_hub = target_hubs.len();
+            let mut all = true;
+            for (class, _) in self.groups_of(j as u32) {
+                let found = match class {
+                    LONE => after_lone,
+                    _ => after_class.or_else(|| {
+                        witnesses.iter().enumerate().find_map(|(i, &w)| {
+                            if tok.forbids(class, w) {
+                                return None;
+                            }
+                            let to = *successor[i]
+                                .get_or_insert_with(|| space.walk(from, vocab.token_bytes(w)).and_then(keyed));
+                            to.map(|to| (to, tok.class_of(w), NONE))
+                        })
+                    }),
+                };
+                let hub = match found {
+                    Some(hub) => *index.entry(hub).or_insert_with(|| {
+                        hubs.push(hub);
+                        hubs.len() as u32 - 1
+                    }),
+                    None => NO_HUB,
+                };
+                all &= hub != NO_HUB;
+                if hub != NO_HUB && !target_hubs[first_hub..].contains(&hub) {
+                    target_hubs.push(hub);
+                }
+                hub_of.push(hub);
+            }
+            ranges.push(target_hubs.len() as u32);
+            complete.push(all);
+        }
+        self.certificates = Certificates {
+            hubs: hubs.into(),
+            hub_of: hub_of.into(),
+            ranges: ranges.into(),
+            target_hubs: target_hubs.into(),
+            complete: complete.into(),
+        };
+    }
+
+    /// The number of hubs (0 without certificates).
+    pub(crate) fn num_hubs(&self) -> usize {
+        self.certificates.hubs.len()
+    }
+    /// Hub `h`.
+    pub(crate) fn hub(&self, h: u32) -> Hub {
+        self.certificates.hubs[h as usize]
+    }
+    /// Target `j`'s group `k`'s hub, or [`NO_HUB`].
+    pub(crate) fn hub_of(&self, j: u32, k: usize) -> u32 {
+        match self.certificates.hub_of.get(self.target_groups[j as usize] as usize + k) {
+            Some(&h) => h,
+            None => NO_HUB,
+        }
+    }
+    /// The distinct hubs of target `j`'s groups, and whether every group of it has one.
+    pub(crate) fn hubs_of_target(&self, j: u32) -> (&[u32], bool) {
+        let c = &self.certificates;
+        match c.ranges.get(j as usize + 1) {
+            Some(&end) => (&c.target_hubs[c.ranges[j as usize] as usize..end as usize], c.complete[j as usize]),
+            None => (&[], false),
+        }
     }
     pub(crate) fn targets(&self) -> &[TextKey] {
         &self.targets
@@ -143,6 +297,10 @@ impl SliceGroups {
             + self.groups.len() * 12
             + self.tokens.len() * 4
             + self.bits.len() * 4
+            + self.certificates.hubs.len() * std::mem::size_of::<Hub>()
+            + (self.certificates.hub_of.len() + self.certificates.ranges.len() + self.certificates.target_hubs.len())
+                * 4
+            + self.certificates.complete.len()
     }
 }
 
@@ -156,6 +314,8 @@ struct Slice {
     /// tokens and tokens outside the trie), at most 255.
     chars: Box<[u8]>,
     max_chars: usize,
+    /// The witness tokens a group's certificate tries, in order (see [`Certificates`]).
+    witnesses: Box<[u32]>,
 }
 
 /// How a regex state takes a slice's tokens (see the module docs): `map[s]` is the regex state
@@ -183,6 +343,12 @@ impl SliceUse {
     pub(crate) fn heap_bytes(&self) -> usize {
         self.map.len() * 4
     }
+
+    /// A use that maps nothing (for tests of the groups alone).
+    #[cfg(test)]
+    pub(crate) fn unmapped() -> SliceUse {
+        SliceUse { slice: 0, counted: false, map: Arc::from(Vec::new()) }
+    }
 }
 
 /// With a normalizer: which tokens start with an inert character (see the module docs), and the
@@ -206,6 +372,7 @@ impl Slices {
     pub(crate) fn new(
         trie: &TokenTrie,
         vocab: &Vocabulary,
+        tok: &TokenizerDfa,
         pieces: Option<Arc<PieceTable>>,
         contents: Arc<ContentTrie>,
         normal: Option<&'static NormalForm>,
@@ -232,7 +399,8 @@ impl Slices {
                 });
                 let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
                 let space = TextSpace::new(dfa.clone(), pieces.clone(), contents.clone(), normal)?;
-                Ok(Slice { dfa, space, exits: TokenTrie::new(leaving), chars, max_chars })
+                let witnesses = witness_tokens(trie, vocab, tok, &chars);
+                Ok(Slice { dfa, space, exits: TokenTrie::new(leaving), chars, max_chars, witnesses })
             })
             .collect::<Result<_>>()?;
         let normal = normal.map(|nf| {
@@ -314,7 +482,8 @@ impl Slices {
             },
         )
         .unwrap_or_else(|never| match never {});
-        let made = SliceGroups::from_walk(walked, parts.words);
+        let mut made = SliceGroups::from_walk(walked, parts.words);
+        made.certify(s, slice.counted, parts.tok, parts.vocab);
         let bytes = made.heap_bytes();
         self.cache.insert(key, Arc::new(made), bytes)
     }
@@ -329,9 +498,33 @@ impl Slices {
 #[derive(Clone, Copy)]
 pub(crate) struct SliceInputs<'a> {
     pub(crate) trie: &'a TokenTrie,
+    pub(crate) vocab: &'a Vocabulary,
     pub(crate) tok: &'a TokenizerDfa,
     /// The words of a token bitset.
     pub(crate) words: usize,
+}
+
+/// How many witness tokens a certificate tries: enough that nearly every class allows one
+/// (a class forbids the tokens that would merge with its own, a few letters at most).
+const WITNESSES: usize = 24;
+
+/// The witness tokens of a slice (see [`Certificates`]): tokens of one byte that complete a
+/// character of the slice (`chars` 1), with a class, common letters first, then digits, then
+/// the rest by byte; then the continuation bytes, which are what a target inside a character
+/// can take.
+fn witness_tokens(trie: &TokenTrie, vocab: &Vocabulary, tok: &TokenizerDfa, chars: &[u8]) -> Box<[u32]> {
+    const PREFERRED: &[u8] = b"etaoinsrhldcumfpgwybvkxjqz0123456789 ETAOINSRHLDCUMFPGWYBVKXJQZ.,-_:;!?/()";
+    let mut of_byte = [None; 256];
+    trie.for_each_token(|t| {
+        if let [b] = vocab.token_bytes(t) {
+            of_byte[*b as usize].get_or_insert(t);
+        }
+    });
+    let single = |b: u8| of_byte[b as usize].filter(|&t| tok.class_of(t) != NO_CLASS);
+    let complete = PREFERRED.iter().filter_map(|&b| single(b)).filter(|&t| chars.get(t as usize) == Some(&1));
+    let mut witnesses: Vec<u32> = complete.take(WITNESSES).collect();
+    witnesses.extend((0x80..=0xBFu8).filter_map(single));
+    witnesses.into()
 }
 
 /// `φ` when regex state `q` of `dfa` loops on `slice` from its start (see the module docs):

@@ -220,6 +220,8 @@ fn sliced_text_states_give_the_eager_masks() {
         assert!(sliced >= 3 && sliced < built, "{sliced} of {built} text states sliced");
         // Witness tokens found by searches proved other nodes live (`Engine::hinted_live`).
         assert!(lazy.lazy_engine().unwrap().hinted_proofs() > 0);
+        // Slice groups were taken as live through their hubs (`slice::Certificates`).
+        assert!(lazy.lazy_engine().unwrap().settled_by_hubs() > 0);
     }
 }
 

@@ -487,7 +487,9 @@ impl Engine {
                 let targets: Vec<(u32, u32)> = (inside.targets().iter().enumerate())
                     .filter_map(|(j, &k)| Some((walked.target(slice.target(k)?), j as u32)))
                     .collect();
-                walk(self.parts.slices.exits(slice.slice), &mut walked);
+                for exits in self.parts.slices.exits(&slice, self.space.dfa()) {
+                    walk(exits, &mut walked);
+                }
                 self.sliced.fetch_add(1, Ordering::Relaxed);
                 Some(Mapped { slice: inside, slice_use: slice, targets })
             }

@@ -28,8 +28,11 @@
 //! `(s', m', n')` by `k` as `(s' + |S|·k, m', n')`.
 //!
 //! The other tokens, those whose walk through `S` dies (a `"`, a `\`, a byte that cannot start a
-//! character), are the slice's *exit tokens*: a few thousand, kept as a trie of their own and
-//! walked through the guide's text space as usual. Slice groups and exit walk
+//! character), are the slice's *exit tokens*: a few thousand, kept as tries of their own by
+//! where they leave (the slice state before the byte `S` does not take, and that byte) and
+//! walked through the guide's text space as usual, but only those leaving by a byte the regex
+//! takes there (`"` and `\` inside a JSON string, not the newlines and tabs that half of Llama
+//! 3's exit tokens leave by). Slice groups and exit walk
 //! together hold every token of the text state with its successor, exactly as a full walk would
 //! ([`crate::lazy::groups`]); tests compare the two.
 //!
@@ -309,7 +312,9 @@ impl SliceGroups {
 struct Slice {
     dfa: ByteDfa,
     space: TextSpace,
-    exits: TokenTrie,
+    /// The exit tokens by where they leave: `(slice state, byte)`, the slice state their walk
+    /// from the start reaches before the first byte the slice does not take, and that byte.
+    exits: Vec<(u32, u8, TokenTrie)>,
     /// Per token id: how many characters its walk from the slice's start completes (0 for exit
     /// tokens and tokens outside the trie), at most 255.
     chars: Box<[u8]>,
@@ -381,16 +386,17 @@ impl Slices {
             .iter()
             .map(|pattern| {
                 let dfa = ByteDfa::from_regex(pattern, 64)?;
-                let mut leaving = Vec::new();
+                let mut leaving: std::collections::BTreeMap<(u32, u8), Vec<TrieEntry>> = Default::default();
                 let mut chars = vec![0u8; vocab.num_tokens()].into_boxed_slice();
                 trie.for_each_token(|t| {
                     let bytes = vocab.token_bytes(t);
                     let mut s = dfa.start();
                     let mut k = 0usize;
                     for &b in bytes {
+                        let before = s;
                         s = dfa.next(s, b);
                         if s == DEAD {
-                            leaving.push((t, bytes));
+                            leaving.entry((before, b)).or_default().push((t, bytes));
                             return;
                         }
                         k += dfa.is_accepting(s) as usize;
@@ -400,7 +406,8 @@ impl Slices {
                 let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
                 let space = TextSpace::new(dfa.clone(), pieces.clone(), contents.clone(), normal)?;
                 let witnesses = witness_tokens(trie, vocab, tok, &chars);
-                Ok(Slice { dfa, space, exits: TokenTrie::new(leaving), chars, max_chars, witnesses })
+                let exits = leaving.into_iter().map(|((s, b), tokens)| (s, b, TokenTrie::new(tokens))).collect();
+                Ok(Slice { dfa, space, exits, chars, max_chars, witnesses })
             })
             .collect::<Result<_>>()?;
         let normal = normal.map(|nf| {
@@ -488,9 +495,18 @@ impl Slices {
         self.cache.insert(key, Arc::new(made), bytes)
     }
 
-    /// The tokens whose walk through the slice from its start dies, as a trie.
-    pub(crate) fn exits(&self, slice: usize) -> &TokenTrie {
-        &self.slices[slice].exits
+    /// The tries of the tokens whose walk through the slice from its start dies, leaving at a
+    /// byte some regex state the use pairs with the leaving slice state takes: the others die in
+    /// the guide's regex at that byte too (a JSON string's contents take `"` and `\`, not the
+    /// newlines and tabs that half of Llama 3's ~4,800 exit tokens leave by).
+    pub(crate) fn exits<'a>(&'a self, slice: &'a SliceUse, dfa: &'a TextRegex) -> impl Iterator<Item = &'a TokenTrie> {
+        let s = &self.slices[slice.slice];
+        let n = s.dfa.num_states();
+        s.exits.iter().filter_map(move |(at, b, trie)| {
+            let paired = slice.map.iter().skip(*at as usize).step_by(n);
+            let mut states = if slice.counted { paired.take(usize::MAX) } else { paired.take(1) };
+            states.any(|&q| q != DEAD && dfa.next(q, *b) != DEAD).then_some(trie)
+        })
     }
 }
 
@@ -503,6 +519,9 @@ pub(crate) struct SliceInputs<'a> {
     /// The words of a token bitset.
     pub(crate) words: usize,
 }
+
+/// A token and its bytes, as a trie is built from.
+type TrieEntry<'a> = (u32, &'a [u8]);
 
 /// How many witness tokens a certificate tries: enough that nearly every class allows one
 /// (a class forbids the tokens that would merge with its own, a few letters at most).

@@ -119,14 +119,15 @@ pub(crate) struct SliceGroups {
     /// Every token of the groups, as a bitset: the start of a first-token set (see
     /// `crate::lazy::engine::Engine::first_tokens`).
     bits: Box<[u32]>,
-    /// How each group's node is shown live through a hub (empty for a counted use).
+    /// How each group's node is shown live through a hub.
     certificates: Certificates,
 }
 
-/// For the groups of a [`SliceGroups`], *witness* tokens that stay inside the slice (see the
-/// module docs, "Certificates"): group `i`'s node `(target, class, NONE)` emits token `w` (its
-/// pair condition allows it) and goes to hub `hub_of[i]`, a node `(key, class of w, NONE)` of
-/// the slice's text space, so the group is live in a guide wherever that hub is.
+/// For the groups of a [`SliceGroups`], a successor of each group's node `(target, class, NONE)`
+/// inside the slice's text space, its *hub* (see the module docs, "Certificates"): the piece
+/// start `(key, START, ROOT)` after a boundary the target allows, or the node `(key, class of
+/// w, NONE)` after a witness token `w` its pair condition allows. The group is live in a guide
+/// wherever its hub is.
 #[derive(Default)]
 pub(crate) struct Certificates {
     /// `(text key in the slice's space, side, lone-token split node)`.
@@ -528,9 +529,9 @@ type TrieEntry<'a> = (u32, &'a [u8]);
 const WITNESSES: usize = 24;
 
 /// The witness tokens of a slice (see [`Certificates`]): tokens of one byte that complete a
-/// character of the slice (`chars` 1), with a class, common letters first, then digits, then
-/// the rest by byte; then the continuation bytes, which are what a target inside a character
-/// can take.
+/// character of the slice (`chars` 1), with a class, common letters first, then digits, space,
+/// capitals and punctuation; then the UTF-8 continuation bytes, which are what a target inside a
+/// character can take.
 fn witness_tokens(trie: &TokenTrie, vocab: &Vocabulary, tok: &TokenizerDfa, chars: &[u8]) -> Box<[u32]> {
     const PREFERRED: &[u8] = b"etaoinsrhldcumfpgwybvkxjqz0123456789 ETAOINSRHLDCUMFPGWYBVKXJQZ.,-_:;!?/()";
     let mut of_byte = [None; 256];

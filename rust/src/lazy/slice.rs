@@ -59,7 +59,7 @@
 //! boundary, classes that forbid every witness), those whose hub is dead, and the exit tokens'
 //! groups are judged one by one as before. Every hub is a real successor, so this only ever
 //! proves nodes live that are live: the sets are the same (tests hold lazy guides to the eager
-//! masks), found with ~1/10 of the judgements.
+//! masks), found with about 1 % of the judgements (a few dozen hubs and the groups left over).
 //!
 //! For a counted use a hub carries its number of characters like any target (`s'' + |S|·k`):
 //! a witness that completes a character counts one more, and none past the count.

@@ -113,6 +113,8 @@ LOOP_TEXTS = [
     '{"a": "Grüße aus Köln, \\"Zitat\\" und 東京タワー 🚀", "b": "x\\ny  z"}\nfree text: ça va? 😀 end',
     '{"a": "", "b": "नमस्ते دنیا ไทย   tab\\t"}\n',
     '{"a": "  leading and trailing  ", "b": "123 456.78e-9"}\n{"json": "again"}',
+    # Every short escape, escapes in a row and code-like backslashes (the escape state is sliced).
+    '{"a": "C:\\\\dir\\\\x \\/a\\b\\f\\r\\n\\t\\\\n", "b": "\\\"\\\\\\"print(\\\"hi\\\\n\\\")\\n"}\n',
 ]
 
 

@@ -506,7 +506,7 @@ impl Engine {
     }
 
     /// How regex state `q` takes a slice, if it does, found once per regex state.
-    fn slice_use(&self, q: u32) -> Result<Option<SliceUse>> {
+    pub(crate) fn slice_use(&self, q: u32) -> Result<Option<SliceUse>> {
         if let Some(known) = self.slice_uses.get(&q) {
             return Ok(known);
         }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use crate::guide::lazy::LazyGuide;
 use crate::guide::{Guide, Method};
-use crate::regex::byte_dfa::{Bound, ByteDfa};
+use crate::regex::byte_dfa::{Bound, ByteDfa, DEAD};
 use crate::regex::outline::OutlineOptions;
 use crate::tokenizer::vocab::Vocabulary;
 use crate::{Compiler, Error, Limits};
@@ -222,6 +222,38 @@ fn sliced_text_states_give_the_eager_masks() {
         assert!(lazy.lazy_engine().unwrap().hinted_proofs() > 0);
         // Slice groups were taken as live through their hubs (`slice::Certificates`).
         assert!(lazy.lazy_engine().unwrap().settled_by_hubs() > 0);
+    }
+}
+
+/// A JSON string's contents take the slice of characters and escapes, and so does the state
+/// after an escape's backslash (the escape slice), for outlines-core's string and for ours (with
+/// `\u` escapes, which leave the slice as exit tokens); a string without escapes takes the
+/// character slice.
+#[test]
+fn json_string_contents_and_escapes_take_slices() {
+    let body = r#"([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"#;
+    let escape = r#"["\\/bfnrt]([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"#;
+    let chars = r#"[^"\\\x00-\x1F\x7F-\x9F]*"#;
+    let compiler = Compiler::new(mistral(), Limits::default());
+    let cases = [
+        (r#"\{"a": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"\}"#, true),
+        (r#"\{"a": "([^"\\\x00-\x1F]|\\(["\\/bfnrt]|u[0-9a-fA-F]{4}))*"\}"#, true),
+        (r#"\{"a": "[^"\\\x00-\x1F\x7F-\x9F]*"\}"#, false),
+    ];
+    for (regex, escapes) in cases {
+        let lazy = compiler.compile_regex_lazy(regex).unwrap();
+        let engine = lazy.lazy_engine().unwrap();
+        let dfa = engine.space().dfa();
+        let pattern = |text: &[u8]| {
+            let q = text.iter().fold(dfa.start(), |q, &b| dfa.next(q, b));
+            assert_ne!(q, DEAD, "{regex} takes {}", String::from_utf8_lossy(text));
+            engine.slice_use(q).unwrap().map(|u| u.pattern())
+        };
+        assert_eq!(pattern(br#"{"a": "x"#), Some(if escapes { body } else { chars }), "{regex}");
+        assert_eq!(pattern(br#"{"a": "x""#), None, "{regex}");
+        if escapes {
+            assert_eq!(pattern(br#"{"a": "x\n y\"#), Some(escape), "{regex}");
+        }
     }
 }
 

@@ -61,7 +61,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::groups::{Group, GroupCache, Groups, Mapped, Walked};
-use super::slice::{SliceInputs, SliceUse, Slices, NO_HUB};
+use super::slice::{Hub, SliceInputs, SliceUse, Slices, NO_HUB};
 use super::text::{Step, TextId, TextKey, TextSpace, WaySearch};
 use crate::error::{Error, Result};
 use crate::limits::Deadline;
@@ -185,6 +185,8 @@ impl TokenizerParts {
             vocab: &self.vocab,
             tok: &self.tok,
             words: crate::util::bitset::words_for(self.vocab.vocab_size()),
+            // Without lone tokens (SentencePiece) the splits have no root.
+            root_conts: if self.splits.num_nodes() > ROOT as usize { self.splits.next_tokens(ROOT) } else { &[] },
         }
     }
 }
@@ -374,6 +376,41 @@ impl Engine {
     #[cfg(test)]
     pub(crate) fn settled_by_hubs(&self) -> usize {
         self.settled_by_hubs.load(Ordering::Relaxed)
+    }
+
+    /// For tests: each step of each hub's chain to its root (`crate::lazy::slice::chain_roots`),
+    /// in the certificates of every text state whose groups are kept, is a successor a search
+    /// of this guide may take. Returns the steps checked and the hubs whose root was live.
+    #[cfg(test)]
+    pub(crate) fn check_chains(&self) -> Result<(usize, usize)> {
+        let (mut steps, mut rooted) = (0, 0);
+        for z in 0..self.texts.len() as TextId {
+            let Some(groups) = self.groups.get(z) else { continue };
+            let Some((slice, slice_use)) = groups.certified() else { continue };
+            let node = |(key, side, split): Hub| -> Result<Node> {
+                let to = slice_use.target(key).expect("a loop's map is total");
+                Ok(Node { text: self.text_id(to)?, side, split })
+            };
+            for h in 0..slice.num_hubs() as u32 {
+                let root = slice.root(slice.root_of(h));
+                let mut at = slice.hub(h);
+                while at != root {
+                    let next = (self.parts.slices.chain_step(slice_use, at, self.parts.slice_inputs()))
+                        .expect("a node that is not a root has a successor");
+                    let (from, to) = (node(at)?, node(next)?);
+                    let (mut cursor, mut held) = (Cursor::default(), None);
+                    let mut found = false;
+                    while let Some(m) = self.next_successor(from, &mut cursor, &mut held)? {
+                        found |= m == to;
+                    }
+                    assert!(found, "chain step {at:?} -> {next:?} is no successor of {from:?} in the guide");
+                    steps += 1;
+                    at = next;
+                }
+                rooted += self.live(node(root)?)? as usize;
+            }
+        }
+        Ok((steps, rooted))
     }
     /// Heap bytes the memo holds (an estimate), and its limit.
     pub(crate) fn memo_bytes(&self) -> (usize, usize) {
@@ -1018,17 +1055,27 @@ impl Engine {
         // Hubs of the slice's certificates, proved live or dead once per set (see
         // `crate::lazy::slice::Certificates`): a slice group whose hub is live is live.
         let certified = groups.certified();
+        // A hub is live where its root is (one search for the hubs of a root), else judged on
+        // its own.
         let mut hub_live: Vec<Option<bool>> = vec![None; certified.map_or(0, |(slice, _)| slice.num_hubs())];
+        let mut root_live: Vec<Option<bool>> = vec![None; certified.map_or(0, |(slice, _)| slice.num_roots())];
+        let node_live = |(key, side, split): Hub, slice_use: &SliceUse| -> Result<bool> {
+            match slice_use.target(key) {
+                Some(to) => self.live(Node { text: self.text_id(to)?, side, split }),
+                None => Ok(false),
+            }
+        };
         let mut is_live_hub = |h: u32| -> Result<bool> {
             if let Some(known) = hub_live[h as usize] {
                 return Ok(known);
             }
             let (slice, slice_use) = certified.expect("hubs come with certificates");
-            let (key, side, split) = slice.hub(h);
-            let live = match slice_use.target(key) {
-                Some(to) => self.live(Node { text: self.text_id(to)?, side, split })?,
-                None => false,
+            let r = slice.root_of(h);
+            let root = match root_live[r as usize] {
+                Some(known) => known,
+                None => *root_live[r as usize].insert(node_live(slice.root(r), slice_use)?),
             };
+            let live = root || node_live(slice.hub(h), slice_use)?;
             hub_live[h as usize] = Some(live);
             Ok(live)
         };

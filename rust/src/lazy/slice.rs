@@ -64,6 +64,13 @@
 //! For a counted use a hub carries its number of characters like any target (`s'' + |S|·k`):
 //! a witness that completes a character counts one more, and none past the count.
 //!
+//! The hubs themselves are chained ([`chain_roots`]): each node of the slice's text space gets
+//! one successor (a boundary where it may end its piece, else its first allowed witness), and
+//! hubs whose successors meet share a *root*: 1-9 roots for the 3-79 hubs of each set on the way
+//! through a JSON string on Llama 3. A guide proves the roots and takes a hub live where its
+//! root is, judging a hub on its own only where its root is dead. On the three-string document
+//! of `docs/design.md` §8 this took a guide's instructions from 20.9 M to 18.1 M (callgrind).
+//!
 //! # With a normalizer
 //! The normal form is a component of the text state (`crate::lazy::text`), and it differs after
 //! almost every letter (after `e` an acute accent would compose, after `q` it would not), so a
@@ -147,6 +154,10 @@ pub(crate) struct Certificates {
     target_hubs: Box<[u32]>,
     /// Per target: whether every group of it has a hub.
     complete: Box<[bool]>,
+    /// Nodes that the hubs reach by successors inside the slice (see [`chain_roots`]): a hub
+    /// is live where its root is. `root_of[h]` is hub `h`'s root.
+    roots: Box<[Hub]>,
+    root_of: Box<[u32]>,
 }
 
 /// A node of a slice's text space: `(text key, side, lone-token split node)`.
@@ -182,7 +193,8 @@ impl SliceGroups {
     /// walk from the target stays in the slice. For a counted use (`counted`), a target's slice
     /// state `s' + n·k` is `s'` after `k` characters, and a witness (one byte) that completes a
     /// character leads to `k + 1`, past `max_chars` to no hub.
-    fn certify(&mut self, slice: &Slice, counted: bool, tok: &TokenizerDfa, vocab: &Vocabulary) {
+    fn certify(&mut self, slice: &Slice, counted: bool, parts: SliceInputs) {
+        let (tok, vocab) = (parts.tok, parts.vocab);
         let (space, witnesses) = (&slice.space, &slice.witnesses[..]);
         let n = slice.dfa.num_states() as u32;
         let mut index: rustc_hash::FxHashMap<Hub, u32> = Default::default();
@@ -249,7 +261,15 @@ impl SliceGroups {
             ranges.push(target_hubs.len() as u32);
             complete.push(all);
         }
+        // A counted use's hubs count characters, so chains of them never close; each hub is its
+        // own root there.
+        let (roots, root_of) = match counted {
+            false => chain_roots(&hubs, slice, parts),
+            true => (hubs.clone(), (0..hubs.len() as u32).collect()),
+        };
         self.certificates = Certificates {
+            roots: roots.into(),
+            root_of: root_of.into(),
             hubs: hubs.into(),
             hub_of: hub_of.into(),
             ranges: ranges.into(),
@@ -265,6 +285,18 @@ impl SliceGroups {
     /// Hub `h`.
     pub(crate) fn hub(&self, h: u32) -> Hub {
         self.certificates.hubs[h as usize]
+    }
+    /// The number of roots (see [`chain_roots`]).
+    pub(crate) fn num_roots(&self) -> usize {
+        self.certificates.roots.len()
+    }
+    /// Root `r`.
+    pub(crate) fn root(&self, r: u32) -> Hub {
+        self.certificates.roots[r as usize]
+    }
+    /// Hub `h`'s root: live there proves `h` live.
+    pub(crate) fn root_of(&self, h: u32) -> u32 {
+        self.certificates.root_of[h as usize]
     }
     /// Target `j`'s group `k`'s hub, or [`NO_HUB`].
     pub(crate) fn hub_of(&self, j: u32, k: usize) -> u32 {
@@ -309,7 +341,8 @@ impl SliceGroups {
             + self.groups.len() * 12
             + self.tokens.len() * 4
             + self.bits.len() * 4
-            + self.certificates.hubs.len() * std::mem::size_of::<Hub>()
+            + (self.certificates.hubs.len() + self.certificates.roots.len()) * std::mem::size_of::<Hub>()
+            + self.certificates.root_of.len() * 4
             + (self.certificates.hub_of.len() + self.certificates.ranges.len() + self.certificates.target_hubs.len())
                 * 4
             + self.certificates.complete.len()
@@ -505,9 +538,16 @@ impl Slices {
         )
         .unwrap_or_else(|never| match never {});
         let mut made = SliceGroups::from_walk(walked, parts.words);
-        made.certify(s, slice.counted, parts.tok, parts.vocab);
+        made.certify(s, slice.counted, parts);
         let bytes = made.heap_bytes();
         self.cache.insert(key, Arc::new(made), bytes)
+    }
+
+    /// The successor of a node of `slice`'s text space on its way to a root (see
+    /// [`chain_roots`]).
+    #[cfg(test)]
+    pub(crate) fn chain_step(&self, slice: &SliceUse, node: Hub, parts: SliceInputs) -> Option<Hub> {
+        chain_successor(node, &self.slices[slice.slice], parts)
     }
 
     /// The tries of the tokens whose walk through the slice from its start dies, leaving at a
@@ -533,6 +573,9 @@ pub(crate) struct SliceInputs<'a> {
     pub(crate) tok: &'a TokenizerDfa,
     /// The words of a token bitset.
     pub(crate) words: usize,
+    /// The tokens that start a lone token's split, sorted: from a piece start they lead into
+    /// the split, not to a plain class node.
+    pub(crate) root_conts: &'a [(u32, u32)],
 }
 
 /// A token and its bytes, as a trie is built from.
@@ -559,6 +602,98 @@ fn witness_tokens(trie: &TokenTrie, vocab: &Vocabulary, tok: &TokenizerDfa, char
     let mut witnesses: Vec<u32> = complete.take(WITNESSES).collect();
     witnesses.extend((0x80..=0xBFu8).filter_map(single));
     witnesses.into()
+}
+
+/// Nodes a chain of hubs may visit per slice group set (the chains of a JSON string's contents
+/// meet within a few dozen).
+const MAX_CHAIN_NODES: usize = 4096;
+
+/// Roots for the hubs of a slice group set (see the module docs, "Certificates"): each node
+/// gets one successor inside the slice's text space ([`chain_successor`]); following
+/// successors from a hub ends in a node without one or in a cycle, whose first node met is the
+/// root of every node on the way. Each step is a successor in every guide that takes the slice
+/// (the map `φ` carries it, as it carries the groups), so a root live in a guide proves its hubs
+/// live there: a guide proves the few roots, where it proved each of the 37-85 hubs. A dead
+/// root proves nothing; its hubs are then judged on their own.
+fn chain_roots(hubs: &[Hub], slice: &Slice, parts: SliceInputs) -> (Vec<Hub>, Vec<u32>) {
+    let mut index: rustc_hash::FxHashMap<Hub, u32> = hubs.iter().enumerate().map(|(i, &h)| (h, i as u32)).collect();
+    let mut nodes: Vec<Hub> = hubs.to_vec();
+    let mut next: Vec<u32> = Vec::with_capacity(nodes.len());
+    while next.len() < nodes.len() {
+        let found = match nodes.len() < MAX_CHAIN_NODES {
+            true => chain_successor(nodes[next.len()], slice, parts),
+            false => None,
+        };
+        next.push(found.map_or(NO_HUB, |n| {
+            *index.entry(n).or_insert_with(|| {
+                nodes.push(n);
+                nodes.len() as u32 - 1
+            })
+        }));
+    }
+    // Each node's root: follow successors to a node whose root is known, a node without a
+    // successor (its own root) or a node already on the way (a cycle, rooted there).
+    const UNKNOWN: u32 = u32::MAX;
+    let mut root = vec![UNKNOWN; nodes.len()];
+    let mut on_way = vec![false; nodes.len()];
+    let mut way = Vec::new();
+    for start in 0..nodes.len() {
+        let mut at = start as u32;
+        let found = loop {
+            if root[at as usize] != UNKNOWN {
+                break root[at as usize];
+            }
+            if on_way[at as usize] {
+                break at;
+            }
+            on_way[at as usize] = true;
+            way.push(at);
+            match next[at as usize] {
+                NO_HUB => break at,
+                n => at = n,
+            }
+        };
+        for n in way.drain(..) {
+            root[n as usize] = found;
+            on_way[n as usize] = false;
+        }
+    }
+    let mut roots = Vec::new();
+    let mut root_index: rustc_hash::FxHashMap<u32, u32> = Default::default();
+    let root_of = (0..hubs.len())
+        .map(|h| {
+            *root_index.entry(root[h]).or_insert_with(|| {
+                roots.push(nodes[root[h] as usize]);
+                roots.len() as u32 - 1
+            })
+        })
+        .collect();
+    (roots, root_of)
+}
+
+/// One successor of node `(key, side, split)` of a slice's text space, the way a guide's search
+/// would take it: the piece start after a boundary where the node may end its piece (a class
+/// node outside a split, as `Engine::boundary` allows), else the node after the first witness
+/// token it allows (any but a split's first token at a piece start; one its pair condition
+/// allows after a class).
+fn chain_successor((key, side, split): Hub, slice: &Slice, parts: SliceInputs) -> Option<Hub> {
+    let (space, tok) = (&slice.space, parts.tok);
+    let piece_start = side == START && split == ROOT;
+    let class_node = side != START && side != LONE && split == NONE;
+    if class_node {
+        let kinds = (0..space.num_stages()).filter(|&kind| kind != 0 || !space.spells_content(key));
+        if let Some(to) = kinds.into_iter().find_map(|kind| space.mark(key, kind)) {
+            return Some((to, START, ROOT));
+        }
+    }
+    slice.witnesses.iter().find_map(|&w| {
+        let allowed = match piece_start {
+            true => parts.root_conts.binary_search_by_key(&w, |e| e.0).is_err(),
+            false => class_node && !tok.forbids(side, w),
+        };
+        let to = space.walk(key, parts.vocab.token_bytes(w)).filter(|_| allowed)?;
+        Some((to, tok.class_of(w), NONE))
+    })
 }
 
 /// `φ` when regex state `q` of `dfa` loops on `slice` from its start (see the module docs):

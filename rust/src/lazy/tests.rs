@@ -257,6 +257,24 @@ fn json_string_contents_and_escapes_take_slices() {
     }
 }
 
+/// On a byte-level tokenizer with a pre-tokenizer (GPT-2), every step by which a hub of a JSON
+/// string's slice groups reaches its root (`slice::chain_roots`) is a successor in the guide, so
+/// that a live root proves its hubs live; the roots are fewer than the hubs, and the masks stay
+/// the eager ones.
+#[test]
+fn hub_chains_are_successors_in_the_guide() {
+    let vocab = Arc::new(crate::testing::shared_vocabulary("gpt2"));
+    let compiler = Compiler::new(vocab.clone(), Limits::default());
+    let regex = r#"\{"a": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*", "b": \[("[^"\\\x00-\x1F\x7F-\x9F]*"(, )?)*\]\}"#;
+    let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+    let lazy = compiler.compile_regex_lazy(regex).unwrap();
+    let text = br#"{"a": "Hello world, \"x\" 12 ok", "b": ["one two", "", "3 4"]}"#;
+    let walk = spelling(&eager, text, eager.initial_state()).expect("the guide spells it");
+    assert_eq!(masks_along(&lazy, &walk), masks_along(&eager, &walk));
+    let (steps, rooted) = lazy.lazy_engine().unwrap().check_chains().unwrap();
+    assert!(steps > 0 && rooted > 0, "{steps} chain steps, {rooted} hubs with a live root");
+}
+
 /// A grammar's special token between two regexes: before it the masks are the left regex's
 /// eager guide's (with the token wherever that guide takes EOS), after it the right one's, bit
 /// for bit; the real tokenizer splits special tokens out and tokenizes each side on its own.

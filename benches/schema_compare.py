@@ -12,6 +12,8 @@ not compiled for it, and have no document.
 
     /tmp/propertok-bench-venv/bin/python benches/schema_compare.py --tokenizers mistral7b,llama3
     python benches/schema_compare.py --coverage   # which recursive schemas each path builds
+    /tmp/propertok-bench-venv/bin/python benches/schema_compare.py --compile-all --tokenizers mistral7b
+        # every JSONSchemaBench schema (recursive or not): which each library compiles
 
 (the venv of `benches/setup_peers.sh`, with propertok installed into it).
 """
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 import statistics
 import sys
 import time
@@ -180,6 +183,87 @@ def coverage(timeout: int = 10) -> dict:
     return counts
 
 
+def compile_worker(lib: str, tok: str) -> None:
+    """Worker of :func:`compile_all`: reads schemas (JSON lines) on stdin, answers each with its
+    compile's error or ``None`` (propertok: a fresh compile and the first mask)."""
+    import propertok as pt
+
+    vocab = pt.Vocabulary.from_file(str(compare.tokenizer_path(tok)))
+    ad = compare.make_adapter("propertok-lazy" if lib == "propertok" else lib, tok,
+                              vocab.eos_token_ids[:1], vocab.vocab_size)
+    ad.setup()
+    warnings.simplefilter("ignore")
+    print("ready", flush=True)
+    for line in sys.stdin:
+        row = json.loads(line)
+        try:
+            compiled = compile_schema(lib, ad, row["schema"])
+            if lib == "propertok":
+                compiled.mask(compiled.initial_state)
+            error = None
+        except Exception as e:  # noqa: BLE001 - a refusal is the answer
+            error = f"{type(e).__name__}: {str(e)[:200]}"
+        print(json.dumps({"id": row["id"], "error": error}), flush=True)
+
+
+def compile_all(tok: str, libs, timeout: float) -> dict:
+    """Every schema of the shared JSONSchemaBench, recursive or not, compiled by each library in
+    a worker process (restarted past ``timeout`` seconds, which counts as a refusal): the
+    answer per library and schema id (``None``: compiled)."""
+    import select
+    import subprocess
+
+    rows = [json.loads(line) for line in (compare.SHARED / "data" / "jsonschemabench_schemas.jsonl").open()]
+    answers = {}
+    for lib in libs:
+        def start():
+            w = subprocess.Popen([sys.executable, __file__, "--worker", lib, "--tokenizers", tok],
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            assert w.stdout.readline().strip() == "ready", f"the {lib} worker did not start"
+            return w
+
+        worker, answers[lib] = start(), {}
+        for r in rows:
+            worker.stdin.write(json.dumps({"id": r["id"], "schema": r["schema"]}) + "\n")
+            worker.stdin.flush()
+            ready, _, _ = select.select([worker.stdout], [], [], timeout)
+            line = worker.stdout.readline() if ready else ""
+            if line:
+                answers[lib][r["id"]] = json.loads(line)["error"]
+                continue
+            worker.kill()
+            worker.wait()
+            answers[lib][r["id"]] = f"timeout ({timeout:g} s)" if not ready else "worker died"
+            worker = start()
+        worker.kill()
+    return answers
+
+
+def print_compile_all(tok: str, answers: dict) -> None:
+    libs = list(answers)
+    ids = list(answers[libs[0]])
+    print(f"\n## {tok}: every JSONSchemaBench schema ({len(ids)}), compiled\n")
+    print("| library | compiled | top refusals |")
+    print("| --- | --- | --- |")
+    for lib in libs:
+        errors = [e for e in answers[lib].values() if e]
+        top: dict = {}
+        for e in errors:
+            # Grouped by kind: without the JSON pointer or a log's timestamp.
+            kind = re.sub(r" at #[^:]*:|\[[0-9:]{8}\] \S*", "", e)[:60]
+            top[kind] = top.get(kind, 0) + 1
+        worst = sorted(top.items(), key=lambda kv: -kv[1])[:3]
+        print(f"| {lib} | {len(ids) - len(errors)} ({100 * (len(ids) - len(errors)) / len(ids):.1f} %) | "
+              + "; ".join(f"{k} ×{v}" for k, v in worst) + " |")
+    if "propertok" in answers:
+        for lib in libs:
+            if lib == "propertok":
+                continue
+            only_peer = sum(1 for i in ids if answers["propertok"][i] and not answers[lib][i])
+            only_us = sum(1 for i in ids if not answers["propertok"][i] and answers[lib][i])
+            print(f"\nCompiled by {lib} only: {only_peer}; by propertok only: {only_us}.")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--tokenizers", default="mistral7b,llama3")
@@ -188,7 +272,18 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--coverage", action="store_true",
                    help="count the recursive schemas each path builds (all of JSONSchemaBench; no tokenizer)")
+    p.add_argument("--compile-all", action="store_true",
+                   help="compile every JSONSchemaBench schema with each library (no documents)")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per schema for --compile-all")
+    p.add_argument("--worker", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.worker:
+        compile_worker(args.worker, args.tokenizers)
+        return 0
+    if args.compile_all:
+        for tok in args.tokenizers.split(","):
+            print_compile_all(tok, compile_all(tok, args.libs.split(","), args.timeout))
+        return 0
     if args.coverage:
         for key, n in sorted(coverage().items()):
             print(f"{key}: {n}")

@@ -105,7 +105,7 @@ use crate::regex::byte_dfa::{ByteDfa, DEAD};
 use crate::tokenizer::token_trie::TokenTrie;
 use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::lone_tokens::ROOT;
-use crate::tokenizer_dfa::side::{class_or_lone, LONE, NONE, START};
+use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START};
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::util::concurrent::BoundedCache;
 
@@ -219,16 +219,8 @@ impl SliceGroups {
                 let k = chars + slice.dfa.is_accepting(to.regex_state()) as u32;
                 (k as usize <= slice.max_chars).then(|| to.with_regex_state(to.regex_state() + n * k))
             };
-            // The piece start after a boundary here, for a class node and for a lone token's:
-            // a boundary of the first stage may not follow a class inside an added token's
-            // content (`mark_allowed`).
-            let boundary = |lone: bool| {
-                (0..space.num_stages())
-                    .filter(|&kind| lone || kind != 0 || !space.spells_content(from))
-                    .find_map(|kind| space.mark(target, kind))
-                    .map(|to| (to, START, ROOT))
-            };
-            let (after_class, after_lone) = (boundary(false), boundary(true));
+            // The piece start after a boundary here, for a class node and for a lone token's.
+            let (after_class, after_lone) = (boundary_start(space, target, NONE), boundary_start(space, target, LONE));
             let first_hub = target_hubs.len();
             let mut all = true;
             for (class, _) in self.groups_of(j as u32) {
@@ -680,20 +672,27 @@ fn chain_successor((key, side, split): Hub, slice: &Slice, parts: SliceInputs) -
     let (space, tok) = (&slice.space, parts.tok);
     let piece_start = side == START && split == ROOT;
     let class_node = side != START && side != LONE && split == NONE;
-    if class_node {
-        let kinds = (0..space.num_stages()).filter(|&kind| kind != 0 || !space.spells_content(key));
-        if let Some(to) = kinds.into_iter().find_map(|kind| space.mark(key, kind)) {
-            return Some((to, START, ROOT));
-        }
+    if let Some(start) = class_node.then(|| boundary_start(space, key, side)).flatten() {
+        return Some(start);
     }
     slice.witnesses.iter().find_map(|&w| {
         let allowed = match piece_start {
             true => parts.root_conts.binary_search_by_key(&w, |e| e.0).is_err(),
             false => class_node && !tok.forbids(side, w),
         };
-        let to = space.walk(key, parts.vocab.token_bytes(w)).filter(|_| allowed)?;
+        let to = allowed.then(|| space.walk(key, parts.vocab.token_bytes(w))).flatten()?;
         Some((to, tok.class_of(w), NONE))
     })
+}
+
+/// The piece start after a boundary at `key` of a slice's text space, after a node of side
+/// `side` (a class, or [`LONE`]), placed as `Engine::boundary` places one: a boundary of the
+/// first stage may not follow a class inside an added token's content ([`mark_allowed`]).
+fn boundary_start(space: &TextSpace, key: TextKey, side: u32) -> Option<Hub> {
+    (0..space.num_stages())
+        .filter(|&kind| mark_allowed(kind, space.spells_content(key), side))
+        .find_map(|kind| space.mark(key, kind))
+        .map(|to| (to, START, ROOT))
 }
 
 /// `φ` when regex state `q` of `dfa` loops on `slice` from its start (see the module docs):

@@ -187,6 +187,15 @@ impl TextRegex {
             TextRegex::Grammar(g) => g.byte_class(b),
         }
     }
+    /// Whether some state may take byte `b` (`false`: none does). Exact for a DFA built up
+    /// front; for an automaton determinized on demand, whether some rule reads `b` at all, so
+    /// that answering builds no state.
+    pub fn may_take(&self, b: u8) -> bool {
+        match self {
+            TextRegex::Dfa(dfa) => (0..dfa.num_states() as u32).any(|q| dfa.next(q, b) != DEAD),
+            TextRegex::Grammar(g) => g.reads_somewhere(b),
+        }
+    }
     /// The regex's DFA; `None` for a grammar's automaton, which has no eager form.
     pub fn as_dfa(&self) -> Option<&ByteDfa> {
         match self {

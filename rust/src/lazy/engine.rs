@@ -524,7 +524,7 @@ impl Engine {
                 let targets: Vec<(u32, u32)> = (inside.targets().iter().enumerate())
                     .filter_map(|(j, &k)| Some((walked.target(slice.target(k)?), j as u32)))
                     .collect();
-                for exits in self.parts.slices.exits(&slice, self.space.dfa()) {
+                for exits in self.parts.slices.exits(&slice, &self.space) {
                     walk(exits, &mut walked);
                 }
                 self.sliced.fetch_add(1, Ordering::Relaxed);

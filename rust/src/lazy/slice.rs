@@ -547,22 +547,28 @@ impl Slices {
     /// the guide's regex at that byte too (a JSON string's contents take `"` and `\`, not the
     /// newlines and tabs that half of Llama 3's ~4,800 exit tokens leave by).
     ///
-    /// A counted use pairs the leaving slice state with one regex state per count; beyond the
-    /// first, a regex determinized on demand is asked only whether it reads the byte anywhere
-    /// ([`TextRegex::may_take`]): stepping each of them determinized up to ~60 regex states per
-    /// first visit that decoding may never reach (a sixth of the first visits inside a
-    /// `{0,5000}` string on Llama 3). Walking a trie whose tokens then die at that byte costs its
-    /// walk, never a different set.
-    pub(crate) fn exits<'a>(&'a self, slice: &'a SliceUse, dfa: &'a TextRegex) -> impl Iterator<Item = &'a TokenTrie> {
+    /// A counted use pairs the leaving slice state with one regex state per count (~60). Most
+    /// exits leave by a byte no regex state takes (a control character), so that is asked
+    /// first, once per guide ([`TextSpace::may_take`]): trying every count of every exit was
+    /// half of a first visit inside a `{0,255}` string on Llama 3. On a regex determinized on
+    /// demand, only the first paired state is stepped, and the others are over-approximated by
+    /// that answer: stepping them built states decoding may never reach. Walking a trie whose
+    /// tokens then die at that byte costs its walk, never a different set.
+    pub(crate) fn exits<'a>(
+        &'a self,
+        slice: &'a SliceUse,
+        space: &'a TextSpace,
+    ) -> impl Iterator<Item = &'a TokenTrie> {
         let s = &self.slices[slice.slice];
         let n = s.dfa.num_states();
+        let dfa = space.dfa();
         s.exits.iter().filter_map(move |(at, b, trie)| {
             let mut paired = slice.map.iter().skip(*at as usize).step_by(n);
             let takes = |q: &u32| *q != DEAD && dfa.next(*q, *b) != DEAD;
             let taken = match (slice.counted, dfa.as_dfa()) {
                 (false, _) => paired.next().is_some_and(takes),
-                (true, Some(_)) => paired.any(&takes),
-                (true, None) => paired.next().is_some_and(takes) || dfa.may_take(*b),
+                (true, Some(_)) => space.may_take(*b) && paired.any(takes),
+                (true, None) => paired.next().is_some_and(takes) || space.may_take(*b),
             };
             taken.then_some(trie)
         })

@@ -21,7 +21,7 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rustc_hash::FxHashMap;
 
@@ -187,15 +187,6 @@ impl TextRegex {
             TextRegex::Grammar(g) => g.byte_class(b),
         }
     }
-    /// Whether some state may take byte `b` (`false`: none does). Exact for a DFA built up
-    /// front; for an automaton determinized on demand, whether some rule reads `b` at all, so
-    /// that answering builds no state.
-    pub fn may_take(&self, b: u8) -> bool {
-        match self {
-            TextRegex::Dfa(dfa) => (0..dfa.num_states() as u32).any(|q| dfa.next(q, b) != DEAD),
-            TextRegex::Grammar(g) => g.reads_somewhere(b),
-        }
-    }
     /// The regex's DFA; `None` for a grammar's automaton, which has no eager form.
     pub fn as_dfa(&self) -> Option<&ByteDfa> {
         match self {
@@ -244,6 +235,8 @@ pub struct TextSpace {
     class_bytes: Vec<Vec<u8>>,
     /// The same classes as byte sets, for [`TextSpace::bytes_taken`].
     class_sets: Vec<ByteSet>,
+    /// See [`TextSpace::may_take`].
+    taken_somewhere: OnceLock<[bool; 256]>,
 }
 
 impl TextSpace {
@@ -294,7 +287,8 @@ impl TextSpace {
         }
         class_bytes.retain(|bytes| !bytes.is_empty());
         let class_sets = class_bytes.iter().map(|bytes| bytes.iter().copied().collect()).collect();
-        Ok(TextSpace { dfa, pieces, contents, normal, start, tokens: 0, class_bytes, class_sets })
+        let taken_somewhere = OnceLock::new();
+        Ok(TextSpace { dfa, pieces, contents, normal, start, tokens: 0, class_bytes, class_sets, taken_somewhere })
     }
 
     /// The same space, reading the markers of `tokens` special tokens in its regex.
@@ -314,6 +308,29 @@ impl TextSpace {
 
     pub fn dfa(&self) -> &TextRegex {
         &self.dfa
+    }
+
+    /// Whether some regex state may take byte `b` (`false`: none does). Exact for a DFA built
+    /// up front (one pass over its table per class, once per guide); for an automaton
+    /// determinized on demand, whether some rule reads `b` at all, so that answering builds no
+    /// state ([`PushdownDfa::reads_somewhere`]).
+    pub fn may_take(&self, b: u8) -> bool {
+        self.taken_somewhere.get_or_init(|| {
+            let mut taken = [false; 256];
+            match &self.dfa {
+                TextRegex::Dfa(dfa) => {
+                    let mut by_class: FxHashMap<u8, bool> = FxHashMap::default();
+                    for (b, t) in taken.iter_mut().enumerate() {
+                        let b = b as u8;
+                        *t = *by_class
+                            .entry(dfa.byte_class(b))
+                            .or_insert_with(|| (0..dfa.num_states() as u32).any(|q| dfa.next(q, b) != DEAD));
+                    }
+                }
+                TextRegex::Grammar(g) => (0..=255u8).for_each(|b| taken[b as usize] = g.reads_somewhere(b)),
+            }
+            taken
+        })[b as usize]
     }
 
     /// The largest number of regex states a key holds (a bound for a grammar's automaton).
@@ -556,6 +573,19 @@ impl TextSpace {
 mod tests {
     use super::*;
     use crate::pre_tokenizer::piece_machine::{PieceMachine, PieceMachineSpec};
+
+    /// On a DFA built up front, `may_take` says exactly which bytes some state takes.
+    #[test]
+    fn bytes_some_state_takes() {
+        let dfa = ByteDfa::from_regex(r#""[a-c]{0,40}"(, [0-9]+)?"#, 1000).unwrap();
+        let taken: Vec<bool> =
+            (0..=255u8).map(|b| (0..dfa.num_states() as u32).any(|q| dfa.next(q, b) != DEAD)).collect();
+        let space = TextSpace::new(dfa, None, Arc::new(ContentTrie::default()), None).unwrap();
+        for b in 0..=255u8 {
+            assert_eq!(space.may_take(b), taken[b as usize], "byte {b}");
+        }
+        assert!(space.may_take(b'"') && space.may_take(b'7') && !space.may_take(b'd'));
+    }
 
     /// Without a pre-tokenizer a shortest way has the regex's distance in bytes, ends accepting,
     /// and each step is a transition from the state it is listed at.

@@ -387,9 +387,9 @@ impl Engine {
         for z in 0..self.texts.len() as TextId {
             let Some(groups) = self.groups.get(z) else { continue };
             let Some((slice, slice_use)) = groups.certified() else { continue };
-            let node = |(key, side, split): Hub| -> Result<Node> {
-                let to = slice_use.target(key).expect("a loop's map is total");
-                Ok(Node { text: self.text_id(to)?, side, split })
+            // A node past a counted use's count is no node of the guide (its root is dead there).
+            let node = |(key, side, split): Hub| -> Result<Option<Node>> {
+                slice_use.target(key).map(|to| Ok(Node { text: self.text_id(to)?, side, split })).transpose()
             };
             for h in 0..slice.num_hubs() as u32 {
                 let root = slice.root(slice.root_of(h));
@@ -397,7 +397,7 @@ impl Engine {
                 while at != root {
                     let next = (self.parts.slices.chain_step(slice_use, at, self.parts.slice_inputs()))
                         .expect("a node that is not a root has a successor");
-                    let (from, to) = (node(at)?, node(next)?);
+                    let (Some(from), Some(to)) = (node(at)?, node(next)?) else { break };
                     let (mut cursor, mut held) = (Cursor::default(), None);
                     let mut found = false;
                     while let Some(m) = self.next_successor(from, &mut cursor, &mut held)? {
@@ -407,7 +407,9 @@ impl Engine {
                     steps += 1;
                     at = next;
                 }
-                rooted += self.live(node(root)?)? as usize;
+                if let Some(root) = node(root)? {
+                    rooted += self.live(root)? as usize;
+                }
             }
         }
         Ok((steps, rooted))

@@ -1104,7 +1104,7 @@ pair ::= "\"" [a-z]+ "\":" value"#;
     }
 
     /// `reads_somewhere` over-approximates what states take and rules out only bytes no state
-    /// takes: every state reachable from the start (all of them, by breadth-first search) takes
+    /// takes: every state reachable from the start (all of them, found by a search) takes
     /// only bytes it admits, and a byte some state takes is admitted.
     #[test]
     fn bytes_read_somewhere_cover_every_state() {

@@ -265,14 +265,23 @@ fn json_string_contents_and_escapes_take_slices() {
 fn hub_chains_are_successors_in_the_guide() {
     let vocab = Arc::new(crate::testing::shared_vocabulary("gpt2"));
     let compiler = Compiler::new(vocab.clone(), Limits::default());
-    let regex = r#"\{"a": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*", "b": \[("[^"\\\x00-\x1F\x7F-\x9F]*"(, )?)*\]\}"#;
-    let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
-    let lazy = compiler.compile_regex_lazy(regex).unwrap();
-    let text = br#"{"a": "Hello world, \"x\" 12 ok", "b": ["one two", "", "3 4"]}"#;
-    let walk = spelling(&eager, text, eager.initial_state()).expect("the guide spells it");
-    assert_eq!(masks_along(&lazy, &walk), masks_along(&eager, &walk));
-    let (steps, rooted) = lazy.lazy_engine().unwrap().check_chains().unwrap();
-    assert!(steps > 0 && rooted > 0, "{steps} chain steps, {rooted} hubs with a live root");
+    let string = r#"([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])"#;
+    // Loops, then a counted use (its chains count characters up to the longest token's).
+    let cases = [
+        (
+            format!(r#"\{{"a": "{string}*", "b": \[("[^"\\\x00-\x1F\x7F-\x9F]*"(, )?)*\]\}}"#),
+            &br#"{"a": "Hello world, \"x\" 12 ok", "b": ["one two", "", "3 4"]}"#[..],
+        ),
+        (format!(r#"\{{"c": "{string}{{0,20}}"\}}"#), &br#"{"c": "It was 42, then 7."}"#[..]),
+    ];
+    for (regex, text) in &cases {
+        let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+        let lazy = compiler.compile_regex_lazy(regex).unwrap();
+        let walk = spelling(&eager, text, eager.initial_state()).expect("the guide spells it");
+        assert_eq!(masks_along(&lazy, &walk), masks_along(&eager, &walk), "{regex}");
+        let (steps, rooted) = lazy.lazy_engine().unwrap().check_chains().unwrap();
+        assert!(steps > 0 && rooted > 0, "{regex}: {steps} chain steps, {rooted} hubs with a live root");
+    }
 }
 
 /// A grammar's special token between two regexes: before it the masks are the left regex's

@@ -187,6 +187,7 @@ impl TokenizerParts {
             words: crate::util::bitset::words_for(self.vocab.vocab_size()),
             // Without lone tokens (SentencePiece) the splits have no root.
             root_conts: if self.splits.num_nodes() > ROOT as usize { self.splits.next_tokens(ROOT) } else { &[] },
+            splits: &self.splits,
         }
     }
 }
@@ -380,10 +381,12 @@ impl Engine {
 
     /// For tests: each step of each hub's chain to its root (`crate::lazy::slice::chain_roots`),
     /// in the certificates of every text state whose groups are kept, is a successor a search
-    /// of this guide may take. Returns the steps checked and the hubs whose root was live.
+    /// of this guide may take, and so is each split starter's hub from the text state. Returns
+    /// the chain steps checked, the hubs whose root was live, and the split starters checked;
+    /// `walk_chains: false` checks the split starters only.
     #[cfg(test)]
-    pub(crate) fn check_chains(&self) -> Result<(usize, usize)> {
-        let (mut steps, mut rooted) = (0, 0);
+    pub(crate) fn check_chains(&self, walk_chains: bool) -> Result<(usize, usize, usize)> {
+        let (mut steps, mut rooted, mut conts) = (0, 0, 0);
         for z in 0..self.texts.len() as TextId {
             let Some(groups) = self.groups.get(z) else { continue };
             let Some((slice, slice_use)) = groups.certified() else { continue };
@@ -391,7 +394,7 @@ impl Engine {
             let node = |(key, side, split): Hub| -> Result<Option<Node>> {
                 slice_use.target(key).map(|to| Ok(Node { text: self.text_id(to)?, side, split })).transpose()
             };
-            for h in 0..slice.num_hubs() as u32 {
+            for h in (0..slice.num_hubs() as u32).filter(|_| walk_chains) {
                 let root = slice.root(slice.root_of(h));
                 let mut at = slice.hub(h);
                 while at != root {
@@ -411,8 +414,24 @@ impl Engine {
                     rooted += self.live(root)? as usize;
                 }
             }
+            // Each split starter's hub is a successor of its node from this text state (every
+            // seventh starter: listing a node's successors in a wide state lists its groups).
+            let key = self.key(z);
+            for (i, &(t, child)) in self.parts.slice_inputs().root_conts.iter().enumerate().step_by(7) {
+                let h = slice.cont_hub(i);
+                let Some(to) = self.space.walk(key, self.parts.vocab.token_bytes(t)) else { continue };
+                let Some(hub) = (h != NO_HUB).then(|| node(slice.hub(h))).transpose()?.flatten() else { continue };
+                let from = Node { text: self.text_id(to)?, side: class_or_lone(&self.parts.tok, t), split: child };
+                let (mut cursor, mut held) = (Cursor::default(), None);
+                let mut found = false;
+                while let Some(m) = self.next_successor(from, &mut cursor, &mut held)? {
+                    found |= m == hub;
+                }
+                assert!(found, "split starter {t}'s hub {hub:?} is no successor of {from:?} in the guide");
+                conts += 1;
+            }
         }
-        Ok((steps, rooted))
+        Ok((steps, rooted, conts))
     }
     /// Heap bytes the memo holds (an estimate), and its limit.
     pub(crate) fn memo_bytes(&self) -> (usize, usize) {
@@ -1148,7 +1167,18 @@ impl Engine {
         // rather than one per group token), back in when its continuation is live.
         let mut live_conts = Vec::new();
         let key = self.key(z);
-        for &(t, child) in conts {
+        // At a piece start of a sliced state, a split starter whose hub is live is live (no
+        // walk, no search): the slice set certified each from its start.
+        let certified_conts = certified.is_some() && u == ROOT;
+        for (i, &(t, child)) in conts.iter().enumerate() {
+            if certified_conts {
+                let (slice, _) = certified.expect("checked");
+                let h = slice.cont_hub(i);
+                if h != NO_HUB && is_live_hub(h)? {
+                    live_conts.push(t);
+                    continue;
+                }
+            }
             if let Some(to) = self.space.walk(key, parts.vocab.token_bytes(t)) {
                 let n = Node { text: self.text_id(to)?, side: class_or_lone(&parts.tok, t), split: child };
                 if self.live(n)? {

@@ -73,6 +73,11 @@
 //! A counted use's chains count characters as its hubs do, and meet less (30-162 roots for
 //! 76-266 hubs): 100.6 M to 85.4 M instructions a guide along a `{0,255}` string.
 //!
+//! The tokens that start a lone token's split (318 on Llama 3), which a first-token set at a
+//! piece start judges apart from the groups, get hubs the same way
+//! ([`SliceGroups::cont_hub`]): the piece start after a boundary where the split may end the
+//! piece. That took the three-string document's guides from 18.06 M to 14.95 M instructions.
+//!
 //! # With a normalizer
 //! The normal form is a component of the text state (`crate::lazy::text`), and it differs after
 //! almost every letter (after `e` an acute accent would compose, after `q` it would not), so a
@@ -106,7 +111,7 @@ use crate::pre_tokenizer::text_automaton::ContentTrie;
 use crate::regex::byte_dfa::{ByteDfa, DEAD};
 use crate::tokenizer::token_trie::TokenTrie;
 use crate::tokenizer::vocab::Vocabulary;
-use crate::tokenizer_dfa::lone_tokens::ROOT;
+use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT};
 use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START};
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::util::concurrent::BoundedCache;
@@ -160,6 +165,10 @@ pub(crate) struct Certificates {
     /// is live where its root is. `root_of[h]` is hub `h`'s root.
     roots: Box<[Hub]>,
     root_of: Box<[u32]>,
+    /// Per token that starts a lone token's split ([`SliceInputs::root_conts`], in its order),
+    /// the hub of its node from the set's start, or [`NO_HUB`]: the piece start after a
+    /// boundary there, where its split may end the piece (it does not spell a lone token).
+    cont_hubs: Box<[u32]>,
 }
 
 /// A node of a slice's text space: `(text key, side, lone-token split node)`.
@@ -195,7 +204,7 @@ impl SliceGroups {
     /// walk from the target stays in the slice. For a counted use (`counted`), a target's slice
     /// state `s' + n·k` is `s'` after `k` characters, and a witness (one byte) that completes a
     /// character leads to `k + 1`, past `max_chars` to no hub.
-    fn certify(&mut self, slice: &Slice, counted: bool, parts: SliceInputs) {
+    fn certify(&mut self, slice: &Slice, counted: bool, from: TextKey, parts: SliceInputs) {
         let (tok, vocab) = (parts.tok, parts.vocab);
         let (space, witnesses) = (&slice.space, &slice.witnesses[..]);
         let n = slice.dfa.num_states() as u32;
@@ -255,10 +264,32 @@ impl SliceGroups {
             ranges.push(target_hubs.len() as u32);
             complete.push(all);
         }
+        // The split starters' nodes from the set's start (a piece start): where the split may
+        // end the piece, the piece start after a boundary is a successor, as for a group.
+        let cont_hubs: Box<[u32]> = (parts.root_conts.iter())
+            .map(|&(t, child)| {
+                let Some(to) = space.walk(from, vocab.token_bytes(t)) else { return NO_HUB };
+                if parts.splits.spells_lone_token(child) {
+                    return NO_HUB;
+                }
+                let chars = if counted { slice.chars[t as usize] as u32 } else { 0 };
+                match boundary_start(space, to, class_or_lone(tok, t)) {
+                    Some((start, side, split)) => {
+                        let hub = (start.with_regex_state(start.regex_state() + n * chars), side, split);
+                        *index.entry(hub).or_insert_with(|| {
+                            hubs.push(hub);
+                            hubs.len() as u32 - 1
+                        })
+                    }
+                    None => NO_HUB,
+                }
+            })
+            .collect();
         let (roots, root_of) = chain_roots(&hubs, slice, counted, parts);
         self.certificates = Certificates {
             roots: roots.into(),
             root_of: root_of.into(),
+            cont_hubs,
             hubs: hubs.into(),
             hub_of: hub_of.into(),
             ranges: ranges.into(),
@@ -282,6 +313,11 @@ impl SliceGroups {
     /// Root `r`.
     pub(crate) fn root(&self, r: u32) -> Hub {
         self.certificates.roots[r as usize]
+    }
+    /// The hub of the node of [`SliceInputs::root_conts`]' `i`-th token from the set's start,
+    /// or [`NO_HUB`] (see [`Certificates`]).
+    pub(crate) fn cont_hub(&self, i: usize) -> u32 {
+        self.certificates.cont_hubs.get(i).copied().unwrap_or(NO_HUB)
     }
     /// Hub `h`'s root: live there proves `h` live.
     pub(crate) fn root_of(&self, h: u32) -> u32 {
@@ -527,7 +563,7 @@ impl Slices {
         )
         .unwrap_or_else(|never| match never {});
         let mut made = SliceGroups::from_walk(walked, parts.words);
-        made.certify(s, slice.counted, parts);
+        made.certify(s, slice.counted, from, parts);
         let bytes = made.heap_bytes();
         self.cache.insert(key, Arc::new(made), bytes)
     }
@@ -583,6 +619,8 @@ pub(crate) struct SliceInputs<'a> {
     /// The tokens that start a lone token's split, sorted: from a piece start they lead into
     /// the split, not to a plain class node.
     pub(crate) root_conts: &'a [(u32, u32)],
+    /// The lone tokens' splits (which split nodes spell a whole lone token).
+    pub(crate) splits: &'a LoneSplits,
 }
 
 /// A token and its bytes, as a trie is built from.

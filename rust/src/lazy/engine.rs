@@ -401,11 +401,7 @@ impl Engine {
                     let next = (self.parts.slices.chain_step(slice_use, at, self.parts.slice_inputs()))
                         .expect("a node that is not a root has a successor");
                     let (Some(from), Some(to)) = (node(at)?, node(next)?) else { break };
-                    let (mut cursor, mut held) = (Cursor::default(), None);
-                    let mut found = false;
-                    while let Some(m) = self.next_successor(from, &mut cursor, &mut held)? {
-                        found |= m == to;
-                    }
+                    let found = self.is_successor(from, to)?;
                     assert!(found, "chain step {at:?} -> {next:?} is no successor of {from:?} in the guide");
                     steps += 1;
                     at = next;
@@ -422,17 +418,25 @@ impl Engine {
                 let Some(to) = self.space.walk(key, self.parts.vocab.token_bytes(t)) else { continue };
                 let Some(hub) = (h != NO_HUB).then(|| node(slice.hub(h))).transpose()?.flatten() else { continue };
                 let from = Node { text: self.text_id(to)?, side: class_or_lone(&self.parts.tok, t), split: child };
-                let (mut cursor, mut held) = (Cursor::default(), None);
-                let mut found = false;
-                while let Some(m) = self.next_successor(from, &mut cursor, &mut held)? {
-                    found |= m == hub;
-                }
+                let found = self.is_successor(from, hub)?;
                 assert!(found, "split starter {t}'s hub {hub:?} is no successor of {from:?} in the guide");
                 conts += 1;
             }
         }
         Ok((steps, rooted, conts))
     }
+    /// For tests: whether a search from `from` may step to `to`.
+    #[cfg(test)]
+    fn is_successor(&self, from: Node, to: Node) -> Result<bool> {
+        let (mut cursor, mut held) = (Cursor::default(), None);
+        while let Some(m) = self.next_successor(from, &mut cursor, &mut held)? {
+            if m == to {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Heap bytes the memo holds (an estimate), and its limit.
     pub(crate) fn memo_bytes(&self) -> (usize, usize) {
         (self.bytes.load(Ordering::Relaxed), self.max_bytes)

@@ -1173,12 +1173,10 @@ impl Engine {
         let key = self.key(z);
         // At a piece start of a sliced state, a split starter whose hub is live is live (no
         // walk, no search): the slice set certified each from its start.
-        let certified_conts = certified.is_some() && u == ROOT;
+        let certified_conts = certified.filter(|_| u == ROOT).map(|(slice, _)| slice);
         for (i, &(t, child)) in conts.iter().enumerate() {
-            if certified_conts {
-                let (slice, _) = certified.expect("checked");
-                let h = slice.cont_hub(i);
-                if h != NO_HUB && is_live_hub(h)? {
+            if let Some(h) = certified_conts.map(|slice| slice.cont_hub(i)).filter(|&h| h != NO_HUB) {
+                if is_live_hub(h)? {
                     live_conts.push(t);
                     continue;
                 }

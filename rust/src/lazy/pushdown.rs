@@ -262,8 +262,6 @@ pub struct PushdownDfa {
     recursive: bool,
     /// Configurations held by the states interned so far.
     configurations: AtomicUsize,
-    /// Per byte, whether some rule has an edge on it (see [`PushdownDfa::reads_somewhere`]).
-    read_bytes: OnceLock<[bool; 256]>,
 }
 
 impl std::fmt::Debug for PushdownDfa {
@@ -382,7 +380,6 @@ impl PushdownDfa {
             source: None,
             recursive: calls.recursive,
             configurations: AtomicUsize::new(0),
-            read_bytes: OnceLock::new(),
         };
         dfa.stacks.intern_unbounded(&Frame { parent: EMPTY, rule: u32::MAX, resume: u32::MAX, distance: 0 });
         let start = Config { rule: 0, node: dfa.rules[0].nfa.start(), stack: EMPTY };
@@ -450,29 +447,27 @@ impl PushdownDfa {
         self.classes[b as usize]
     }
 
-    /// Whether some rule has an edge on byte `b`: when not, no state takes it, and nothing has
-    /// to be determinized to know. Found once, in one pass over the rules' edges (~0.1 ms for
-    /// a 100,000-state NFA).
-    pub fn reads_somewhere(&self, b: u8) -> bool {
-        self.read_bytes.get_or_init(|| {
-            // Edge ranges as a difference array over the bytes, summed once.
-            let mut starts = [0i64; 257];
-            for rule in &self.rules {
-                for s in 0..rule.nfa.num_states() as u32 {
-                    for e in rule.nfa.edges(s) {
-                        starts[e.lo as usize] += 1;
-                        starts[e.hi as usize + 1] -= 1;
-                    }
+    /// Per byte, whether some rule has an edge on it: when not, no state takes it, and nothing
+    /// has to be determinized to know. One pass over the rules' edges (~0.1 ms for a
+    /// 100,000-state NFA); `crate::lazy::text::TextSpace::may_take` keeps the answer.
+    pub fn bytes_read(&self) -> [bool; 256] {
+        // Edge ranges as a difference array over the bytes, summed once.
+        let mut starts = [0i64; 257];
+        for rule in &self.rules {
+            for s in 0..rule.nfa.num_states() as u32 {
+                for e in rule.nfa.edges(s) {
+                    starts[e.lo as usize] += 1;
+                    starts[e.hi as usize + 1] -= 1;
                 }
             }
-            let mut read = [false; 256];
-            let mut open = 0i64;
-            for (b, r) in read.iter_mut().enumerate() {
-                open += starts[b];
-                *r = open > 0;
-            }
-            read
-        })[b as usize]
+        }
+        let mut read = [false; 256];
+        let mut open = 0i64;
+        for (b, r) in read.iter_mut().enumerate() {
+            open += starts[b];
+            *r = open > 0;
+        }
+        read
     }
 
     pub fn is_accepting(&self, q: u32) -> bool {
@@ -1103,17 +1098,18 @@ pair ::= "\"" [a-z]+ "\":" value"#;
         assert!(with_dfas.matches(br#"{"a":[1,{"b":"x"}]}"#).unwrap());
     }
 
-    /// `reads_somewhere` over-approximates what states take and rules out only bytes no state
+    /// `bytes_read` over-approximates what states take and rules out only bytes no state
     /// takes: every state reachable from the start (all of them, found by a search) takes
     /// only bytes it admits, and a byte some state takes is admitted.
     #[test]
-    fn bytes_read_somewhere_cover_every_state() {
+    fn bytes_read_cover_every_state() {
         let dfa = automaton(
             r#"root ::= "{" item ("," item)* "}"
 item ::= "\"" [a-c]* "\"" | [0-9]+ | root"#,
             Some(2),
         )
         .unwrap();
+        let read = dfa.bytes_read();
         let mut taken = [false; 256];
         let mut seen = FxHashSet::default();
         let mut todo = vec![dfa.start()];
@@ -1130,13 +1126,13 @@ item ::= "\"" [a-c]* "\"" | [0-9]+ | root"#,
         }
         assert!(seen.len() > 10, "the search reached {} states", seen.len());
         for b in 0..=255u8 {
-            assert!(!taken[b as usize] || dfa.reads_somewhere(b), "byte {b} is taken but not read");
+            assert!(!taken[b as usize] || read[b as usize], "byte {b} is taken but not read");
         }
         for b in [b'{', b'}', b',', b'"', b'a', b'c', b'0', b'9'] {
-            assert!(dfa.reads_somewhere(b), "{}", b as char);
+            assert!(read[b as usize], "{}", b as char);
         }
         for b in [b'd', b'x', b'\n', b' ', b'[', 0xC3] {
-            assert!(!dfa.reads_somewhere(b), "{}", b as char);
+            assert!(!read[b as usize], "{}", b as char);
         }
     }
 

@@ -207,7 +207,6 @@ impl SliceGroups {
     fn certify(&mut self, slice: &Slice, counted: bool, from: TextKey, parts: SliceInputs) {
         let (tok, vocab) = (parts.tok, parts.vocab);
         let (space, witnesses) = (&slice.space, &slice.witnesses[..]);
-        let n = slice.dfa.num_states() as u32;
         let mut index: rustc_hash::FxHashMap<Hub, u32> = Default::default();
         let mut hubs = Vec::new();
         let mut hub_of = Vec::with_capacity(self.groups.len());
@@ -218,18 +217,7 @@ impl SliceGroups {
         let mut successor: Vec<Option<Option<TextKey>>> = vec![None; witnesses.len()];
         for (j, &target) in self.targets.iter().enumerate() {
             successor.iter_mut().for_each(|s| *s = None);
-            let (from, chars) = match counted {
-                true => (target.with_regex_state(target.regex_state() % n), target.regex_state() / n),
-                false => (target, 0),
-            };
-            // A hub's key in the groups' space (with its characters for a counted use).
-            let keyed = |to: TextKey| -> Option<TextKey> {
-                if !counted {
-                    return Some(to);
-                }
-                let k = chars + slice.dfa.is_accepting(to.regex_state()) as u32;
-                (k as usize <= slice.max_chars).then(|| to.with_regex_state(to.regex_state() + n * k))
-            };
+            let (from, chars) = if counted { slice.uncounted(target) } else { (target, 0) };
             // The piece start after a boundary here, for a class node and for a lone token's.
             let (after_class, after_lone) = (boundary_start(space, target, NONE), boundary_start(space, target, LONE));
             let first_hub = target_hubs.len();
@@ -242,8 +230,11 @@ impl SliceGroups {
                             if tok.forbids(class, w) {
                                 return None;
                             }
-                            let to = *successor[i]
-                                .get_or_insert_with(|| space.walk(from, vocab.token_bytes(w)).and_then(keyed));
+                            let to = *successor[i].get_or_insert_with(|| {
+                                space
+                                    .walk(from, vocab.token_bytes(w))
+                                    .and_then(|to| slice.after_witness(to, chars, counted))
+                            });
                             to.map(|to| (to, tok.class_of(w), NONE))
                         })
                     }),
@@ -275,7 +266,7 @@ impl SliceGroups {
                 let chars = if counted { slice.chars[t as usize] as u32 } else { 0 };
                 match boundary_start(space, to, class_or_lone(tok, t)) {
                     Some((start, side, split)) => {
-                        let hub = (start.with_regex_state(start.regex_state() + n * chars), side, split);
+                        let hub = (slice.counted(start, chars), side, split);
                         *index.entry(hub).or_insert_with(|| {
                             hubs.push(hub);
                             hubs.len() as u32 - 1
@@ -388,6 +379,28 @@ struct Slice {
     max_chars: usize,
     /// The witness tokens a group's certificate tries, in order (see [`Certificates`]).
     witnesses: Box<[u32]>,
+}
+
+impl Slice {
+    /// A counted use's key for slice key `to` after `k` characters (regex state `s + |S|·k`).
+    fn counted(&self, to: TextKey, k: u32) -> TextKey {
+        to.with_regex_state(to.regex_state() + self.dfa.num_states() as u32 * k)
+    }
+    /// A counted use's `key` as the slice key and its number of characters.
+    fn uncounted(&self, key: TextKey) -> (TextKey, u32) {
+        let n = self.dfa.num_states() as u32;
+        (key.with_regex_state(key.regex_state() % n), key.regex_state() / n)
+    }
+    /// The key a witness (one byte or one character) leads to, reaching slice key `to` from a
+    /// node after `chars` characters: for a counted use, counting the character it completes,
+    /// none past `max_chars`.
+    fn after_witness(&self, to: TextKey, chars: u32, counted: bool) -> Option<TextKey> {
+        if !counted {
+            return Some(to);
+        }
+        let k = chars + self.dfa.is_accepting(to.regex_state()) as u32;
+        (k as usize <= self.max_chars).then(|| self.counted(to, k))
+    }
 }
 
 /// How a regex state takes a slice's tokens (see the module docs): `map[s]` is the regex state
@@ -533,7 +546,6 @@ impl Slices {
             return known;
         }
         let mut walked = Walked::default();
-        let n = s.dfa.num_states() as u32;
         let mut trie = parts.trie;
         if let (Some(split), Some(base)) = (&self.normal, from.normal_start()) {
             // The inert-first tokens lead where they lead from the normal form's start.
@@ -555,7 +567,7 @@ impl Slices {
             |k, b| Ok::<_, std::convert::Infallible>(s.space.byte(k, b)),
             |t, to| {
                 let to = match slice.counted {
-                    true => to.with_regex_state(to.regex_state() + n * s.chars[t as usize] as u32),
+                    true => s.counted(to, s.chars[t as usize] as u32),
                     false => to,
                 };
                 walked.push(t, to, class_or_lone(parts.tok, t))
@@ -733,16 +745,11 @@ fn chain_roots(hubs: &[Hub], slice: &Slice, counted: bool, parts: SliceInputs) -
 /// witness adds the character it completes, and none goes past `max_chars`.
 fn chain_successor((key, side, split): Hub, slice: &Slice, counted: bool, parts: SliceInputs) -> Option<Hub> {
     let (space, tok) = (&slice.space, parts.tok);
-    let n = slice.dfa.num_states() as u32;
-    let (at, chars) = match counted {
-        true => (key.with_regex_state(key.regex_state() % n), key.regex_state() / n),
-        false => (key, 0),
-    };
-    let counting = |to: TextKey, k: u32| to.with_regex_state(to.regex_state() + n * k);
+    let (at, chars) = if counted { slice.uncounted(key) } else { (key, 0) };
     let piece_start = side == START && split == ROOT;
     let class_node = side != START && side != LONE && split == NONE;
     if let Some((start, side, split)) = class_node.then(|| boundary_start(space, at, side)).flatten() {
-        return Some((counting(start, chars), side, split));
+        return Some((slice.counted(start, chars), side, split));
     }
     slice.witnesses.iter().find_map(|&w| {
         let allowed = match piece_start {
@@ -750,8 +757,7 @@ fn chain_successor((key, side, split): Hub, slice: &Slice, counted: bool, parts:
             false => class_node && !tok.forbids(side, w),
         };
         let to = allowed.then(|| space.walk(at, parts.vocab.token_bytes(w))).flatten()?;
-        let k = chars + (counted && slice.dfa.is_accepting(to.regex_state())) as u32;
-        (k as usize <= slice.max_chars).then(|| (counting(to, k), tok.class_of(w), NONE))
+        Some((slice.after_witness(to, chars, counted)?, tok.class_of(w), NONE))
     })
 }
 

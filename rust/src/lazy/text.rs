@@ -313,7 +313,7 @@ impl TextSpace {
     /// Whether some regex state may take byte `b` (`false`: none does). Exact for a DFA built
     /// up front (one pass over its table per class, once per guide); for an automaton
     /// determinized on demand, whether some rule reads `b` at all, so that answering builds no
-    /// state ([`PushdownDfa::reads_somewhere`]).
+    /// state ([`PushdownDfa::bytes_read`]).
     pub fn may_take(&self, b: u8) -> bool {
         self.taken_somewhere.get_or_init(|| {
             let mut taken = [false; 256];
@@ -327,7 +327,7 @@ impl TextSpace {
                             .or_insert_with(|| (0..dfa.num_states() as u32).any(|q| dfa.next(q, b) != DEAD));
                     }
                 }
-                TextRegex::Grammar(g) => (0..=255u8).for_each(|b| taken[b as usize] = g.reads_somewhere(b)),
+                TextRegex::Grammar(g) => taken = g.bytes_read(),
             }
             taken
         })[b as usize]

@@ -973,6 +973,35 @@ impl Engine {
         Ok(false)
     }
 
+    /// Whether every successor of `n` is known dead (or it has none), which makes it dead, found
+    /// without a probe or a search where its text state's groups are at hand (then it is
+    /// recorded dead).
+    ///
+    /// Why: the exit tokens of a JSON string that end in its closing quote (`="`, `("`, `."`:
+    /// ~100 groups on Llama 3) lead to class nodes before `,`, which their pair condition forbids
+    /// (`",` merges first), so each is dead, and each such proof took a probe and a search of
+    /// its own at every string start of every guide (`docs/design.md` §8).
+    fn without_successors(&self, n: Node) -> Result<bool> {
+        if self.facts.get(&n).is_some() || self.accepts(n) {
+            return Ok(false);
+        }
+        let mut held = match self.side(n.side) {
+            Side::AfterLone | Side::InChar(_) => None,
+            Side::PieceStart | Side::InPiece(_) => match self.groups.get(n.text) {
+                Some(groups) => Some(groups),
+                None => return Ok(false),
+            },
+        };
+        let mut cursor = Cursor::default();
+        while let Some(w) = self.next_successor(n, &mut cursor, &mut held)? {
+            if self.facts.get(&w) != Some(false) {
+                return Ok(false);
+            }
+        }
+        self.record(n, false)?;
+        Ok(true)
+    }
+
     /// Whether a recent witness token proves class node `n` live without a search: one its pair
     /// condition allows, whose successor is a node already known live.
     ///
@@ -1151,7 +1180,8 @@ impl Engine {
                         }
                         None => false,
                     };
-                let live = exits_live || self.live(Node { text: g.to, side: g.class, split: NONE })?;
+                let node = Node { text: g.to, side: g.class, split: NONE };
+                let live = exits_live || (!self.without_successors(node)? && self.live(node)?);
                 match bits.as_mut() {
                     Some(bits) if g.is_shared() && !live => {
                         groups.tokens(&g).iter().for_each(|&t| crate::util::bitset::clear(bits, t as usize))

@@ -194,9 +194,22 @@ impl Groups {
         let mut order: Vec<u32> = (0..ids.len() as u32).collect();
         order.sort_unstable_by_key(|&i| (rank(i), ids[i as usize]));
         let (tokens, walk_groups) = walked.sorted(&order);
-        let mut from_slice = vec![Vec::new(); if shared.is_some() { ids.len() } else { 0 }];
-        for &(i, j) in shared.as_ref().map_or(&[][..], |s| &s.targets[..]) {
-            from_slice[i as usize].push(j);
+        // The slice targets mapped to each target `i`: `mapped[from[i]..from[i + 1]]`, in the
+        // order of `shared.targets` (one buffer: a vector per target cost an allocation each, for
+        // the 100-250 targets of a JSON string's state).
+        let pairs = shared.as_ref().map_or(&[][..], |s| &s.targets[..]);
+        let mut from = vec![0u32; if shared.is_some() { ids.len() + 1 } else { 0 }];
+        for &(i, _) in pairs {
+            from[i as usize + 1] += 1;
+        }
+        for i in 1..from.len() {
+            from[i] += from[i - 1];
+        }
+        let mut mapped = vec![0u32; pairs.len()];
+        let mut fill = from.clone();
+        for &(i, j) in pairs {
+            mapped[fill[i as usize] as usize] = j;
+            fill[i as usize] += 1;
         }
         let mut targets = Vec::with_capacity(order.len());
         let mut starts = Vec::with_capacity(order.len() + 1);
@@ -208,7 +221,7 @@ impl Groups {
             starts.push(next);
             let first_slice_target = slice_targets.len() as u32;
             if let Some(Mapped { slice, .. }) = &shared {
-                for &j in &from_slice[i as usize] {
+                for &j in &mapped[from[i as usize] as usize..from[i as usize + 1] as usize] {
                     slice_targets.push(j);
                     next += slice.num_groups_of(j) as u32;
                 }

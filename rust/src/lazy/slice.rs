@@ -25,7 +25,10 @@
 //! regex state. There the map is over pairs `(s, k)`, `k` the characters completed since `s₀`
 //! ([`simulate_counted`]): a token's end `s'` in `S` and its number of characters `k` (tabled
 //! per token) decide where it leads, so the slice's groups of a *counted use* split each target
-//! `(s', m', n')` by `k` as `(s' + |S|·k, m', n')`.
+//! `(s', m', n')` by `k` as `(s' + |S|·k, m', n')`. Where the map stops changing from some
+//! count `c` on (`(…){1,}`, a string with a `minLength` and no `maxLength`), counts past `c`
+//! read count `c`'s entry ([`Counting::Saturating`]): the slice set stays the counted one, but
+//! its ~100 counted targets lead to a handful of the guide's.
 //!
 //! The other tokens, those whose walk through `S` dies (a `"`, a `\`, a byte that cannot start a
 //! character), are the slice's *exit tokens*: a few thousand, kept as tries of their own by
@@ -403,14 +406,36 @@ impl Slice {
     }
 }
 
+/// How a slice use counts characters (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Counting {
+    /// A loop: the regex state does not depend on the count.
+    Loop,
+    /// A counted repetition, tabled up to the slice's `max_chars` (the most characters of one
+    /// token).
+    UpTo,
+    /// A counted repetition whose regex state stops depending on the count at `c` characters
+    /// (`(…){1,}`: a JSON string with `minLength`): the map keeps counts `0..=c`, and a later
+    /// count reads count `c`'s entry.
+    ///
+    /// Why: mapped count by count, such a string's first position had ~100 counted targets
+    /// of the slice set leading to as many targets of the guide, each interned and judged,
+    /// where two regex states differ; its first visit cost ~40 % more than a `*` string's on
+    /// Llama 3 (callgrind). The slice set itself is the counted one (one per start), so no
+    /// set is built per `c`.
+    Saturating(u32),
+}
+
 /// How a regex state takes a slice's tokens (see the module docs): `map[s]` is the regex state
 /// paired with slice state `s` (a loop), or `map[s + n·k]` with slice state `s` after `k`
-/// characters, `n` the slice's number of states (a counted repetition); [`DEAD`] where the regex
-/// dies.
+/// characters, `n` the slice's number of states (a counted repetition; see [`Counting`]);
+/// [`DEAD`] where the regex dies.
 #[derive(Clone, Debug)]
 pub(crate) struct SliceUse {
     pub(crate) slice: usize,
-    counted: bool,
+    counting: Counting,
+    /// The slice's number of states (`n`).
+    states: u32,
     map: Arc<[u32]>,
 }
 
@@ -419,7 +444,14 @@ impl SliceUse {
     /// space: `s' + n·k` for a counted use); `None` where the regex dies.
     #[inline]
     pub(crate) fn target(&self, k: TextKey) -> Option<TextKey> {
-        match self.map[k.regex_state() as usize] {
+        let at = match self.counting {
+            Counting::Saturating(c) => {
+                let (s, chars) = (k.regex_state() % self.states, k.regex_state() / self.states);
+                s + self.states * chars.min(c)
+            }
+            Counting::Loop | Counting::UpTo => k.regex_state(),
+        };
+        match self.map[at as usize] {
             DEAD => None,
             q => Some(k.with_regex_state(q)),
         }
@@ -429,16 +461,27 @@ impl SliceUse {
         self.map.len() * 4
     }
 
+    /// Whether the use counts characters.
+    fn counted(&self) -> bool {
+        self.counting != Counting::Loop
+    }
+
     /// The pattern of the slice taken.
     #[cfg(test)]
     pub(crate) fn pattern(&self) -> &'static str {
         SLICE_PATTERNS[self.slice]
     }
 
+    /// How the use counts characters.
+    #[cfg(test)]
+    pub(crate) fn counting(&self) -> Counting {
+        self.counting
+    }
+
     /// A use that maps nothing (for tests of the groups alone).
     #[cfg(test)]
     pub(crate) fn unmapped() -> SliceUse {
-        SliceUse { slice: 0, counted: false, map: Arc::from(Vec::new()) }
+        SliceUse { slice: 0, counting: Counting::Loop, states: 1, map: Arc::from(Vec::new()) }
     }
 }
 
@@ -524,14 +567,27 @@ impl Slices {
     /// How regex state `q` of `dfa` takes a slice's tokens: the first slice it loops on, else
     /// the first whose characters it counts.
     pub(crate) fn find(&self, dfa: &TextRegex, q: u32) -> Option<SliceUse> {
-        let found = |slice, counted, map: Vec<u32>| SliceUse { slice, counted, map: map.into() };
+        let found = |slice: usize, counting, map: Vec<u32>| {
+            let states = self.slices[slice].dfa.num_states() as u32;
+            SliceUse { slice, counting, states, map: map.into() }
+        };
         // A necessary condition of both uses, and the one most regex states fail: once per slice.
         let taken = (self.slices.iter().enumerate())
             .filter(|(_, s)| takes_first_byte(&s.dfa, dfa, q))
             .fold(0u64, |taken, (i, _)| taken | 1 << i);
         let candidates = || self.slices.iter().enumerate().filter(move |&(i, _)| taken >> i & 1 == 1);
-        candidates().find_map(|(i, s)| Some(found(i, false, simulate(&s.dfa, dfa, q)?))).or_else(|| {
-            candidates().find_map(|(i, s)| Some(found(i, true, simulate_counted(&s.dfa, s.max_chars, dfa, q)?)))
+        candidates().find_map(|(i, s)| Some(found(i, Counting::Loop, simulate(&s.dfa, dfa, q)?))).or_else(|| {
+            candidates().find_map(|(i, s)| {
+                let mut map = simulate_counted(&s.dfa, s.max_chars, dfa, q)?;
+                let n = s.dfa.num_states();
+                match saturation(&map, n) {
+                    Some(c) => {
+                        map.truncate(n * (c as usize + 1));
+                        Some(found(i, Counting::Saturating(c), map))
+                    }
+                    None => Some(found(i, Counting::UpTo, map)),
+                }
+            })
         })
     }
 
@@ -541,7 +597,7 @@ impl Slices {
     pub(crate) fn groups(&self, parts: SliceInputs, slice: &SliceUse, at: TextKey) -> Arc<SliceGroups> {
         let s = &self.slices[slice.slice];
         let from = at.with_regex_state(s.dfa.start());
-        let key = (slice.slice, slice.counted, from);
+        let key = (slice.slice, slice.counted(), from);
         if let Some(known) = self.cache.get(&key) {
             return known;
         }
@@ -566,7 +622,7 @@ impl Slices {
             s.space.bytes_taken_memo(),
             |k, b| Ok::<_, std::convert::Infallible>(s.space.byte(k, b)),
             |t, to| {
-                let to = match slice.counted {
+                let to = match slice.counted() {
                     true => s.counted(to, s.chars[t as usize] as u32),
                     false => to,
                 };
@@ -575,7 +631,7 @@ impl Slices {
         )
         .unwrap_or_else(|never| match never {});
         let mut made = SliceGroups::from_walk(walked, parts.words);
-        made.certify(s, slice.counted, from, parts);
+        made.certify(s, slice.counted(), from, parts);
         let bytes = made.heap_bytes();
         self.cache.insert(key, Arc::new(made), bytes)
     }
@@ -584,7 +640,7 @@ impl Slices {
     /// [`chain_roots`]).
     #[cfg(test)]
     pub(crate) fn chain_step(&self, slice: &SliceUse, node: Hub, parts: SliceInputs) -> Option<Hub> {
-        chain_successor(node, &self.slices[slice.slice], slice.counted, parts)
+        chain_successor(node, &self.slices[slice.slice], slice.counted(), parts)
     }
 
     /// The tries of the tokens whose walk through the slice from its start dies, leaving at a
@@ -610,7 +666,7 @@ impl Slices {
         s.exits.iter().filter_map(move |(at, b, trie)| {
             let mut paired = slice.map.iter().skip(*at as usize).step_by(n);
             let takes = |q: &u32| *q != DEAD && dfa.next(*q, *b) != DEAD;
-            let taken = match (slice.counted, dfa.as_dfa()) {
+            let taken = match (slice.counted(), dfa.as_dfa()) {
                 (false, _) => paired.next().is_some_and(takes),
                 (true, Some(_)) => space.may_take(*b) && paired.any(takes),
                 (true, None) => paired.next().is_some_and(takes) || space.may_take(*b),
@@ -895,9 +951,40 @@ pub(crate) fn simulate_counted(slice: &ByteDfa, max_chars: usize, dfa: &TextRege
     Some(map)
 }
 
+/// The count from which a counted use's `map` (`n` slice states per count) no longer changes,
+/// if below its last: every later count pairs each slice state with the regex state count `c`
+/// does. From count `c` one more character leads to count `c + 1`, paired as `c` is, so this
+/// holds past the table too, and count `c`'s entry serves every later count
+/// ([`Counting::Saturating`]).
+fn saturation(map: &[u32], n: usize) -> Option<u32> {
+    let counts = map.len() / n;
+    let block = |k: usize| &map[k * n..(k + 1) * n];
+    let mut c = counts - 1;
+    while c > 0 && block(c - 1) == block(c) {
+        c -= 1;
+    }
+    (c < counts - 1).then_some(c as u32)
+}
+
 /// Whether regex state `q` of `dfa` takes every byte the slice takes from its start: a necessary
 /// condition of both uses, and the one most regex states fail. [`Slices::find`] checks it first,
 /// without allocating, because it runs on every regex state a guide walks, narrow ones included.
 fn takes_first_byte(slice: &ByteDfa, dfa: &TextRegex, q: u32) -> bool {
     (0..=255u8).all(|b| slice.next(slice.start(), b) == DEAD || dfa.next(q, b) != DEAD)
+}
+
+#[cfg(test)]
+mod saturation_tests {
+    use super::saturation;
+
+    #[test]
+    fn a_map_saturates_where_its_last_counts_stop_changing() {
+        // Two slice states per count.
+        assert_eq!(saturation(&[1, 2, 3, 4, 3, 4, 3, 4], 2), Some(1));
+        assert_eq!(saturation(&[1, 2, 3, 4, 5, 6, 5, 6], 2), Some(2));
+        assert_eq!(saturation(&[1, 2, 1, 2], 2), Some(0));
+        // The last two counts differ (one slice state is enough): no saturation.
+        assert_eq!(saturation(&[1, 2, 3, 4, 3, 5], 2), None);
+        assert_eq!(saturation(&[7, 8], 2), None);
+    }
 }

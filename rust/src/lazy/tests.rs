@@ -257,6 +257,36 @@ fn json_string_contents_and_escapes_take_slices() {
     }
 }
 
+/// A string with a minimum length and no maximum counts its characters up to the minimum only
+/// (`Counting::Saturating`): at its first position `{1,}` counts to 1, `{3,}` to 3, after two of
+/// `{3,}`'s characters to 1, and past the minimum the contents loop; a maximum counts up to the
+/// longest token. The masks are held to the eager ones in `sliced_text_states_give_the_eager_masks`
+/// (`+`) and `hub_chains_are_successors_in_the_guide` (`{2,}`).
+#[test]
+fn a_minimum_length_is_counted_up_to_the_minimum() {
+    use crate::lazy::slice::Counting;
+    let string = r#"([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])"#;
+    let compiler = Compiler::new(mistral(), Limits::default());
+    let cases: [(&str, &[u8], Counting); 5] = [
+        ("{1,}", b"", Counting::Saturating(1)),
+        ("{3,}", b"", Counting::Saturating(3)),
+        ("{3,}", b"ab", Counting::Saturating(1)),
+        ("{3,}", b"abc", Counting::Loop),
+        ("{0,20}", b"ab", Counting::UpTo),
+    ];
+    for (count, before, counting) in cases {
+        let regex = format!(r#"\{{"a": "{string}{count}"\}}"#);
+        let lazy = compiler.compile_regex_lazy(&regex).unwrap();
+        let engine = lazy.lazy_engine().unwrap();
+        let dfa = engine.space().dfa();
+        let text = [&br#"{"a": ""#[..], before].concat();
+        let q = text.iter().fold(dfa.start(), |q, &b| dfa.next(q, b));
+        assert_ne!(q, DEAD);
+        let found = engine.slice_use(q).unwrap().map(|u| u.counting());
+        assert_eq!(found, Some(counting), "{count} after {:?}", String::from_utf8_lossy(before));
+    }
+}
+
 /// On a byte-level tokenizer with a pre-tokenizer (GPT-2), every step by which a hub of a JSON
 /// string's slice groups reaches its root (`slice::chain_roots`) is a successor in the guide, so
 /// that a live root proves its hubs live; the roots are fewer than the hubs, and the masks stay
@@ -273,6 +303,8 @@ fn hub_chains_are_successors_in_the_guide() {
             &br#"{"a": "Hello world, \"x\" 12 ok", "b": ["one two", "", "3 4"]}"#[..],
         ),
         (format!(r#"\{{"c": "{string}{{0,20}}"\}}"#), &br#"{"c": "It was 42, then 7."}"#[..]),
+        // A use that saturates (its count kept at 2).
+        (format!(r#"\{{"d": "{string}{{2,}}"\}}"#), &br#"{"d": "It was 42, then 7."}"#[..]),
     ];
     for (regex, text) in &cases {
         let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();

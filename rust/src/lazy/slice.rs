@@ -415,14 +415,15 @@ pub(crate) enum Counting {
     /// token).
     UpTo,
     /// A counted repetition whose regex state stops depending on the count at `c` characters
-    /// (`(…){1,}`: a JSON string with `minLength`): the map keeps counts `0..=c`, and a later
-    /// count reads count `c`'s entry.
+    /// (`(…){1,}`, a JSON string with a `minLength`; or a `maxLength` within one token of its
+    /// end, dead past it): the map keeps counts `0..=c`, and a later count reads count `c`'s
+    /// entry.
     ///
-    /// Why: mapped count by count, such a string's first position had ~100 counted targets
-    /// of the slice set leading to as many targets of the guide, each interned and judged,
-    /// where two regex states differ; its first visit cost ~40 % more than a `*` string's on
-    /// Llama 3 (callgrind). The slice set itself is the counted one (one per start), so no
-    /// set is built per `c`.
+    /// Why: mapped count by count, a `{1,}` string's first position had ~100 counted targets
+    /// of the slice set leading to as many targets of the guide, each interned and judged, for
+    /// two regex states; its first visit cost ~40 % more than a `*` string's on Llama 3
+    /// (callgrind). The slice set itself stays the counted one (one per start): a set per `c`
+    /// would be a set per position of a `maxLength` string.
     Saturating(u32),
 }
 

@@ -259,8 +259,8 @@ fn json_string_contents_and_escapes_take_slices() {
 
 /// A string with a minimum length and no maximum counts its characters up to the minimum only
 /// (`Counting::Saturating`): at its first position `{1,}` counts to 1, `{3,}` to 3, after two of
-/// `{3,}`'s characters to 1, and past the minimum the contents loop; a maximum counts up to the
-/// longest token. The masks are held to the eager ones in `sliced_text_states_give_the_eager_masks`
+/// `{3,}`'s characters to 1, and past the minimum the contents loop; a maximum further away
+/// than the longest token (Mistral-7B's) counts up to that. The masks are held to the eager ones in `sliced_text_states_give_the_eager_masks`
 /// (`+`) and `hub_chains_are_successors_in_the_guide` (`{2,}`).
 #[test]
 fn a_minimum_length_is_counted_up_to_the_minimum() {

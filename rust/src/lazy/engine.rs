@@ -981,7 +981,7 @@ impl Engine {
     /// ~100 groups on Llama 3) lead to class nodes before `,`, which their pair condition forbids
     /// (`",` merges first), so each is dead, and each such proof took a probe and a search of
     /// its own at every string start of every guide (`docs/design.md` §8).
-    fn without_successors(&self, n: Node) -> Result<bool> {
+    fn dead_by_successors(&self, n: Node) -> Result<bool> {
         if self.facts.get(&n).is_some() || self.accepts(n) {
             return Ok(false);
         }
@@ -1181,7 +1181,7 @@ impl Engine {
                         None => false,
                     };
                 let node = Node { text: g.to, side: g.class, split: NONE };
-                let live = exits_live || (!self.without_successors(node)? && self.live(node)?);
+                let live = exits_live || (!self.dead_by_successors(node)? && self.live(node)?);
                 match bits.as_mut() {
                     Some(bits) if g.is_shared() && !live => {
                         groups.tokens(&g).iter().for_each(|&t| crate::util::bitset::clear(bits, t as usize))

@@ -463,7 +463,7 @@ impl SliceUse {
     }
 
     /// Whether the use counts characters.
-    fn counted(&self) -> bool {
+    fn counts_chars(&self) -> bool {
         self.counting != Counting::Loop
     }
 
@@ -598,7 +598,7 @@ impl Slices {
     pub(crate) fn groups(&self, parts: SliceInputs, slice: &SliceUse, at: TextKey) -> Arc<SliceGroups> {
         let s = &self.slices[slice.slice];
         let from = at.with_regex_state(s.dfa.start());
-        let key = (slice.slice, slice.counted(), from);
+        let key = (slice.slice, slice.counts_chars(), from);
         if let Some(known) = self.cache.get(&key) {
             return known;
         }
@@ -623,7 +623,7 @@ impl Slices {
             s.space.bytes_taken_memo(),
             |k, b| Ok::<_, std::convert::Infallible>(s.space.byte(k, b)),
             |t, to| {
-                let to = match slice.counted() {
+                let to = match slice.counts_chars() {
                     true => s.counted(to, s.chars[t as usize] as u32),
                     false => to,
                 };
@@ -632,7 +632,7 @@ impl Slices {
         )
         .unwrap_or_else(|never| match never {});
         let mut made = SliceGroups::from_walk(walked, parts.words);
-        made.certify(s, slice.counted(), from, parts);
+        made.certify(s, slice.counts_chars(), from, parts);
         let bytes = made.heap_bytes();
         self.cache.insert(key, Arc::new(made), bytes)
     }
@@ -641,7 +641,7 @@ impl Slices {
     /// [`chain_roots`]).
     #[cfg(test)]
     pub(crate) fn chain_step(&self, slice: &SliceUse, node: Hub, parts: SliceInputs) -> Option<Hub> {
-        chain_successor(node, &self.slices[slice.slice], slice.counted(), parts)
+        chain_successor(node, &self.slices[slice.slice], slice.counts_chars(), parts)
     }
 
     /// The tries of the tokens whose walk through the slice from its start dies, leaving at a
@@ -667,7 +667,7 @@ impl Slices {
         s.exits.iter().filter_map(move |(at, b, trie)| {
             let mut paired = slice.map.iter().skip(*at as usize).step_by(n);
             let takes = |q: &u32| *q != DEAD && dfa.next(*q, *b) != DEAD;
-            let taken = match (slice.counted(), dfa.as_dfa()) {
+            let taken = match (slice.counts_chars(), dfa.as_dfa()) {
                 (false, _) => paired.next().is_some_and(takes),
                 (true, Some(_)) => space.may_take(*b) && paired.any(takes),
                 (true, None) => paired.next().is_some_and(takes) || space.may_take(*b),

@@ -232,6 +232,8 @@ pub(crate) struct Engine {
     sliced: AtomicUsize,
     /// Slice groups a first-token set took as live through their hubs.
     settled_by_hubs: AtomicUsize,
+    /// Nodes proved dead by their pair conditions ([`Engine::dead_by_pairs`]).
+    dead_by_pairs: AtomicUsize,
     max_states: usize,
     max_bytes: usize,
     /// Wall-clock seconds of one call ([`Engine::timed`]; `None`: unlimited).
@@ -282,6 +284,14 @@ const WAY_SEARCH_FAILURES: usize = 256;
 /// ([`Engine::exit`]).
 const WITNESS_MIN_CLASSES: usize = 8;
 
+/// The trie edges [`Engine::dead_by_pairs`] follows before it gives up: enough for the tokens of
+/// a narrow text state, a small part of a wide one's.
+const PAIR_WALK_EDGES: usize = 256;
+
+/// The most groups a text state has where [`Engine::first_tokens`] tries
+/// [`Engine::dead_by_pairs`] first.
+const NARROW_GROUPS: usize = 64;
+
 /// How many witness tokens the guides of one `Compiler` share as hints
 /// ([`Engine::hinted_live`]), and the empty slot.
 const HINTS: usize = 8;
@@ -314,6 +324,7 @@ impl Engine {
             hinted: AtomicUsize::new(0),
             sliced: AtomicUsize::new(0),
             settled_by_hubs: AtomicUsize::new(0),
+            dead_by_pairs: AtomicUsize::new(0),
             max_states,
             max_bytes,
             max_seconds,
@@ -372,6 +383,11 @@ impl Engine {
     #[cfg(test)]
     pub(crate) fn hinted_proofs(&self) -> usize {
         self.hinted.load(Ordering::Relaxed)
+    }
+    /// Nodes proved dead by their pair conditions, without a search.
+    #[cfg(test)]
+    pub(crate) fn dead_by_pairs_proofs(&self) -> usize {
+        self.dead_by_pairs.load(Ordering::Relaxed)
     }
     /// Slice groups taken as live through their hubs, without a search.
     #[cfg(test)]
@@ -935,6 +951,9 @@ impl Engine {
                         self.record(w, false)?;
                         continue;
                     }
+                    if self.dead_by_pairs(w)? {
+                        continue;
+                    }
                     self.check_clock("a liveness search")?;
                     if nodes.len() >= self.max_states {
                         return Err(Error::LimitExceeded {
@@ -999,6 +1018,74 @@ impl Engine {
             }
         }
         self.record(n, false)?;
+        Ok(true)
+    }
+
+    /// Whether class node `n` has no successor at all, found without its groups: no boundary
+    /// may follow it, and its pair condition forbids every token its text lets come next (a
+    /// walk of at most [`PAIR_WALK_EDGES`] trie edges that stops at the first allowed token).
+    /// Then it is dead, and recorded so.
+    ///
+    /// Why: in a narrow text state most candidate tokens are non-canonical prefixes of the
+    /// canonical one (` t`, ` tr`, ` tru` before ` true`). Each led to a class node that only a
+    /// way search, a failed probe and a one-node search with a trie walk and groups of its own
+    /// proved dead.
+    fn dead_by_pairs(&self, n: Node) -> Result<bool> {
+        let Side::InPiece(c) = self.side(n.side) else { return Ok(false) };
+        if self.space.num_tokens() > 0 || self.facts.get(&n).is_some() || self.accepts(n) {
+            return Ok(false);
+        }
+        // Tokens first: a live node's walk meets an allowed one within a few edges.
+        let z = self.key(n.text);
+        let conts = self.parts.splits.next_tokens(n.split);
+        let found = Cell::new(false);
+        let mut edges = 0;
+        let walked = self.parts.trie.for_each_walk_narrowed(
+            z,
+            self.space.bytes_taken_memo(),
+            |k, b| {
+                edges += 1;
+                match found.get() || edges > PAIR_WALK_EDGES {
+                    true => Err(()),
+                    false => Ok(self.space.byte(k, b)),
+                }
+            },
+            |t, _| {
+                let allowed =
+                    self.allows_token(Side::InPiece(c), t) && conts.binary_search_by_key(&t, |e| e.0).is_err();
+                found.set(found.get() || allowed)
+            },
+        );
+        if walked.is_err() || found.get() {
+            return Ok(false);
+        }
+        // Tokens continuing a lone token's split, taken out of the walk, come next with theirs.
+        let allows = |t: u32| self.allows_token(Side::InPiece(c), t);
+        if conts.iter().any(|&(t, _)| allows(t) && self.space.walk(z, self.parts.vocab.token_bytes(t)).is_some()) {
+            return Ok(false);
+        }
+        let tok = &*self.parts.tok;
+        if tok.fallback_tokens().is_some()
+            && self
+                .space
+                .bytes_taken(z.regex_state())
+                .iter()
+                .any(|b| self.space.byte(z, b).is_some() && tok.step_byte(n.side, b).is_some())
+        {
+            return Ok(false);
+        }
+        // A boundary leads to a piece start, dead at once where no byte may come next.
+        for kind in 0..self.space.num_stages() {
+            let Some(m) = self.boundary(n, kind)? else { continue };
+            match self.facts.get(&m) {
+                Some(false) => continue,
+                Some(true) => return Ok(false),
+                None if self.accepts(m) || self.space.takes_a_byte(self.key(m.text)) => return Ok(false),
+                None => self.record(m, false)?,
+            }
+        }
+        self.record(n, false)?;
+        self.dead_by_pairs.fetch_add(1, Ordering::Relaxed);
         Ok(true)
     }
 
@@ -1133,6 +1220,9 @@ impl Engine {
             hub_live[h as usize] = Some(live);
             Ok(live)
         };
+        // Without a slice and with few groups, most candidates are non-canonical prefixes of
+        // the canonical tokens, dead by their pair conditions (see `Engine::dead_by_pairs`).
+        let narrow = bits.is_none() && groups.len() <= NARROW_GROUPS;
         let mut pending: Vec<Group> = Vec::new();
         let mut settled = 0;
         for target in groups.by_target() {
@@ -1181,7 +1271,10 @@ impl Engine {
                         None => false,
                     };
                 let node = Node { text: g.to, side: g.class, split: NONE };
-                let live = exits_live || (!self.dead_by_successors(node)? && self.live(node)?);
+                let live = exits_live || {
+                    let dead = self.dead_by_successors(node)? || (narrow && self.dead_by_pairs(node)?);
+                    !dead && self.live(node)?
+                };
                 match bits.as_mut() {
                     Some(bits) if g.is_shared() && !live => {
                         groups.tokens(&g).iter().for_each(|&t| crate::util::bitset::clear(bits, t as usize))
@@ -1229,7 +1322,7 @@ impl Engine {
             live_conts.iter().for_each(|&t| crate::util::bitset::set(&mut bits, t as usize));
             TokenSet::from_bitset(bits)
         } else {
-            tokens.retain(|t| conts.binary_search_by_key(t, |e| e.0).is_err());
+tokens.retain(|t| conts.binary_search_by_key(t, |e| e.0).is_err());
             tokens.extend(live_conts);
             TokenSet::from_distinct(tokens, words)
         };

@@ -123,6 +123,11 @@ impl<'a> TargetGroups<'a> {
 }
 
 impl Groups {
+    /// The number of groups.
+    pub(crate) fn len(&self) -> usize {
+        self.starts.last().map_or(0, |&n| n as usize)
+    }
+
     pub(crate) fn tokens(&self, g: &Group) -> &[u32] {
         let all = match (g.shared, &self.shared) {
             (true, Some(shared)) => shared.tokens(),

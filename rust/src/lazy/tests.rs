@@ -316,6 +316,34 @@ fn hub_chains_are_successors_in_the_guide() {
     }
 }
 
+/// Keys and literals: most candidates at a narrow text state are non-canonical prefixes of the
+/// canonical token (` t`, ` tr`, ` tru` before ` true`), whose class nodes
+/// `Engine::dead_by_pairs` proves dead without a search; the masks stay the eager ones, along
+/// random walks and a canonical spelling, on a byte-level BPE with and without lone-token splits
+/// and on a SentencePiece BPE with byte fallback.
+#[test]
+fn non_canonical_prefixes_are_dead_by_their_pair_conditions() {
+    let regex = r#"\{([ ]?"include_lowercase"[ ]?:[ ]?(true|false)[ ]?,)?[ ]?"length"[ ]?:[ ]?(0|[1-9][0-9]*)[ ]?\}"#;
+    let text = br#"{"include_lowercase": true, "length": 12}"#;
+    let vocabularies = [
+        Arc::new(crate::testing::shared_vocabulary("gpt2")),
+        Arc::new(crate::testing::shared_vocabulary("llama3")),
+        mistral(),
+    ];
+    for vocab in vocabularies {
+        let compiler = Compiler::new(vocab, Limits::default());
+        let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+        let mut walks: Vec<Vec<u32>> = (0..8).map(|seed| eager.random_walk(seed, 40).unwrap()).collect();
+        walks.push(spelling(&eager, text, eager.initial_state()).expect("the guide spells it"));
+        let lazy = compiler.compile_regex_lazy(regex).unwrap();
+        for walk in &walks {
+            assert_eq!(masks_along(&lazy, walk), masks_along(&eager, walk));
+        }
+        let proofs = lazy.lazy_engine().unwrap().dead_by_pairs_proofs();
+        assert!(proofs >= 5, "{proofs} nodes dead by their pair conditions");
+    }
+}
+
 /// On Llama 3 (318 tokens start a lone token's split), a sliced text state's certificates give
 /// each split starter a hub from the set's start: the hub must be a successor of the starter's
 /// node in the guide, so that a live hub proves the starter live (the Python lazy/eager

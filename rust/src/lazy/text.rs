@@ -379,6 +379,13 @@ impl TextSpace {
         taken
     }
 
+    /// Whether some byte may follow `z` ([`TextSpace::byte`] takes it): stops at the first.
+    pub fn takes_a_byte(&self, z: TextKey) -> bool {
+        let TextRegex::Dfa(dfa) = &self.dfa else { return (0..=255).any(|b| self.byte(z, b).is_some()) };
+        (self.class_bytes.iter())
+            .any(|bytes| dfa.next(z.q(), bytes[0]) != DEAD && bytes.iter().any(|&b| self.byte(z, b).is_some()))
+    }
+
     /// [`TextSpace::bytes_taken`] of text states, remembered per regex state for one trie walk
     /// (which meets a few regex states at many nodes).
     pub fn bytes_taken_memo(&self) -> impl FnMut(TextKey) -> ByteSet + '_ {
@@ -643,7 +650,7 @@ mod tests {
     /// backwards over the whole space (boundaries cost nothing): what a way search must find,
     /// detours around the pre-tokenizer included, with `NoWay` exactly where there is none. On
     /// the way, every byte with a successor is among the regex's `bytes_taken` (trie walks skip
-    /// the others).
+    /// the others), and `takes_a_byte` says whether any byte has one.
     #[test]
     fn shortest_way_has_the_fewest_bytes_on_a_pre_tokenized_space() {
         use std::collections::{HashMap, VecDeque};
@@ -660,7 +667,7 @@ mod tests {
             r"[0-9]{3} ?",
         ];
         // Text states from which nothing finishes, and ways longer than the regex's distance.
-        let (mut stuck, mut detours) = (0, 0);
+        let (mut stuck, mut detours, mut ends) = (0, 0, 0);
         for (stages, regex) in specs.iter().flat_map(|stages| regexes.iter().map(move |r| (stages, r))) {
             let spec = PieceMachineSpec { stages: stages.clone(), ..Default::default() };
             let mut machine = PieceMachine::new(&spec, 10_000).unwrap();
@@ -680,6 +687,9 @@ mod tests {
                 // Trie walks skip the bytes outside `bytes_taken`: none may have a successor.
                 let taken = space.bytes_taken(k.q());
                 assert!((0..=255u8).all(|b| space.byte(k, b).is_none() || taken.contains(b)));
+                let takes_a_byte = (0..=255u8).any(|b| space.byte(k, b).is_some());
+                assert_eq!(space.takes_a_byte(k), takes_a_byte, "{regex}: {k:?}");
+                ends += usize::from(!takes_a_byte);
                 todo.extend(out.iter().map(|&(to, _)| to));
                 edges.insert(k, out);
             }
@@ -727,6 +737,7 @@ mod tests {
             }
         }
         assert!(stuck > 0 && detours > 0, "the spaces need detours ({detours}) and have dead ends ({stuck})");
+        assert!(ends > 0, "some text states take no byte");
     }
 
     #[test]

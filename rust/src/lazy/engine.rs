@@ -76,6 +76,27 @@ use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::util::concurrent::{Interner, ShardedMap};
 use crate::util::token_set::TokenSet;
 
+/// The union of two sorted lists of distinct ids with no id in common, sorted.
+fn merge_sorted(a: Vec<u32>, b: &[u32]) -> Vec<u32> {
+    if b.is_empty() {
+        return a;
+    }
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] < b[j] {
+            out.push(a[i]);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            j += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
 /// A search node (see the module docs).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub(crate) struct Node {
@@ -1322,9 +1343,17 @@ impl Engine {
             live_conts.iter().for_each(|&t| crate::util::bitset::set(&mut bits, t as usize));
             TokenSet::from_bitset(bits)
         } else {
-tokens.retain(|t| conts.binary_search_by_key(t, |e| e.0).is_err());
-            tokens.extend(live_conts);
-            TokenSet::from_distinct(tokens, words)
+            // Sorted, the split tokens go in one merge with `conts` (sorted too) instead of a
+            // binary search per token, and the set is built from a sorted list.
+            tokens.sort_unstable();
+            let mut k = 0;
+            tokens.retain(|&t| {
+                while k < conts.len() && conts[k].0 < t {
+                    k += 1;
+                }
+                k == conts.len() || conts[k].0 != t
+            });
+            TokenSet::from_distinct(merge_sorted(tokens, &live_conts), words)
         };
         self.charge(set.heap_bytes() + BYTES_PER_ENTRY)?;
         Ok(self.first.insert_if_absent((z, u), Arc::new(set)))

@@ -1241,8 +1241,9 @@ impl Engine {
             hub_live[h as usize] = Some(live);
             Ok(live)
         };
-        // Without a slice and with few groups, most candidates are non-canonical prefixes of
-        // the canonical tokens, dead by their pair conditions (see `Engine::dead_by_pairs`).
+        // Without a slice and with few groups, most candidates (split starters too) are
+        // non-canonical prefixes of the canonical tokens, dead by their pair conditions (see
+        // `Engine::dead_by_pairs`).
         let narrow = bits.is_none() && groups.len() <= NARROW_GROUPS;
         let mut pending: Vec<Group> = Vec::new();
         let mut settled = 0;
@@ -1327,7 +1328,7 @@ impl Engine {
             }
             if let Some(to) = self.space.walk(key, parts.vocab.token_bytes(t)) {
                 let n = Node { text: self.text_id(to)?, side: class_or_lone(&parts.tok, t), split: child };
-                if self.live(n)? {
+                if !(narrow && self.dead_by_pairs(n)?) && self.live(n)? {
                     live_conts.push(t);
                 }
             }

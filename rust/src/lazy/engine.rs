@@ -23,14 +23,17 @@
 //! # Finding live nodes cheaply
 //! A full search needs the token groups of every text state it expands: one trie walk each, a few
 //! ms for a JSON string's contents on a 128k vocabulary. Almost every node a mask asks about is
-//! live the obvious way (end the piece, close what is open), so two shortcuts come first; both
-//! only ever prove liveness, and a node they cannot settle goes to the full search:
+//! live the obvious way (end the piece, close what is open), and most of the rest are dead the
+//! obvious way, so shortcuts come first; a node they cannot settle goes to the full search:
 //! * [`Engine::probe`] searches the successors that follow a shortest way to acceptance from each
 //!   node's text ([`TextSpace::shortest_way`], memoized per text state as the step to take).
 //! * A way search that exhausts every text state reachable from a node's text without meeting
 //!   acceptance proves the node dead ([`Engine::stuck`]): no token sequence can be completed
 //!   when no text can. Inside key literals on o200k, a boundary between two letters leads to such
 //!   text states (the piece may end only before a non-letter, the literal needs a letter).
+//! * A class node whose pair condition forbids every token its text allows next, and whose
+//!   boundaries lead nowhere, is dead without a search ([`Engine::dead_by_pairs`]): the many
+//!   non-canonical prefixes of a key's or a literal's canonical token (` t`, ` tr` before ` true`).
 //! * [`Engine::first_tokens`] finds once per target text state a way out shared by its class
 //!   nodes ([`Engine::exit`]): a boundary there that leads to a live piece start (then every
 //!   class node there is live), or the tokens along a shortest way whose successors are live
@@ -1042,15 +1045,19 @@ impl Engine {
         Ok(true)
     }
 
-    /// Whether class node `n` has no successor at all, found without its groups: no boundary
-    /// may follow it, and its pair condition forbids every token its text lets come next (a
-    /// walk of at most [`PAIR_WALK_EDGES`] trie edges that stops at the first allowed token).
-    /// Then it is dead, and recorded so.
+    /// Whether class node `n` has no live successor, found without its groups: its pair
+    /// condition forbids every token its text lets come next (a walk of at most
+    /// [`PAIR_WALK_EDGES`] trie edges that stops at the first allowed token), no split
+    /// continuation or byte-fallback byte may follow, and every boundary leads to a piece start
+    /// known dead or where no byte may follow ([`TextSpace::takes_a_byte`]; recorded dead too).
+    /// Then `n` is dead, and recorded so; `false` says nothing.
     ///
     /// Why: in a narrow text state most candidate tokens are non-canonical prefixes of the
     /// canonical one (` t`, ` tr`, ` tru` before ` true`). Each led to a class node that only a
     /// way search, a failed probe and a one-node search with a trie walk and groups of its own
-    /// proved dead.
+    /// proved dead. It is tried only where such nodes are common (narrow unsliced states, and
+    /// nodes a search is about to push): before every probe it cost +7 % on string documents,
+    /// whose exit nodes pass the walk but not the boundary (`docs/design.md` §8).
     fn dead_by_pairs(&self, n: Node) -> Result<bool> {
         let Side::InPiece(c) = self.side(n.side) else { return Ok(false) };
         if self.space.num_tokens() > 0 || self.facts.get(&n).is_some() || self.accepts(n) {

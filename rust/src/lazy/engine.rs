@@ -1066,6 +1066,7 @@ impl Engine {
         // Tokens first: a live node's walk meets an allowed one within a few edges.
         let z = self.key(n.text);
         let conts = self.parts.splits.next_tokens(n.split);
+        let allows = |t: u32| self.allows_token(Side::InPiece(c), t);
         let found = Cell::new(false);
         let mut edges = 0;
         let walked = self.parts.trie.for_each_walk_narrowed(
@@ -1078,17 +1079,12 @@ impl Engine {
                     false => Ok(self.space.byte(k, b)),
                 }
             },
-            |t, _| {
-                let allowed =
-                    self.allows_token(Side::InPiece(c), t) && conts.binary_search_by_key(&t, |e| e.0).is_err();
-                found.set(found.get() || allowed)
-            },
+            |t, _| found.set(found.get() || (allows(t) && conts.binary_search_by_key(&t, |e| e.0).is_err())),
         );
         if walked.is_err() || found.get() {
             return Ok(false);
         }
         // Tokens continuing a lone token's split, taken out of the walk, come next with theirs.
-        let allows = |t: u32| self.allows_token(Side::InPiece(c), t);
         if conts.iter().any(|&(t, _)| allows(t) && self.space.walk(z, self.parts.vocab.token_bytes(t)).is_some()) {
             return Ok(false);
         }
@@ -1352,7 +1348,7 @@ impl Engine {
             TokenSet::from_bitset(bits)
         } else {
             // Sorted, the split tokens go in one merge with `conts` (sorted too) instead of a
-            // binary search per token, and the set is built from a sorted list.
+            // binary search per token; the live ones, found in `conts`' order, merge back in.
             tokens.sort_unstable();
             let mut k = 0;
             tokens.retain(|&t| {
@@ -1361,7 +1357,7 @@ impl Engine {
                 }
                 k == conts.len() || conts[k].0 != t
             });
-            TokenSet::from_distinct(merge_sorted(tokens, &live_conts), words)
+            TokenSet::from_sorted(&merge_sorted(tokens, &live_conts), words)
         };
         self.charge(set.heap_bytes() + BYTES_PER_ENTRY)?;
         Ok(self.first.insert_if_absent((z, u), Arc::new(set)))

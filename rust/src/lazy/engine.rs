@@ -48,7 +48,8 @@
 //! # Costs
 //! One trie walk per text state whose groups a search or a mask needs (a few µs for a narrow
 //! state, 2-6 ms for a JSON string's contents on a 128k vocabulary, or ~0.15 ms when its regex
-//! state takes a slice and only the exit tokens are walked); a search visits the
+//! state takes a slice and only the exit tokens are walked; none when a text state of any guide
+//! of the tokenizer had the same byte closure, see [`Engine::walk_or_reuse`]); a search visits the
 //! nodes between its start and the nearest live node, groups in order of the regex's distance to
 //! acceptance. Limits: `max_product_states` bounds the text states and the nodes of one search,
 //! `max_guide_bytes` the memo's bytes (text states, facts, first-token sets, ways), and
@@ -76,10 +77,23 @@ use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT};
 use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START};
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
-use crate::util::concurrent::{Interner, ShardedMap};
+use crate::util::concurrent::{BoundedCache, Interner, ShardedMap};
 use crate::util::token_set::TokenSet;
 
 /// The union of two sorted lists of distinct ids with no id in common, sorted.
+/// Sorts distinct token ids below `words * 32`: a long list (a number position's ~1,100 digit
+/// tokens on Llama 3) through a bitset, one bit set per id and one pass over the words, at about
+/// a tenth of a comparison sort's instructions.
+fn sort_token_ids(tokens: &mut Vec<u32>, words: usize) {
+    if tokens.len() < SORT_BY_BITSET_MIN {
+        return tokens.sort_unstable();
+    }
+    let mut bits = vec![0u32; words];
+    tokens.iter().for_each(|&t| crate::util::bitset::set(&mut bits, t as usize));
+    tokens.clear();
+    tokens.extend(crate::util::bitset::iter_ones(&bits).map(|t| t as u32));
+}
+
 fn merge_sorted(a: Vec<u32>, b: &[u32]) -> Vec<u32> {
     if b.is_empty() {
         return a;
@@ -124,6 +138,10 @@ pub(crate) enum Side {
     InChar(u32),
 }
 
+/// Trie walks by the shape of a text state's byte closure ([`TextSpace::byte_closure`]): per
+/// token, `(closure number of its target, class << 32 | token)`, sorted.
+type WalksByShape = BoundedCache<Box<[u32]>, Arc<[(u32, u64)]>>;
+
 /// What every lazy guide of one tokenizer shares (made once per `Compiler`).
 pub struct TokenizerParts {
     pub(crate) vocab: Arc<Vocabulary>,
@@ -142,6 +160,8 @@ pub struct TokenizerParts {
     /// allowed.
     pub(crate) usable: Box<[u32]>,
     pub(crate) slices: Slices,
+    /// Walks of unsliced text states with a small byte closure (see [`Engine::walk_or_reuse`]).
+    walks: WalksByShape,
     /// The bytes some token spells (every byte with byte-fallback tokens): what a text may hold
     /// (see `crate::lazy::pushdown::PushdownDfa::new`).
     pub(crate) text_bytes: [bool; 256],
@@ -191,6 +211,7 @@ impl TokenizerParts {
             lone,
             usable,
             slices,
+            walks: BoundedCache::new(crate::limits::WALK_CACHE_BYTES),
             text_bytes,
             hints,
         })
@@ -254,6 +275,8 @@ pub(crate) struct Engine {
     hinted: AtomicUsize,
     /// Text states whose groups came from a slice.
     sliced: AtomicUsize,
+    /// Text states whose walk came from [`TokenizerParts::walks`].
+    walks_reused: AtomicUsize,
     /// Slice groups a first-token set took as live through their hubs.
     settled_by_hubs: AtomicUsize,
     /// Nodes proved dead by their pair conditions ([`Engine::dead_by_pairs`]).
@@ -316,6 +339,15 @@ const PAIR_WALK_EDGES: usize = 256;
 /// [`Engine::dead_by_pairs`] first.
 const NARROW_GROUPS: usize = 64;
 
+/// The byte closure a text state may have for its walk to be shared through
+/// [`TokenizerParts::walks`]: a key's, a number's or a literal's few states, not a free
+/// class's (those are sliced or walked).
+const WALK_CLOSURE_STATES: usize = 32;
+const WALK_CLOSURE_EDGES: usize = 128;
+
+/// The fewest gathered first tokens that [`sort_token_ids`] sorts through a bitset.
+const SORT_BY_BITSET_MIN: usize = 256;
+
 /// How many witness tokens the guides of one `Compiler` share as hints
 /// ([`Engine::hinted_live`]), and the empty slot.
 const HINTS: usize = 8;
@@ -347,6 +379,7 @@ impl Engine {
             way_search_failures: AtomicUsize::new(0),
             hinted: AtomicUsize::new(0),
             sliced: AtomicUsize::new(0),
+            walks_reused: AtomicUsize::new(0),
             settled_by_hubs: AtomicUsize::new(0),
             dead_by_pairs: AtomicUsize::new(0),
             max_states,
@@ -395,6 +428,43 @@ impl Engine {
         *self.texts.key(z)
     }
     /// The text states kept so far, and how many of those walked had their groups from a slice.
+    /// Text states whose trie walk came from another text state's (see
+    /// [`Engine::walk_or_reuse`]).
+    #[cfg(test)]
+    pub(crate) fn walks_reused(&self) -> usize {
+        self.walks_reused.load(Ordering::Relaxed)
+    }
+
+    /// For each unsliced text state of this guide whose byte closure is within the bounds of
+    /// [`Engine::walk_or_reuse`]: its closure's shape and its own trie walk (never a reused
+    /// one) numbered by the closure, as that function keeps it.
+    #[cfg(test)]
+    pub(crate) fn walks_by_shape(&self) -> Result<Vec<(Box<[u32]>, super::groups::NumberedWalk)>> {
+        let mut out = Vec::new();
+        for id in 0..self.texts.len() as u32 {
+            let key = self.key(id);
+            if self.slice_use(key.regex_state())?.is_some() {
+                continue;
+            }
+            let Some(closure) = self.space.byte_closure(key, WALK_CLOSURE_STATES, WALK_CLOSURE_EDGES) else {
+                continue;
+            };
+            let mut walked = Walked::default();
+            let tok = &*self.parts.tok;
+            self.parts
+                .trie
+                .for_each_walk_narrowed(
+                    key,
+                    self.space.bytes_taken_memo(),
+                    |k, b| Ok::<_, std::convert::Infallible>(self.space.byte(k, b)),
+                    |t, to| walked.push(t, to, class_or_lone(tok, t)),
+                )
+                .unwrap_or_else(|never| match never {});
+            out.push((closure.shape.clone(), walked.by_target_number(|to| closure.number(to))));
+        }
+        Ok(out)
+    }
+
     pub(crate) fn text_states(&self) -> (usize, usize) {
         (self.texts.len(), self.sliced.load(Ordering::Relaxed))
     }
@@ -596,7 +666,7 @@ impl Engine {
                 Some(Mapped { slice: inside, slice_use: slice, targets })
             }
             None => {
-                walk(&self.parts.trie, &mut walked);
+                self.walk_or_reuse(key, &mut walked, |walked| walk(&self.parts.trie, walked));
                 None
             }
         };
@@ -605,6 +675,33 @@ impl Engine {
         let groups = Groups::assemble(walked, &ids, |i| distances[i as usize], shared);
         self.charge(0)?;
         Ok(self.groups.insert(z, Arc::new(groups)))
+    }
+
+    /// The trie walk of an unsliced text state `key` into `walked`, taken from the tokenizer's
+    /// walks when a text state of any of its guides had the same byte closure, else done by
+    /// `walk` and kept there.
+    ///
+    /// Why: a JSON number, a `true`/`false`, a key's end (`":`) have the same few text states
+    /// in every field of every schema, but each field is a new regex state, and each walk
+    /// (~1,100 digit tokens at a number on Llama 3) was paid again.
+    fn walk_or_reuse(&self, key: TextKey, walked: &mut Walked, walk: impl FnOnce(&mut Walked)) {
+        let Some(closure) = self.space.byte_closure(key, WALK_CLOSURE_STATES, WALK_CLOSURE_EDGES) else {
+            return walk(walked);
+        };
+        let walks = &self.parts.walks;
+        if let Some(found) = walks.get(&closure.shape) {
+            walked.reserve(found.len());
+            for &(j, k) in found.iter() {
+                walked.push_key(closure.states[j as usize], k);
+            }
+            walked.presorted();
+            self.walks_reused.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        walk(walked);
+        let found = walked.by_target_number(|to| closure.number(to));
+        let bytes = found.len() * 16 + closure.shape.len() * 4 + 64;
+        walks.insert(closure.shape, found.into(), bytes);
     }
 
     /// How regex state `q` takes a slice, if it does, found once per regex state.
@@ -1349,7 +1446,7 @@ impl Engine {
         } else {
             // Sorted, the split tokens go in one merge with `conts` (sorted too) instead of a
             // binary search per token; the live ones, found in `conts`' order, merge back in.
-            tokens.sort_unstable();
+            sort_token_ids(&mut tokens, words);
             let mut k = 0;
             tokens.retain(|&t| {
                 while k < conts.len() && conts[k].0 < t {

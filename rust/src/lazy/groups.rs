@@ -289,6 +289,10 @@ impl Mapped {
 /// A group of a walk: `(target, class, range of the sorted tokens)`.
 pub(crate) type WalkGroup = (u32, u32, Range<u32>);
 
+/// A trie walk with its targets numbered apart from any guide (see [`Walked::by_target_number`]):
+/// `(target number, class << 32 | token)`, sorted.
+pub(crate) type NumberedWalk = Vec<(u32, u64)>;
+
 /// The tokens a trie walk met, by successor: targets numbered in the order met (neighbours in
 /// the trie usually share one), and per token its target's number and class.
 #[derive(Default)]
@@ -298,6 +302,8 @@ pub(crate) struct Walked {
     last: Option<(TextKey, u32)>,
     /// `(target, class << 32 | token)`.
     found: Vec<(u32, u64)>,
+    /// Whether `found` is sorted by target number of first push, then key.
+    presorted: bool,
 }
 
 impl Walked {
@@ -318,8 +324,34 @@ impl Walked {
     }
 
     pub(crate) fn push(&mut self, token: u32, to: TextKey, class: u32) {
+        self.push_key(to, (class as u64) << 32 | token as u64);
+    }
+
+    /// Room for `n` more pushes.
+    pub(crate) fn reserve(&mut self, n: usize) {
+        self.found.reserve(n);
+    }
+
+    /// [`Walked::push`] of `class << 32 | token`.
+    pub(crate) fn push_key(&mut self, to: TextKey, key: u64) {
         let i = self.target(to);
-        self.found.push((i, (class as u64) << 32 | token as u64));
+        self.found.push((i, key));
+    }
+
+    /// Marks the pushes so far as sorted by target, then key: [`Walked::sorted`] need not sort
+    /// each target's tokens.
+    pub(crate) fn presorted(&mut self) {
+        debug_assert!(self.found.windows(2).all(|w| w[0].0 != w[1].0 || w[0].1 < w[1].1));
+        self.presorted = true;
+    }
+
+    /// The pushes as `(number(target), key)`, sorted: what [`Walked::push_key`] and
+    /// [`Walked::presorted`] replay for another text state with the same walk.
+    pub(crate) fn by_target_number(&self, number: impl Fn(TextKey) -> u32) -> NumberedWalk {
+        let numbers: Vec<u32> = self.targets.iter().map(|&k| number(k)).collect();
+        let mut out: Vec<(u32, u64)> = self.found.iter().map(|&(i, key)| (numbers[i as usize], key)).collect();
+        out.sort_unstable();
+        out
     }
 
     /// The tokens bucketed by target in `order` (every target once), by (class, id) within each;
@@ -341,12 +373,14 @@ impl Walked {
             keys[at[i as usize] as usize] = key;
             at[i as usize] += 1;
         }
-        let mut groups = Vec::new();
+        let mut groups = Vec::with_capacity(n);
         let mut start = 0usize;
         for &i in order {
             let end = start + count[i as usize] as usize;
             let bucket = &mut keys[start..end];
-            bucket.sort_unstable();
+            if !self.presorted {
+                bucket.sort_unstable();
+            }
             let mut from = start as u32;
             for run in bucket.chunk_by(|a, b| a >> 32 == b >> 32) {
                 let to = from + run.len() as u32;

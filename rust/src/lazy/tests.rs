@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use super::groups::NumberedWalk;
 use crate::guide::lazy::LazyGuide;
 use crate::guide::{Guide, Method};
 use crate::regex::byte_dfa::{Bound, ByteDfa, DEAD};
@@ -341,6 +342,64 @@ fn non_canonical_prefixes_are_dead_by_their_pair_conditions() {
         }
         let proofs = lazy.lazy_engine().unwrap().dead_by_pairs_proofs();
         assert!(proofs >= 5, "{proofs} nodes dead by their pair conditions");
+    }
+}
+
+/// Two schemas' numbers, booleans and keys in other orders: text states of one tokenizer reuse
+/// each other's trie walks through their byte closures (`Engine::walk_or_reuse`).
+const FIELDS_A: &str = r#"\{[ ]?"count"[ ]?:[ ]?(-)?(0|[1-9][0-9]*)[ ]?,[ ]?"flag"[ ]?:[ ]?(true|false)[ ]?\}"#;
+const FIELDS_B: &str = r#"\{[ ]?"flag"[ ]?:[ ]?(true|false)[ ]?,[ ]?"size"[ ]?:[ ]?((-)?(0|[1-9][0-9]*))(\.[0-9]+)?[ ]?,[ ]?"count"[ ]?:[ ]?(-)?(0|[1-9][0-9]*)[ ]?\}"#;
+
+/// Pre-tokenized vocabularies (without a pre-tokenizer a text state's byte closure is the rest of
+/// its regex, seldom within bounds, and is not looked for); Qwen2's has a normalizer.
+fn field_vocabularies() -> [Arc<Vocabulary>; 3] {
+    ["gpt2", "llama3", "qwen2"].map(|name| Arc::new(crate::testing::shared_vocabulary(name)))
+}
+
+/// What makes reuse exact: text states whose byte closures have one shape, here or in another
+/// guide, have the same trie walk up to the closure's numbering (each walked for itself).
+#[test]
+fn text_states_with_one_closure_shape_have_one_walk() {
+    for vocab in field_vocabularies() {
+        let compiler = Compiler::new(vocab, Limits::default());
+        let mut by_shape: std::collections::HashMap<Box<[u32]>, Vec<NumberedWalk>> = Default::default();
+        for regex in [FIELDS_A, FIELDS_B] {
+            let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+            let lazy = compiler.compile_regex_lazy(regex).unwrap();
+            for seed in 0..6 {
+                masks_along(&lazy, &eager.random_walk(seed, 40).unwrap());
+            }
+            for (shape, walk) in lazy.lazy_engine().unwrap().walks_by_shape().unwrap() {
+                by_shape.entry(shape).or_default().push(walk);
+            }
+        }
+        let mut shared = 0;
+        for walks in by_shape.values().filter(|w| w.len() > 1) {
+            assert!(walks.iter().all(|w| w == &walks[0]), "one closure shape, two walks");
+            shared += usize::from(walks[0].len() > 1);
+        }
+        assert!(shared >= 3, "{shared} shapes of several text states with several tokens");
+    }
+}
+
+/// A guide whose walks come from an earlier guide's gives its eager guide's masks.
+#[test]
+fn reused_walks_give_the_eager_masks() {
+    let text = br#"{"flag": false, "size": 2.5, "count": 120}"#;
+    for vocab in field_vocabularies() {
+        let compiler = Compiler::new(vocab, Limits::default());
+        let first = compiler.compile_regex_lazy(FIELDS_A).unwrap();
+        let eager_first = compiler.compile_regex(FIELDS_A, Method::Cartesian).unwrap();
+        masks_along(&first, &eager_first.random_walk(0, 40).unwrap());
+        let eager = compiler.compile_regex(FIELDS_B, Method::Cartesian).unwrap();
+        let mut walks: Vec<Vec<u32>> = (0..8).map(|seed| eager.random_walk(seed, 40).unwrap()).collect();
+        walks.push(spelling(&eager, text, eager.initial_state()).expect("the guide spells it"));
+        let lazy = compiler.compile_regex_lazy(FIELDS_B).unwrap();
+        for walk in &walks {
+            assert_eq!(masks_along(&lazy, walk), masks_along(&eager, walk));
+        }
+        let reused = lazy.lazy_engine().unwrap().walks_reused();
+        assert!(reused >= 5, "{reused} walks reused");
     }
 }
 

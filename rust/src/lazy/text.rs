@@ -46,6 +46,21 @@ const F_SHIFT: u32 = Q_BITS + M_BITS + N_BITS;
 const PARTIAL_SHIFT: u32 = F_SHIFT + F_BITS;
 const _: () = assert!(PARTIAL_SHIFT + PARTIAL_BITS <= 128);
 
+/// A text state's byte closure ([`TextSpace::byte_closure`]).
+pub(crate) struct ByteClosure {
+    /// The states, breadth first from the text state (number 0).
+    pub(crate) states: Vec<TextKey>,
+    /// The graph up to the numbering: equal shapes, equal walks.
+    pub(crate) shape: Box<[u32]>,
+}
+
+impl ByteClosure {
+    /// The number of `state`, which the closure holds.
+    pub(crate) fn number(&self, state: TextKey) -> u32 {
+        self.states.iter().position(|&k| k == state).expect("a walk stays in its byte closure") as u32
+    }
+}
+
 /// A dense id of a text state kept by a guide's engine.
 pub(crate) type TextId = u32;
 
@@ -377,6 +392,58 @@ impl TextSpace {
             }
         }
         taken
+    }
+
+    /// The byte closure of `z`: every text state [`TextSpace::byte`] steps reach from it,
+    /// numbered breadth first with bytes ascending, and the graph's *shape* (per state, its
+    /// number of edges, then `byte << 16 | successor number` for each). Two text states with
+    /// equal shapes, in any guides of one tokenizer, have the same trie walk up to the
+    /// numbering: a walk steps bytes only, so it never leaves the closure, and it asks nothing
+    /// else of a state. `None` past `max_states` or `max_edges`, at a state whose regex state
+    /// takes more than a quarter of `max_edges` bytes or that takes a byte outside ASCII (a free
+    /// class, or a string's first characters: punctuation and multi-byte characters stay in one
+    /// piece, and the closure would soon pass the bounds), without a pre-tokenizer (tokens then
+    /// cross every piece: the closure is the rest of the regex), or over a grammar's automaton (built on demand: a closure would build states
+    /// no walk reaches).
+    pub(crate) fn byte_closure(&self, z: TextKey, max_states: usize, max_edges: usize) -> Option<ByteClosure> {
+        self.pieces.as_ref()?;
+        let TextRegex::Dfa(_) = &self.dfa else { return None };
+        let mut states = Vec::with_capacity(max_states);
+        states.push(z);
+        let mut shape = Vec::with_capacity(4 * max_states);
+        let mut edges = 0;
+        let mut at = 0;
+        while at < states.len() {
+            let k = states[at];
+            at += 1;
+            let count_at = shape.len();
+            shape.push(0);
+            let taken = self.bytes_taken(k.q());
+            if taken.len() > max_edges / 4 {
+                return None;
+            }
+            for b in taken.iter() {
+                let Some(to) = self.byte(k, b) else { continue };
+                if !b.is_ascii() {
+                    return None;
+                }
+                edges += 1;
+                if edges > max_edges {
+                    return None;
+                }
+                // A linear search: closures are a few states (bounded by `max_states`).
+                let j = states.iter().position(|&k| k == to).unwrap_or(states.len()) as u32;
+                if j as usize == states.len() {
+                    if states.len() == max_states {
+                        return None;
+                    }
+                    states.push(to);
+                }
+                shape[count_at] += 1;
+                shape.push((b as u32) << 16 | j);
+            }
+        }
+        Some(ByteClosure { states, shape: shape.into() })
     }
 
     /// Whether some byte may follow `z` ([`TextSpace::byte`] takes it): stops at the first.

@@ -80,7 +80,6 @@ use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::util::concurrent::{BoundedCache, Interner, ShardedMap};
 use crate::util::token_set::TokenSet;
 
-/// The union of two sorted lists of distinct ids with no id in common, sorted.
 /// Sorts distinct token ids below `words * 32`: a long list (a number position's ~1,100 digit
 /// tokens on Llama 3) through a bitset, one bit set per id and one pass over the words, at about
 /// a tenth of a comparison sort's instructions.
@@ -94,6 +93,7 @@ fn sort_token_ids(tokens: &mut Vec<u32>, words: usize) {
     tokens.extend(crate::util::bitset::iter_ones(&bits).map(|t| t as u32));
 }
 
+/// The union of two sorted lists of distinct ids with no id in common, sorted.
 fn merge_sorted(a: Vec<u32>, b: &[u32]) -> Vec<u32> {
     if b.is_empty() {
         return a;
@@ -430,7 +430,6 @@ impl Engine {
     pub(crate) fn key(&self, z: TextId) -> TextKey {
         *self.texts.key(z)
     }
-    /// The text states kept so far, and how many of those walked had their groups from a slice.
     /// Text states whose trie walk came from another text state's (see
     /// [`Engine::walk_or_reuse`]).
     #[cfg(test)]
@@ -468,6 +467,7 @@ impl Engine {
         Ok(out)
     }
 
+    /// The text states kept so far, and how many of those walked had their groups from a slice.
     pub(crate) fn text_states(&self) -> (usize, usize) {
         (self.texts.len(), self.sliced.load(Ordering::Relaxed))
     }
@@ -684,9 +684,10 @@ impl Engine {
     /// walks when a text state of any of its guides had the same byte closure, else done by
     /// `walk` and kept there.
     ///
-    /// Why: a JSON number, a `true`/`false`, a key's end (`":`) have the same few text states
-    /// in every field of every schema, but each field is a new regex state, and each walk
-    /// (~1,100 digit tokens at a number on Llama 3) was paid again.
+    /// Why: a JSON number has the same few text states in every field of every schema, but each
+    /// field is a new regex state, and each walk (~1,100 digit tokens at a number position on
+    /// Llama 3) was paid again. Regex states that take few bytes (keys, literals) are walked
+    /// at once: see [`WALK_CLOSURE_MIN_BYTES`].
     fn walk_or_reuse(&self, key: TextKey, walked: &mut Walked, walk: impl FnOnce(&mut Walked)) {
         if self.space.bytes_taken(key.regex_state()).len() < WALK_CLOSURE_MIN_BYTES {
             return walk(walked);

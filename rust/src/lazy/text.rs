@@ -403,8 +403,8 @@ impl TextSpace {
     /// takes more than a quarter of `max_edges` bytes or that takes a byte outside ASCII (a free
     /// class, or a string's first characters: punctuation and multi-byte characters stay in one
     /// piece, and the closure would soon pass the bounds), without a pre-tokenizer (tokens then
-    /// cross every piece: the closure is the rest of the regex), or over a grammar's automaton (built on demand: a closure would build states
-    /// no walk reaches).
+    /// cross every piece: the closure is the rest of the regex), or over a grammar's automaton
+    /// (built on demand: a closure would build states no walk reaches).
     pub(crate) fn byte_closure(&self, z: TextKey, max_states: usize, max_edges: usize) -> Option<ByteClosure> {
         self.pieces.as_ref()?;
         let TextRegex::Dfa(_) = &self.dfa else { return None };

@@ -86,9 +86,8 @@ pub const LAZY_GROUP_CACHE_BYTES: usize = 8 << 20;
 pub const SLICE_CACHE_BYTES: usize = 64 << 20;
 
 /// Bytes of trie walks one tokenizer keeps for all its lazy guides, by the shape of the walked
-/// text state's byte closure (`crate::lazy::engine`: a number's, a key's or a literal's few
-/// states, the same in every field of every schema): ~18 KB for a number's ~1,100 digit tokens
-/// on Llama 3. Emptied when full; a dropped walk is redone on its next use, identically.
+/// text state's byte closure (`crate::lazy::engine`: a number's few states, the same in every
+/// field of every schema): ~18 KB for a number's ~1,100 digit tokens on Llama 3. Emptied when full; a dropped walk is redone on its next use, identically.
 pub const WALK_CACHE_BYTES: usize = 16 << 20;
 
 /// Bytes of the rule automata one `Compiler` keeps for the grammars and recursive schemas it

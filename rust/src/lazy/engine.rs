@@ -448,20 +448,11 @@ impl Engine {
             if self.slice_use(key.regex_state())?.is_some() {
                 continue;
             }
-            let Some(closure) = self.space.byte_closure(key, WALK_CLOSURE_STATES, WALK_CLOSURE_EDGES) else {
+            let Some(closure) = self.space.byte_closure(key, 0, WALK_CLOSURE_STATES, WALK_CLOSURE_EDGES) else {
                 continue;
             };
             let mut walked = Walked::default();
-            let tok = &*self.parts.tok;
-            self.parts
-                .trie
-                .for_each_walk_narrowed(
-                    key,
-                    self.space.bytes_taken_memo(),
-                    |k, b| Ok::<_, std::convert::Infallible>(self.space.byte(k, b)),
-                    |t, to| walked.push(t, to, class_or_lone(tok, t)),
-                )
-                .unwrap_or_else(|never| match never {});
+            self.walk_trie(&self.parts.trie, key, &mut walked);
             out.push((closure.shape.clone(), walked.by_target_number(|to| closure.number(to))));
         }
         Ok(out)
@@ -644,17 +635,8 @@ impl Engine {
         }
         self.check_clock("a trie walk of a text state met for the first time")?;
         let key = self.key(z);
-        let tok = &*self.parts.tok;
         let mut walked = Walked::default();
-        let walk = |trie: &TokenTrie, walked: &mut Walked| {
-            trie.for_each_walk_narrowed(
-                key,
-                self.space.bytes_taken_memo(),
-                |k, b| Ok::<_, std::convert::Infallible>(self.space.byte(k, b)),
-                |t, to| walked.push(t, to, class_or_lone(tok, t)),
-            )
-            .unwrap_or_else(|never| match never {})
-        };
+        let walk = |trie: &TokenTrie, walked: &mut Walked| self.walk_trie(trie, key, walked);
         let shared = match self.slice_use(key.regex_state())? {
             Some(slice) => {
                 let inside = self.parts.slices.groups(self.parts.slice_inputs(), &slice, key);
@@ -680,6 +662,18 @@ impl Engine {
         Ok(self.groups.insert(z, Arc::new(groups)))
     }
 
+    /// The tokens of `trie` that text state `key` takes, with their successors, into `walked`.
+    fn walk_trie(&self, trie: &TokenTrie, key: TextKey, walked: &mut Walked) {
+        let tok = &*self.parts.tok;
+        trie.for_each_walk_narrowed(
+            key,
+            self.space.bytes_taken_memo(),
+            |k, b| Ok::<_, std::convert::Infallible>(self.space.byte(k, b)),
+            |t, to| walked.push(t, to, class_or_lone(tok, t)),
+        )
+        .unwrap_or_else(|never| match never {})
+    }
+
     /// The trie walk of an unsliced text state `key` into `walked`, taken from the tokenizer's
     /// walks when a text state of any of its guides had the same byte closure, else done by
     /// `walk` and kept there.
@@ -689,10 +683,8 @@ impl Engine {
     /// Llama 3) was paid again. Regex states that take few bytes (keys, literals) are walked
     /// at once: see [`WALK_CLOSURE_MIN_BYTES`].
     fn walk_or_reuse(&self, key: TextKey, walked: &mut Walked, walk: impl FnOnce(&mut Walked)) {
-        if self.space.bytes_taken(key.regex_state()).len() < WALK_CLOSURE_MIN_BYTES {
-            return walk(walked);
-        }
-        let Some(closure) = self.space.byte_closure(key, WALK_CLOSURE_STATES, WALK_CLOSURE_EDGES) else {
+        let closure = self.space.byte_closure(key, WALK_CLOSURE_MIN_BYTES, WALK_CLOSURE_STATES, WALK_CLOSURE_EDGES);
+        let Some(closure) = closure else {
             return walk(walked);
         };
         let walks = &self.parts.walks;

@@ -399,15 +399,26 @@ impl TextSpace {
     /// number of edges, then `byte << 16 | successor number` for each). Two text states with
     /// equal shapes, in any guides of one tokenizer, have the same trie walk up to the
     /// numbering: a walk steps bytes only, so it never leaves the closure, and it asks nothing
-    /// else of a state. `None` past `max_states` or `max_edges`, at a state whose regex state
+    /// else of a state. `None` when `z`'s regex state takes fewer than `min_bytes` bytes, past
+    /// `max_states` or `max_edges`, at a state whose regex state
     /// takes more than a quarter of `max_edges` bytes or that takes a byte outside ASCII (a free
     /// class, or a string's first characters: punctuation and multi-byte characters stay in one
     /// piece, and the closure would soon pass the bounds), without a pre-tokenizer (tokens then
     /// cross every piece: the closure is the rest of the regex), or over a grammar's automaton
     /// (built on demand: a closure would build states no walk reaches).
-    pub(crate) fn byte_closure(&self, z: TextKey, max_states: usize, max_edges: usize) -> Option<ByteClosure> {
+    pub(crate) fn byte_closure(
+        &self,
+        z: TextKey,
+        min_bytes: usize,
+        max_states: usize,
+        max_edges: usize,
+    ) -> Option<ByteClosure> {
         self.pieces.as_ref()?;
         let TextRegex::Dfa(_) = &self.dfa else { return None };
+        let first = self.bytes_taken(z.q());
+        if first.len() < min_bytes {
+            return None;
+        }
         let mut states = Vec::with_capacity(max_states);
         states.push(z);
         let mut shape = Vec::with_capacity(4 * max_states);
@@ -418,7 +429,7 @@ impl TextSpace {
             at += 1;
             let count_at = shape.len();
             shape.push(0);
-            let taken = self.bytes_taken(k.q());
+            let taken = if at == 1 { first } else { self.bytes_taken(k.q()) };
             if taken.len() > max_edges / 4 {
                 return None;
             }

@@ -491,7 +491,7 @@ impl Compiler {
     /// allocation after a compile's temporaries are freed can take ~0.2 ms).
     fn finish(&self, guide: Guide) -> Result<Guide> {
         let guide = guide.with_mask_cache_limit(self.limits.max_mask_cache_bytes);
-        guide.cached_mask(guide.initial_state())?;
+        guide.copy_mask(guide.initial_state(), &mut vec![0; guide.mask_words()])?;
         Ok(guide)
     }
 

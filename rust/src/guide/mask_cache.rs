@@ -7,6 +7,12 @@
 //! cache therefore has a byte budget: past it, masks of uncached states are computed on each
 //! request instead of stored. Results never change, only their cost.
 //!
+//! A mask of at most `words / SPARSE_DIVISOR` tokens (a key's, a literal's, a number's end) is
+//! kept as its token ids, not as a bitset: 4 bytes a token instead of 16 KB on a 128k vocabulary,
+//! and a first visit copies the few ids out of the caller's buffer instead of allocating,
+//! zeroing and copying a whole mask (~1.7 µs of a lazy guide's first visit on Llama 3, see
+//! `docs/design.md` §8).
+//!
 //! Slots are made on demand ([`crate::util::concurrent::Slots`]), so a lazy guide, whose states
 //! are numbered as decoders reach them, uses the same cache.
 //!
@@ -18,11 +24,70 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::util::bitset;
 use crate::util::concurrent::Slots;
+
+/// A mask of at most `words / SPARSE_DIVISOR` tokens is kept as ids (at most 1/8 of the bitset's
+/// bytes).
+const SPARSE_DIVISOR: usize = 8;
+
+/// Words [`Cached::of`] tests for zero at once.
+const SCAN_BLOCK: usize = 16;
+
+/// A cached mask.
+enum Cached {
+    /// The mask's words.
+    Bits(Box<[u32]>),
+    /// The ids of its tokens, ascending.
+    Ids(Box<[u32]>),
+}
+
+impl Cached {
+    /// The compact form of `mask`: its ids when it has few tokens, else a copy of its words.
+    fn of(mask: &[u32]) -> Cached {
+        let most = mask.len() / SPARSE_DIVISOR;
+        let mut ids = Vec::new();
+        // Blocks of zero words are skipped by one OR each (vectorized): a narrow mask over a
+        // 128k vocabulary is ~4,000 words, nearly all zero.
+        for (b, block) in mask.chunks(SCAN_BLOCK).enumerate() {
+            if block.iter().fold(0, |acc, &w| acc | w) == 0 {
+                continue;
+            }
+            for (i, &w) in block.iter().enumerate() {
+                if ids.len() + w.count_ones() as usize > most {
+                    return Cached::Bits(mask.into());
+                }
+                let base = ((b * SCAN_BLOCK + i) * 32) as u32;
+                let mut w = w;
+                while w != 0 {
+                    ids.push(base + w.trailing_zeros());
+                    w &= w - 1;
+                }
+            }
+        }
+        Cached::Ids(ids.into_boxed_slice())
+    }
+
+    fn bytes(&self) -> usize {
+        match self {
+            Cached::Bits(words) | Cached::Ids(words) => words.len() * 4,
+        }
+    }
+
+    fn write(&self, out: &mut [u32]) {
+        match self {
+            Cached::Bits(words) => out.copy_from_slice(words),
+            Cached::Ids(ids) => {
+                out.fill(0);
+                ids.iter().for_each(|&t| bitset::set(out, t as usize));
+            }
+        }
+    }
+}
 
 /// See the module docs.
 pub struct MaskCache {
-    slots: Slots<Box<[u32]>>,
+    slots: Slots<Cached>,
     bytes: AtomicUsize,
     max_bytes: usize,
 }
@@ -41,34 +106,58 @@ impl MaskCache {
         self.max_bytes
     }
 
-    /// The cached mask of `state`, computing it with `compute` (into a zeroed buffer of `words`
-    /// words, outside any lock) when the budget allows; `None` when it is not cached and the
-    /// budget is spent.
-    pub fn get_or_compute<E>(
+    /// The cached words of `state`, when its mask is cached as a bitset.
+    pub fn words(&self, state: usize) -> Option<&[u32]> {
+        match self.slots.get(state)? {
+            Cached::Bits(words) => Some(words),
+            Cached::Ids(_) => None,
+        }
+    }
+
+    /// Writes the cached mask of `state` into `out`; `false` (and `out` untouched) when it is not
+    /// cached.
+    pub fn write(&self, state: usize, out: &mut [u32]) -> bool {
+        match self.slots.get(state) {
+            Some(cached) => {
+                cached.write(out);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Writes the mask of `state` into `out`: the cached one, or one computed by `compute` into
+    /// `out` (zeroed, outside any lock) and then cached when the budget allows.
+    pub fn write_or_compute<E>(
         &self,
         state: usize,
-        words: usize,
+        out: &mut [u32],
         compute: impl FnOnce(&mut [u32]) -> Result<(), E>,
-    ) -> Result<Option<&[u32]>, E> {
-        if let Some(mask) = self.slots.get(state) {
-            return Ok(Some(mask));
+    ) -> Result<(), E> {
+        if self.write(state, out) {
+            return Ok(());
         }
-        let size = words * 4;
+        out.fill(0);
+        compute(out)?;
+        self.store(state, out);
+        Ok(())
+    }
+
+    /// Caches `mask` as the mask of `state` unless it is cached already or the budget is spent.
+    fn store(&self, state: usize, mask: &[u32]) {
+        if self.slots.get(state).is_some() {
+            return;
+        }
+        let cached = Cached::of(mask);
+        let size = cached.bytes();
         let reserved = self.bytes.fetch_add(size, Ordering::Relaxed) + size;
         if reserved > self.max_bytes {
             self.bytes.fetch_sub(size, Ordering::Relaxed);
-            return Ok(self.slots.get(state).map(|m| &**m));
+            return;
         }
-        let mut m = vec![0u32; words].into_boxed_slice();
-        if let Err(e) = compute(&mut m) {
-            self.bytes.fetch_sub(size, Ordering::Relaxed);
-            return Err(e);
-        }
-        let (kept, stored) = self.slots.try_set(state, m);
-        if !stored {
+        if !self.slots.try_set(state, cached).1 {
             self.bytes.fetch_sub(size, Ordering::Relaxed); // another thread filled it first
         }
-        Ok(Some(kept))
     }
 }
 
@@ -76,26 +165,56 @@ impl MaskCache {
 mod tests {
     use super::*;
 
+    /// `write_or_compute` with a mask of the given words; the closure panics if called when
+    /// `cached` says it must not be.
+    fn fill(cache: &MaskCache, state: usize, words: &[u32], cached: bool) -> Result<Vec<u32>, ()> {
+        let mut out = vec![u32::MAX; words.len()];
+        cache.write_or_compute(state, &mut out, |m| {
+            assert!(!cached, "recomputed a cached mask");
+            assert!(m.iter().all(|&w| w == 0), "computed into a buffer that was not zeroed");
+            m.copy_from_slice(words);
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
     #[test]
-    fn caches_within_the_budget_and_computes_nothing_past_it() {
-        let cache = MaskCache::new(8); // room for two 1-word masks
-        let fill = |v: u32| {
-            move |m: &mut [u32]| -> Result<(), ()> {
-                m[0] = v;
-                Ok(())
-            }
-        };
-        assert_eq!(cache.get_or_compute(0, 1, fill(7)), Ok(Some(&[7u32][..])));
-        // Cached: the closure does not run again.
-        assert_eq!(cache.get_or_compute(0, 1, |_| -> Result<(), ()> { panic!("recomputed") }), Ok(Some(&[7u32][..])));
-        assert_eq!(cache.get_or_compute(1, 1, fill(9)), Ok(Some(&[9u32][..])));
-        assert_eq!(cache.cached_bytes(), 8);
-        assert_eq!(cache.get_or_compute(2, 1, |_| -> Result<(), ()> { panic!("over budget") }), Ok(None));
-        assert_eq!(cache.cached_bytes(), 8);
-        // A failed computation caches nothing and returns its reservation.
-        let cache = MaskCache::new(8);
-        assert_eq!(cache.get_or_compute(0, 1, |_| Err("limit")), Err("limit"));
+    fn caches_within_the_budget_and_computes_past_it() {
+        // 16 words: a mask of at most 2 tokens is kept as ids.
+        let sparse: Vec<u32> = (0..16).map(|i| if i == 3 { 0b101 } else { 0 }).collect();
+        let dense: Vec<u32> = (0..16).map(|i| i as u32 * 7).collect();
+        let cache = MaskCache::new(8 + 64);
+        assert_eq!(fill(&cache, 0, &sparse, false), Ok(sparse.clone()));
+        assert_eq!(cache.cached_bytes(), 8, "two ids");
+        assert_eq!(cache.words(0), None);
+        // Cached: written from the ids without computing, over whatever `out` held.
+        assert_eq!(fill(&cache, 0, &sparse, true), Ok(sparse.clone()));
+        assert_eq!(fill(&cache, 1, &dense, false), Ok(dense.clone()));
+        assert_eq!(cache.cached_bytes(), 8 + 64);
+        assert_eq!(cache.words(1), Some(&dense[..]));
+        assert_eq!(fill(&cache, 1, &dense, true), Ok(dense.clone()));
+        // Past the budget: computed each time, nothing stored.
+        assert_eq!(fill(&cache, 2, &dense, false), Ok(dense.clone()));
+        assert_eq!(fill(&cache, 2, &dense, false), Ok(dense.clone()));
+        assert_eq!(cache.cached_bytes(), 8 + 64);
+        // A failed computation caches nothing.
+        let cache = MaskCache::new(1 << 20);
+        assert_eq!(cache.write_or_compute(0, &mut [0u32; 16], |_| Err("limit")), Err("limit"));
         assert_eq!(cache.cached_bytes(), 0);
+        assert!(!cache.write(0, &mut [0u32; 16]));
+    }
+
+    #[test]
+    fn a_mask_is_kept_as_ids_up_to_an_eighth_of_its_words() {
+        for tokens in [0usize, 1, 63, 64, 65, 200] {
+            let mut mask = vec![0u32; 512];
+            (0..tokens).for_each(|i| bitset::set(&mut mask, i * 251 % (512 * 32)));
+            let cached = Cached::of(&mask);
+            assert_eq!(matches!(cached, Cached::Ids(_)), tokens <= 64, "{tokens} tokens");
+            let mut out = vec![u32::MAX; 512];
+            cached.write(&mut out);
+            assert_eq!(out, mask, "{tokens} tokens");
+        }
     }
 
     #[test]
@@ -105,15 +224,17 @@ mod tests {
             for _ in 0..4 {
                 s.spawn(|| {
                     for state in 0..64 {
+                        let mut out = [0u32; 16];
                         let fill = |m: &mut [u32]| -> Result<(), ()> {
-                            m[1] = state as u32;
+                            m.iter_mut().for_each(|w| *w = state as u32 + 1);
                             Ok(())
                         };
-                        assert_eq!(cache.get_or_compute(state, 2, fill).unwrap().unwrap()[1], state as u32);
+                        cache.write_or_compute(state, &mut out, fill).unwrap();
+                        assert_eq!(out, [state as u32 + 1; 16]);
                     }
                 });
             }
         });
-        assert_eq!(cache.cached_bytes(), 64 * 8);
+        assert_eq!(cache.cached_bytes(), 64 * 64);
     }
 }

@@ -9,9 +9,10 @@
 //! * *lazy* (the default for canonical methods): states built the first time a decoder reaches
 //!   them, see `crate::lazy`; for WordPiece tokenizers, `crate::max_match::lazy`.
 //!
-//! EOS ids are added on final states. A state's full mask is computed on first request and
-//! cached (within the guide's `max_mask_cache_bytes`, see `mask_cache`), so `mask()` can usually
-//! hand out a zero-copy view; `write_mask` computes straight into a caller's buffer. Computing a
+//! EOS ids are added on final states. A state's full mask is computed on first request, into the
+//! caller's buffer, and cached (within the guide's `max_mask_cache_bytes`, see `mask_cache`): a
+//! mask with many tokens as its words, so `mask()` can hand out a zero-copy view, one with few
+//! as its token ids; `write_mask` computes straight into a caller's buffer without caching. Computing a
 //! lazy guide's mask or successor can reach a limit, so those calls return `Result`.
 //!
 //! # Invariants
@@ -282,31 +283,31 @@ impl Guide {
         Ok(())
     }
 
-    /// The mask of `state`: borrowed from the cache, or computed afresh once the cache's budget
-    /// is spent.
+    /// The mask of `state`: borrowed from the cache when it holds the mask's words, else written
+    /// (from the cached token ids, or computed afresh once the cache's budget is spent) into a
+    /// fresh vector.
     pub fn mask(&self, state: u32) -> Result<Cow<'_, [u32]>> {
-        Ok(match self.cached_mask(state)? {
-            Some(m) => Cow::Borrowed(m),
-            None => {
-                let mut m = vec![0u32; self.mask_words()];
-                self.write_mask(state, &mut m)?;
-                Cow::Owned(m)
-            }
+        if let Some(words) = self.masks.words(state as usize) {
+            return Ok(Cow::Borrowed(words));
+        }
+        let mut m = vec![0u32; self.mask_words()];
+        self.copy_mask(state, &mut m)?;
+        Ok(match self.masks.words(state as usize) {
+            Some(words) => Cow::Borrowed(words),
+            None => Cow::Owned(m),
         })
     }
 
-    /// The cached mask of `state` (cached now if the budget allows), `None` past the budget.
-    pub fn cached_mask(&self, state: u32) -> Result<Option<&[u32]>> {
-        self.masks.get_or_compute(state as usize, self.mask_words(), |m| self.write_mask(state, m))
+    /// The cached words of `state`'s mask, when the cache holds them (a mask with few tokens is
+    /// cached as ids, see `mask_cache`); computes nothing.
+    pub fn cached_words(&self, state: u32) -> Option<&[u32]> {
+        self.masks.words(state as usize)
     }
 
-    /// Copies (or computes) the mask of `state` into `out` (`mask_words()` words).
+    /// Writes the mask of `state` into `out` (`mask_words()` words): a copy of the cached mask,
+    /// or computed into `out` and then cached when the budget allows.
     pub fn copy_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
-        match self.cached_mask(state)? {
-            Some(m) => out.copy_from_slice(m),
-            None => self.write_mask(state, out)?,
-        }
-        Ok(())
+        self.masks.write_or_compute(state as usize, out, |m| self.write_mask(state, m))
     }
 
     /// Sorted allowed token ids (EOS included on final states).

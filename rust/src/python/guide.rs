@@ -1,5 +1,6 @@
 //! `propertok._core.Guide`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use numpy::{ndarray::ArrayView1, PyArray1};
@@ -89,13 +90,12 @@ impl PyGuide {
         let s = this.state(state)?;
         // Computed (a lazy guide's first visit can take milliseconds) without the GIL.
         let g = this.inner.clone();
-        let cached = slf.py().detach(move || g.cached_mask(s).map(|m| m.is_some())).map_err(to_py)?;
-        let words = match cached {
-            true => this.inner.cached_mask(s).map_err(to_py)?.expect("cached above"),
-            false => {
-                // The guide's mask cache is full (max_mask_cache_bytes): a fresh, owned array.
-                let g = this.inner.clone();
-                let owned = slf.py().detach(move || g.mask(s).map(|m| m.into_owned())).map_err(to_py)?;
+        let owned = slf.py().detach(move || g.mask(s).map(|m| matches!(m, Cow::Owned(_)).then(|| m.into_owned())));
+        let words = match owned.map_err(to_py)? {
+            None => this.inner.cached_words(s).expect("borrowed from the cache above"),
+            Some(owned) => {
+                // A mask with few tokens (cached as ids), or past `max_mask_cache_bytes`: a
+                // fresh, owned array.
                 let array = PyArray1::from_vec(slf.py(), owned);
                 array.call_method1("setflags", (false,))?;
                 return Ok(array);

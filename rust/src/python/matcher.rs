@@ -61,12 +61,6 @@ impl PyMatcher {
     #[pyo3(signature = (bitmask, index=0))]
     fn fill_next_token_bitmask(&self, bitmask: Bound<'_, PyAny>, index: isize) -> PyResult<()> {
         let words = self.inner.guide().mask_words();
-        // Compute (a lazy guide's first visit) into the guide's cache without the GIL; the copy
-        // into the caller's array below holds it.
-        if !self.inner.is_terminated() {
-            let (guide, state) = (self.inner.guide(), self.inner.state());
-            bitmask.py().detach(move || guide.cached_mask(state).map(|_| ())).map_err(to_py)?;
-        }
         let mut array: PyReadwriteArray2<i32> = bitmask.extract().map_err(|_| {
             PyValueError::new_err(format!(
                 "bitmask must be a writeable 2-D numpy array of dtype int32 with shape (batch, {words}); got {}",
@@ -92,7 +86,11 @@ impl PyMatcher {
         let row = &mut slice[index as usize * words..(index as usize + 1) * words];
         // SAFETY: i32 and u32 have the same size and alignment; any bit pattern is valid for both.
         let row: &mut [u32] = unsafe { std::slice::from_raw_parts_mut(row.as_mut_ptr().cast::<u32>(), row.len()) };
-        self.inner.write_mask(row).map_err(to_py)
+        // Computed (a lazy guide's first visit) straight into the row, without the GIL: the
+        // borrow of `array` keeps the row alive and numpy's borrow checker keeps other Rust
+        // borrows off it meanwhile.
+        let inner = &self.inner;
+        bitmask.py().detach(move || inner.write_mask(row)).map_err(to_py)
     }
 }
 

@@ -219,6 +219,7 @@ class Compiler:
         max_compile_seconds: Optional[float] = ...,
         max_guide_bytes: int = ...,
         max_mask_cache_bytes: int = ...,
+        prefetch_seconds: float = ...,
         cache_dir: Optional[str] = None,
     ) -> "Compiler":
         """Limits (``LimitExceeded`` naming the limit past each, checked as the work goes):
@@ -232,6 +233,13 @@ class Compiler:
         Defaults (the README's Limits table): 250,000 byte-DFA states, 2,000,000 product states,
         100,000 direct states, 2,000,000 direct transitions, 30 s, 1 GiB of guide tables, 256 MiB
         of cached masks.
+
+        ``prefetch_seconds`` (default 0: off): how long a lazy compile goes on, after its initial
+        state, filling the states a decoder can reach next, breadth first. Masks never change;
+        first visits move from decoding steps into the compile (worth it where compiles overlap
+        other work, as in a serving engine that compiles while it prefills). It stops early at
+        half of ``max_product_states`` text states or half of ``max_guide_bytes``. ``ValueError``
+        unless finite and non-negative.
 
         ``cache_dir`` (default: env ``PROPERTOK_CACHE_DIR``, else no cache): where the tokenizer
         DFA is kept between processes, keyed by the tokenizer's content fingerprint; a corrupt or

@@ -47,6 +47,12 @@ pub struct Limits {
     /// Bytes of masks a guide caches while it is used ([`crate::guide::mask_cache`]). Default
     /// [`DEFAULT_MAX_MASK_CACHE_BYTES`].
     pub max_mask_cache_bytes: usize,
+    /// Seconds a lazy compile spends, after its initial state, filling the first-token sets of
+    /// the text states a decoder can reach next, breadth first (`crate::lazy::engine`'s
+    /// `prefetch`): first visits move from decoding into the compile, and masks never change.
+    /// It stops early at half of `max_product_states` text states or half of `max_guide_bytes`,
+    /// so decoding keeps the room its limits leave. Default [`DEFAULT_PREFETCH_SECONDS`] (off).
+    pub prefetch_seconds: f64,
 }
 
 /// Default for [`Limits::max_byte_dfa_states`]. Real JSON schemas reach ~120,000
@@ -67,6 +73,11 @@ pub const DEFAULT_MAX_GUIDE_BYTES: usize = 1 << 30;
 /// Default for [`Limits::max_mask_cache_bytes`]: 256 MiB, about 16,000 masks of a 128k
 /// vocabulary.
 pub const DEFAULT_MAX_MASK_CACHE_BYTES: usize = 256 << 20;
+/// Default for [`Limits::prefetch_seconds`]: off, so that a compile costs what its initial state
+/// costs. Worth turning on where compiles overlap other work (a serving engine compiles while
+/// the prompt is prefilled) and each decoding step's mask is on the critical path:
+/// `docs/design.md` §8 gives the trade-off measured on Llama 3.
+pub const DEFAULT_PREFETCH_SECONDS: f64 = 0.0;
 /// States of a pre-tokenizer's automaton ([`crate::pre_tokenizer::piece_machine`]). Not a
 /// [`Limits`] field: the automaton is per tokenizer, and no real tokenizer comes near it
 /// (33–140 states at a character boundary, a few thousand inside characters).
@@ -105,6 +116,7 @@ impl Default for Limits {
             max_compile_seconds: Some(DEFAULT_MAX_COMPILE_SECONDS),
             max_guide_bytes: DEFAULT_MAX_GUIDE_BYTES,
             max_mask_cache_bytes: DEFAULT_MAX_MASK_CACHE_BYTES,
+            prefetch_seconds: DEFAULT_PREFETCH_SECONDS,
         }
     }
 }

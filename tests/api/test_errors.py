@@ -295,6 +295,12 @@ def test_limit_on_exponential_dfa():
     assert re.search(r"LimitExceeded: .*max_byte_dfa_states|LimitExceeded: .*max_states", proc.stdout), proc.stdout
 
 
+@pytest.mark.parametrize("value", [-0.001, float("nan"), float("inf")])
+def test_prefetch_seconds_must_be_finite_and_non_negative(pt, mistral, value):
+    with pytest.raises(ValueError, match=r"prefetch_seconds must be a finite, non-negative number"):
+        pt.Compiler(mistral.vocab, prefetch_seconds=value)
+
+
 def test_compile_time_limit(pt, mistral):
     """A compile past max_compile_seconds stops with LimitExceeded naming the limit and the
     stage it was in; the same regex compiles without the limit."""

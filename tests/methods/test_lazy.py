@@ -233,6 +233,31 @@ def test_threads_sharing_a_fresh_guide_see_sequential_masks(pt, mistral):
             assert len(g) == len(w) and all(np.array_equal(a, b) for a, b in zip(g, w)), f"walk {i}"
 
 
+@pytest.mark.parametrize("name", ["mistral7b", "llama3"])
+def test_prefetched_guides_see_the_eager_masks(pt, tokenizer_under_test, name):
+    """``prefetch_seconds`` fills states in the compile and changes no mask: a prefetched lazy
+    guide, shared by 8 threads, gives the eager guide's masks along random walks."""
+    tc = tokenizer_under_test(name)
+    regex = r'\{"on": (true|false), "size": (0|[1-9][0-9]*), "tags": \[("[a-z ]+"(, "[a-z ]+")*)?\]\}'
+    eager = tc.compiler.compile_regex(regex, lazy=False)
+    walks = [eager.random_walk(seed, 40) for seed in range(8)]
+    want = [_masks_along(eager, w) for w in walks]
+    compiler = pt.Compiler(tc.vocab, prefetch_seconds=5.0, **tc._cache_kwargs())
+    lazy = compiler.compile_regex(regex, lazy=True)
+    got: list = [None] * len(walks)
+
+    def run(i):
+        got[i] = _masks_along(lazy, walks[i])
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert len(g) == len(w) and all(np.array_equal(a, b) for a, b in zip(g, w)), f"walk {i}"
+
+
 def test_threads_filling_one_compilers_slices_see_eager_masks(pt, tokenizer_under_test):
     """Slices are shared by every lazy guide of a Compiler and filled on first use: 8 threads,
     each with its own fresh guide of one fresh Compiler (cold slice cache), walk the same texts at

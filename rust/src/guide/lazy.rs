@@ -18,8 +18,9 @@ pub(crate) struct LazyGuide {
 }
 
 impl LazyGuide {
-    /// A lazy guide for `dfa` over the tokenizer of `parts`, with its initial state (and
-    /// nothing else) built: `EmptyLanguage` when no canonical sequence is accepted.
+    /// A lazy guide for `dfa` over the tokenizer of `parts`, with its initial state built (and,
+    /// for up to `limits.prefetch_seconds`, the members a decoder reaches next):
+    /// `EmptyLanguage` when no canonical sequence is accepted.
     ///
     /// `tokens`: the ids of the special tokens whose markers `dfa` takes (a grammar's, see
     /// `crate::grammar::lower::GrammarRegex`), in marker order; empty for a regex.
@@ -35,6 +36,7 @@ impl LazyGuide {
         let engine =
             Engine::new(parts, space, limits.max_product_states, limits.max_guide_bytes, limits.max_compile_seconds);
         let automaton = LazyAutomaton::new(engine, tokens)?;
+        automaton.engine().prefetch(limits.prefetch_seconds);
         Ok(Guide::new(Method::Cartesian, vocab, Automaton::Lazy(LazyGuide { automaton, limits }), 0))
     }
 }

@@ -295,12 +295,13 @@ thread_local! {
     static CALL_DEADLINE: Cell<Option<Deadline>> = const { Cell::new(None) };
 }
 
-/// Clears the thread's clock when the outermost timed call ends, even by a panic.
-struct ClockGuard;
+/// Puts the thread's clock back as it was (none, or the clock [`Engine::prefetch`] replaced)
+/// when a timed call ends, even by a panic.
+struct ClockGuard(Option<Deadline>);
 
 impl Drop for ClockGuard {
     fn drop(&mut self) {
-        CALL_DEADLINE.with(|d| d.set(None));
+        CALL_DEADLINE.with(|d| d.set(self.0));
     }
 }
 
@@ -408,7 +409,7 @@ impl Engine {
         }
         let deadline = Deadline::after_seconds(self.max_seconds).timing("one call of a lazy guide");
         CALL_DEADLINE.with(|d| d.set(Some(deadline)));
-        let _guard = ClockGuard;
+        let _guard = ClockGuard(None);
         call()
     }
 
@@ -456,6 +457,12 @@ impl Engine {
             out.push((closure.shape.clone(), walked.by_target_number(|to| closure.number(to))));
         }
         Ok(out)
+    }
+
+    /// First-token sets filled so far.
+    #[cfg(test)]
+    pub(crate) fn first_token_sets(&self) -> usize {
+        self.first.len()
     }
 
     /// The text states kept so far, and how many of those walked had their groups from a slice.
@@ -1457,6 +1464,65 @@ impl Engine {
         };
         self.charge(set.heap_bytes() + BYTES_PER_ENTRY)?;
         Ok(self.first.insert_if_absent((z, u), Arc::new(set)))
+    }
+
+    /// Fills first-token sets ahead of decoding for up to `seconds` (`Limits::prefetch_seconds`):
+    /// breadth first from the start over the members a decoder can reach, that is the targets
+    /// of live tokens `(to, NONE)` and the live piece starts after their boundaries
+    /// `(zm, ROOT)`. Returns the number of members visited.
+    ///
+    /// What it fills is what a mask there would fill, with the same facts, so masks never
+    /// change; it only moves first visits from decoding into the compile. It stops early, with
+    /// everything it recorded still true, where a fill reaches its clock or any limit, and once
+    /// it holds half of `max_product_states` text states or half of the memo's bytes, so that it
+    /// never takes from decoding the room its limits leave. Lone-token split members, byte
+    /// fallback and special tokens are not followed (a mask fills those on its first visit).
+    pub(crate) fn prefetch(&self, seconds: f64) -> usize {
+        if seconds.is_nan() || seconds <= 0.0 {
+            return 0;
+        }
+        let deadline = Deadline::after_seconds(Some(seconds)).timing("prefetching a lazy guide");
+        let _guard = ClockGuard(CALL_DEADLINE.with(|d| d.replace(Some(deadline))));
+        let start = self.text_start(self.start());
+        let mut seen: FxHashSet<(TextId, u32)> = FxHashSet::from_iter([(start.text, start.split)]);
+        let mut queue = std::collections::VecDeque::from([(start.text, start.split)]);
+        let mut visited = 0;
+        while let Some((z, u)) = queue.pop_front() {
+            let full =
+                self.texts.len() > self.max_states / 2 || self.bytes.load(Ordering::Relaxed) > self.max_bytes / 2;
+            if full || self.prefetch_from(z, u, &mut seen, &mut queue).is_err() {
+                break;
+            }
+            visited += 1;
+        }
+        visited
+    }
+
+    /// One member of [`Engine::prefetch`]: its first tokens, and the new members they lead to.
+    fn prefetch_from(
+        &self,
+        z: TextId,
+        u: u32,
+        seen: &mut FxHashSet<(TextId, u32)>,
+        queue: &mut std::collections::VecDeque<(TextId, u32)>,
+    ) -> Result<()> {
+        let first = self.first_tokens(z, u)?;
+        let groups = self.groups(z)?;
+        for target in groups.by_target() {
+            let mut live = target.iter().filter(|g| g.class != LONE && first.contains(groups.tokens(g)[0]));
+            let Some(to) = live.next().map(|g| g.to) else { continue };
+            if seen.insert((to, NONE)) {
+                queue.push_back((to, NONE));
+            }
+            for kind in 0..self.space.num_stages() {
+                let Some(zm) = self.space.mark(self.key(to), kind) else { continue };
+                let zm = self.text_id(zm)?;
+                if seen.insert((zm, ROOT)) && self.live(Node { text: zm, side: START, split: ROOT })? {
+                    queue.push_back((zm, ROOT));
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The byte-fallback moves from `(z, side)`: `(token, successor)` for each byte whose

@@ -20,6 +20,12 @@
 //! outside any lock. Two threads may compute the same entry; both compute the same value and
 //! the first one stored is kept, so masks do not depend on the interleaving.
 //!
+//! # Prefetching
+//! A compile may go on, for `Limits::prefetch_seconds` (off by default), filling the first-token
+//! sets of the text states a decoder can reach next, breadth first (`Engine::prefetch`). These
+//! are the fills a mask would do there, so masks never change; only where a first visit's cost
+//! is paid moves (`docs/design.md` §8 has the trade-off).
+//!
 //! # Limits
 //! `max_product_states` bounds the text states, the states, and the nodes one search visits;
 //! `max_guide_bytes` bounds the memo's memory. Past either, the call that needed more fails with

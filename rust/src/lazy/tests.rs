@@ -177,6 +177,17 @@ fn a_call_past_its_clock_is_reported_by_name() {
     assert_eq!(masks_along(&generous, &walk), masks_along(&unlimited, &walk));
 }
 
+/// Asserts that `lazy`, a lazy guide for `regex`, gives the masks of `regex`'s eager guide
+/// along 8 random walks and the canonical spelling of `text`.
+fn assert_gives_the_eager_masks(compiler: &Compiler, lazy: &Guide, regex: &str, text: &[u8]) {
+    let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+    let mut walks: Vec<Vec<u32>> = (0..8).map(|seed| eager.random_walk(seed, 40).unwrap()).collect();
+    walks.push(spelling(&eager, text, eager.initial_state()).expect("the guide spells it"));
+    for walk in &walks {
+        assert_eq!(masks_along(lazy, walk), masks_along(&eager, walk), "{regex}");
+    }
+}
+
 /// A token sequence the guide allows that spells `text` from `state` (longest tokens first).
 fn spelling(guide: &Guide, text: &[u8], state: u32) -> Option<Vec<u32>> {
     if text.is_empty() {
@@ -333,13 +344,8 @@ fn non_canonical_prefixes_are_dead_by_their_pair_conditions() {
     ];
     for vocab in vocabularies {
         let compiler = Compiler::new(vocab, Limits::default());
-        let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
-        let mut walks: Vec<Vec<u32>> = (0..8).map(|seed| eager.random_walk(seed, 40).unwrap()).collect();
-        walks.push(spelling(&eager, text, eager.initial_state()).expect("the guide spells it"));
         let lazy = compiler.compile_regex_lazy(regex).unwrap();
-        for walk in &walks {
-            assert_eq!(masks_along(&lazy, walk), masks_along(&eager, walk));
-        }
+        assert_gives_the_eager_masks(&compiler, &lazy, regex, text);
         let proofs = lazy.lazy_engine().unwrap().dead_by_pairs_proofs();
         assert!(proofs >= 5, "{proofs} nodes dead by their pair conditions");
     }
@@ -391,13 +397,8 @@ fn reused_walks_give_the_eager_masks() {
         let first = compiler.compile_regex_lazy(FIELDS_A).unwrap();
         let eager_first = compiler.compile_regex(FIELDS_A, Method::Cartesian).unwrap();
         masks_along(&first, &eager_first.random_walk(0, 40).unwrap());
-        let eager = compiler.compile_regex(FIELDS_B, Method::Cartesian).unwrap();
-        let mut walks: Vec<Vec<u32>> = (0..8).map(|seed| eager.random_walk(seed, 40).unwrap()).collect();
-        walks.push(spelling(&eager, text, eager.initial_state()).expect("the guide spells it"));
         let lazy = compiler.compile_regex_lazy(FIELDS_B).unwrap();
-        for walk in &walks {
-            assert_eq!(masks_along(&lazy, walk), masks_along(&eager, walk));
-        }
+        assert_gives_the_eager_masks(&compiler, &lazy, FIELDS_B, text);
         let reused = lazy.lazy_engine().unwrap().walks_reused();
         assert!(reused >= 5, "{reused} walks reused");
     }
@@ -667,4 +668,53 @@ tag  ::= "\"" [a-z]{1,8} "\""
         let walk = whole.random_walk(seed, 120).unwrap();
         assert!(masks_along(&outlined, &walk) == masks_along(&whole, &walk), "seed {seed}");
     }
+}
+
+/// Prefetching (`Limits::prefetch_seconds`) fills first-token sets in the compile and never
+/// changes a mask: prefetched guides give their eager guides' masks on a byte-level BPE with a
+/// pre-tokenizer, one with a normalizer, and a SentencePiece BPE with byte fallback; the compile
+/// filled many sets where one without prefetching fills the initial state's alone.
+#[test]
+fn prefetched_guides_give_the_eager_masks() {
+    let text = br#"{"flag": false, "size": 2.5, "count": 120}"#;
+    let [gpt2, llama3, qwen2] = field_vocabularies();
+    for vocab in [gpt2, llama3, qwen2, mistral()] {
+        let plain = Compiler::new(vocab.clone(), Limits::default());
+        let filled = |g: &Guide| g.lazy_engine().unwrap().first_token_sets();
+        assert!(filled(&plain.compile_regex_lazy(FIELDS_B).unwrap()) <= 2);
+        let compiler = Compiler::new(vocab, Limits { prefetch_seconds: 30.0, ..Limits::default() });
+        let lazy = compiler.compile_regex_lazy(FIELDS_B).unwrap();
+        let prefetched = filled(&lazy);
+        assert!(prefetched >= 20, "{prefetched} first-token sets filled in the compile");
+        assert_gives_the_eager_masks(&compiler, &lazy, FIELDS_B, text);
+    }
+}
+
+/// Prefetching stops at half of `max_product_states` text states, so decoding keeps room: where
+/// a short document needs few of the text states a full prefetch makes, a limit of about twice
+/// the document's stops the prefetch early, and the document still decodes with the eager masks.
+#[test]
+fn prefetching_leaves_decoding_room_within_the_limits() {
+    let regex =
+        r#"\{"on": (true|false)(, "note": "[a-z ]*")?(, "sizes": \[((0|[1-9][0-9]*)(, (0|[1-9][0-9]*))*)?\])?\}"#;
+    let text = br#"{"on": true}"#;
+    let vocab = Arc::new(crate::testing::shared_vocabulary("llama3"));
+    let unlimited = Compiler::new(vocab.clone(), Limits { prefetch_seconds: 30.0, ..Limits::default() });
+    let all = unlimited.compile_regex_lazy(regex).unwrap().lazy_engine().unwrap().text_states().0;
+    let plain = Compiler::new(vocab.clone(), Limits::default());
+    let lazy = plain.compile_regex_lazy(regex).unwrap();
+    let walk = spelling(&lazy, text, lazy.initial_state()).expect("the guide spells it");
+    masks_along(&lazy, &walk);
+    let needed = lazy.lazy_engine().unwrap().text_states().0;
+    let max = 2 * needed + 2;
+    assert!(all > max, "{all} text states prefetched without a limit, {needed} needed for the document");
+    let limits = Limits { prefetch_seconds: 30.0, max_product_states: max, ..Limits::default() };
+    let compiler = Compiler::new(vocab, limits);
+    let tight = compiler.compile_regex_lazy(regex).unwrap();
+    let prefetched = tight.lazy_engine().unwrap().text_states().0;
+    // Half of `max` and what the last member visited added (107 / 49 / 100 / 70 when written):
+    // a prefetch that ran to the limit would leave decoding no room.
+    assert!(prefetched < max, "{prefetched} of at most {max} text states taken by the prefetch");
+    let eager = plain.compile_regex(regex, Method::Cartesian).unwrap();
+    assert_eq!(masks_along(&tight, &walk), masks_along(&eager, &walk));
 }

@@ -35,6 +35,7 @@ impl PyCompiler {
         max_compile_seconds=Some(crate::limits::DEFAULT_MAX_COMPILE_SECONDS),
         max_guide_bytes=crate::limits::DEFAULT_MAX_GUIDE_BYTES,
         max_mask_cache_bytes=crate::limits::DEFAULT_MAX_MASK_CACHE_BYTES,
+        prefetch_seconds=crate::limits::DEFAULT_PREFETCH_SECONDS,
         cache_dir=None,
     ))]
     #[allow(clippy::too_many_arguments)]
@@ -47,8 +48,14 @@ impl PyCompiler {
         max_compile_seconds: Option<f64>,
         max_guide_bytes: usize,
         max_mask_cache_bytes: usize,
+        prefetch_seconds: f64,
         cache_dir: Option<std::path::PathBuf>,
     ) -> PyResult<Self> {
+        if !(prefetch_seconds.is_finite() && prefetch_seconds >= 0.0) {
+            return Err(PyValueError::new_err(format!(
+                "prefetch_seconds must be a finite, non-negative number, got {prefetch_seconds}"
+            )));
+        }
         if max_compile_seconds.is_some_and(|s| s.is_nan() || s < 0.0) {
             return Err(PyValueError::new_err(format!(
                 "max_compile_seconds must be a non-negative number or None, got {}",
@@ -63,6 +70,7 @@ impl PyCompiler {
             max_compile_seconds,
             max_guide_bytes,
             max_mask_cache_bytes,
+            prefetch_seconds,
         };
         let cache_dir =
             cache_dir.or_else(|| std::env::var_os("PROPERTOK_CACHE_DIR").filter(|v| !v.is_empty()).map(Into::into));

@@ -60,9 +60,14 @@ REPO = Path(__file__).resolve().parent.parent
 SHARED = Path(os.environ.get("PROPERTOK_SHARED", str(REPO.parent / "shared"))).resolve()
 DATA = SHARED / "data"
 TOKENIZERS = {"mistral7b": "Mistral-7B", "llama3": "Llama 3", "qwen2": "Qwen2", "o200k": "o200k"}
-LIBS = ["propertok-cartesian", "propertok-lazy", "propertok-eager", "propertok-auto", "propertok-agnostic", "outlines-core", "llguidance", "xgrammar"]
+LIBS = ["propertok-cartesian", "propertok-lazy", "propertok-prefetch", "propertok-eager", "propertok-auto", "propertok-agnostic", "outlines-core", "llguidance", "xgrammar"]
 PEERS = ["outlines-core", "llguidance", "xgrammar"]
-OURS = ["propertok-cartesian", "propertok-lazy", "propertok-eager", "propertok-auto", "propertok-agnostic"]
+OURS = ["propertok-cartesian", "propertok-lazy", "propertok-prefetch", "propertok-eager", "propertok-auto", "propertok-agnostic"]
+
+
+# `propertok-prefetch`'s `Compiler(prefetch_seconds=...)` (`--prefetch-seconds`; workers inherit
+# it through the environment).
+PREFETCH_SECONDS = float(os.environ.get("PROPERTOK_BENCH_PREFETCH_SECONDS", "0.001"))
 
 
 def tokenizer_path(tok: str) -> Path:
@@ -144,15 +149,17 @@ class PropertokAdapter(Adapter):
         super().__init__(tok, eos_ids, vocab_size)
         # "cartesian" takes the default (eager until lazy guides meet their targets); "lazy" and
         # "eager" ask for one explicitly, so a run compares them whatever the default is.
-        lazy = {"lazy": True, "eager": False}.get(method)
+        # "prefetch" is "lazy" with ``Compiler(prefetch_seconds=--prefetch-seconds)``.
+        lazy = {"lazy": True, "prefetch": True, "eager": False}.get(method)
         self.method, self.options = ("cartesian", {"lazy": lazy}) if lazy is not None else (method, {})
+        self.compiler_options = {"prefetch_seconds": PREFETCH_SECONDS} if method == "prefetch" else {}
 
     def setup(self):
         import numpy as np
         import propertok as pt
 
         self.vocab = pt.Vocabulary.from_file(str(tokenizer_path(self.tok)))
-        self.compiler = pt.Compiler(self.vocab)
+        self.compiler = pt.Compiler(self.vocab, **self.compiler_options)
         if self.method != "agnostic":
             # Builds the tokenizer DFA alone; NotImplementedError for tokenizers the canonical
             # methods cannot make exact yet.
@@ -182,11 +189,11 @@ class PropertokAdapter(Adapter):
         d = tempfile.mkdtemp(prefix="propertok-bench-cache-")
         try:
             try:
-                pt.Compiler(vocab, cache_dir=d).tokenizer_dfa_stats()
+                pt.Compiler(vocab, cache_dir=d, **self.compiler_options).tokenizer_dfa_stats()
             except TypeError:
                 return
             t0 = time.perf_counter()
-            c = pt.Compiler(vocab, cache_dir=d)
+            c = pt.Compiler(vocab, cache_dir=d, **self.compiler_options)
             c.compile_regex("a", method=self.method, **self.options)
             self.info["cache_to_first_guide_s"] = time.perf_counter() - t0
             stats = c.tokenizer_dfa_stats()
@@ -1029,7 +1036,10 @@ def markdown(run):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tokenizers", default="mistral7b,llama3")
-    ap.add_argument("--libs", default=",".join(LIBS), help="subset of " + ",".join(LIBS))
+    ap.add_argument("--prefetch-seconds", type=float, default=0.001,
+                    help="propertok-prefetch's Compiler(prefetch_seconds=...) (default 0.001)")
+    default_libs = [lib for lib in LIBS if lib != "propertok-prefetch"]
+    ap.add_argument("--libs", default=",".join(default_libs), help="subset of " + ",".join(LIBS))
     ap.add_argument("--glaive", type=int, default=200, help="Glaiveai2K regexes (default 200)")
     ap.add_argument("--github", type=int, default=100, help="Github_* regexes (default 100)")
     ap.add_argument("--ids", default="", help="comma-separated schema ids instead of the sample")
@@ -1048,6 +1058,7 @@ def main():
     ap.add_argument("--json", default=str(REPO / "benches" / "results" / "compare_latest.json"))
     ap.add_argument("--markdown", default=str(REPO / "benches" / "results" / "compare_latest.md"))
     args = ap.parse_args()
+    os.environ["PROPERTOK_BENCH_PREFETCH_SECONDS"] = str(args.prefetch_seconds)
 
     if args.render:
         print(markdown(json.loads(Path(args.render).read_text(encoding="utf-8"))))

@@ -215,22 +215,28 @@ def test_threads_sharing_a_fresh_guide_see_sequential_masks(pt, mistral):
     walks = [eager.random_walk(seed, 40) for seed in range(16)]
     want = [_masks_along(eager, w) for w in walks]
     for _ in range(3):
-        lazy = mistral.compiler.compile_regex(REGEX, lazy=True)
-        got: list = [None] * len(walks)
-        start = threading.Barrier(8)
+        _assert_threads_see(mistral.compiler.compile_regex(REGEX, lazy=True), walks, want)
 
-        def run(k):
-            start.wait()
-            for i in (2 * k, 2 * k + 1) if k % 2 else (2 * k + 1, 2 * k):
-                got[i] = _masks_along(lazy, walks[i])
 
-        threads = [threading.Thread(target=run, args=(k,)) for k in range(8)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        for i, (g, w) in enumerate(zip(got, want)):
-            assert len(g) == len(w) and all(np.array_equal(a, b) for a, b in zip(g, w)), f"walk {i}"
+def _assert_threads_see(guide, walks, want):
+    """8 threads share ``guide``, thread k walking ``walks[2k]`` and ``walks[2k + 1]`` (in
+    opposite orders on odd threads), and see the masks ``want`` along each."""
+    assert len(walks) == 16
+    got: list = [None] * len(walks)
+    start = threading.Barrier(8)
+
+    def run(k):
+        start.wait()
+        for i in (2 * k, 2 * k + 1) if k % 2 else (2 * k + 1, 2 * k):
+            got[i] = _masks_along(guide, walks[i])
+
+    threads = [threading.Thread(target=run, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, (g, w) in enumerate(zip(got, want)):
+        assert len(g) == len(w) and all(np.array_equal(a, b) for a, b in zip(g, w)), f"walk {i}"
 
 
 @pytest.mark.parametrize("name", ["mistral7b", "llama3"])
@@ -240,22 +246,10 @@ def test_prefetched_guides_see_the_eager_masks(pt, tokenizer_under_test, name):
     tc = tokenizer_under_test(name)
     regex = r'\{"on": (true|false), "size": (0|[1-9][0-9]*), "tags": \[("[a-z ]+"(, "[a-z ]+")*)?\]\}'
     eager = tc.compiler.compile_regex(regex, lazy=False)
-    walks = [eager.random_walk(seed, 40) for seed in range(8)]
+    walks = [eager.random_walk(seed, 40) for seed in range(16)]
     want = [_masks_along(eager, w) for w in walks]
     compiler = pt.Compiler(tc.vocab, prefetch_seconds=5.0, **tc._cache_kwargs())
-    lazy = compiler.compile_regex(regex, lazy=True)
-    got: list = [None] * len(walks)
-
-    def run(i):
-        got[i] = _masks_along(lazy, walks[i])
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for i, (g, w) in enumerate(zip(got, want)):
-        assert len(g) == len(w) and all(np.array_equal(a, b) for a, b in zip(g, w)), f"walk {i}"
+    _assert_threads_see(compiler.compile_regex(regex, lazy=True), walks, want)
 
 
 def test_threads_filling_one_compilers_slices_see_eager_masks(pt, tokenizer_under_test):

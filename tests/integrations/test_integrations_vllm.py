@@ -315,6 +315,21 @@ def test_no_constrained_rows_costs_nothing(processor):
     assert processor.cache.compiles == 0 and processor.cache._compiler is None  # nothing loaded
 
 
+def test_prefetch_setting(vllm_mod, tokenizer_dir, monkeypatch):
+    """``PROPERTOK_VLLM_PREFETCH_SECONDS`` sets the compiler's ``prefetch_seconds`` (default
+    0.002; the other tests decode with it); a bad value fails the compile of the request, by
+    name."""
+    monkeypatch.setitem(__import__("sys").modules, "transformers", None)
+    proc = vllm_mod.PropertokLogitsProcessor(fake_config(tokenizer_dir), "cpu", False)
+    assert proc.prefetch_seconds == vllm_mod.DEFAULT_PREFETCH_SECONDS == 0.002
+    proc.cache.shutdown()
+    monkeypatch.setenv("PROPERTOK_VLLM_PREFETCH_SECONDS", "-1")
+    proc = vllm_mod.PropertokLogitsProcessor(fake_config(tokenizer_dir), "cpu", False)
+    with pytest.raises(ValueError, match="prefetch_seconds must be a finite, non-negative number"):
+        proc._make_compiler()
+    proc.cache.shutdown()
+
+
 def test_padded_vocabulary(vllm_mod, tokenizer_dir, mistral, monkeypatch):
     """Logits wider than the tokenizer (a padded embedding): ids past the tokenizer are never allowed."""
     monkeypatch.setitem(__import__("sys").modules, "transformers", None)

@@ -152,6 +152,24 @@ def test_lazy_default_is_the_eager_guide(mistral, case):
     assert steps > 100
 
 
+@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
+def test_prefetched_grammar_guides_are_the_eager_guide(pt, mistral, case):
+    """``prefetch_seconds`` on a grammar's lazy guide fills states in the compile and changes no
+    mask: the eager guide's masks along random walks."""
+    compiler = pt.Compiler(mistral.vocab, prefetch_seconds=1.0)
+    lazy = compiler.compile_grammar(case.lark, max_recursion_depth=case.depth)
+    eager = mistral.compiler.compile_grammar(case.lark, max_recursion_depth=case.depth, lazy=False)
+    assert lazy.is_lazy
+    steps = 0
+    for seed in range(10):
+        a, b = lazy.initial_state, eager.initial_state
+        for t in eager.random_walk(seed, max_tokens=40):
+            assert (lazy.mask(a) == eager.mask(b)).all(), f"seed {seed}, step {steps}"
+            a, b = lazy.next_state(a, t), eager.next_state(b, t)
+            steps += 1
+    assert steps > 30
+
+
 def test_recursion_needs_a_depth(pt):
     nested = CASES[3].lark
     with pytest.raises(NotImplementedError, match=r"`sum` is recursive \(sum → product → atom → sum\).*max_recursion_depth"):

@@ -145,6 +145,28 @@ def test_a_bounded_guide_is_the_unrolled_guide(tokenizer_under_test, tokenizer):
     assert steps > 150
 
 
+@pytest.mark.parametrize("tokenizer", ["mistral7b", "llama3"])
+def test_a_prefetched_unbounded_guide_is_the_plain_one(tokenizer_under_test, guides, tokenizer):
+    """``prefetch_seconds`` on the unbounded (pushdown) guide fills states in the compile and
+    changes no mask: bit for bit the guide compiled without it, along its random walks and texts
+    nested 6 deep."""
+    tut = tokenizer_under_test(tokenizer)
+    plain = guides(tokenizer)
+    prefetched = tut.pt.Compiler(tut.vocab, prefetch_seconds=0.5, **tut._cache_kwargs()).compile_grammar(GRAMMAR)
+    rng = random.Random(7)
+    walks = [plain.random_walk(seed, max_tokens=40) for seed in range(6)]
+    walks += [tut.oracle.canonical(random_value(rng, 6)) for _ in range(6)]
+    steps = 0
+    for seed, w in enumerate(walks):
+        a, b = prefetched.initial_state, plain.initial_state
+        for i in range(len(w) + 1):
+            assert (np.array(prefetched.mask(a)) == np.array(plain.mask(b))).all(), f"walk {seed}, step {i}"
+            steps += 1
+            if i < len(w):
+                a, b = prefetched.next_state(a, w[i]), plain.next_state(b, w[i])
+    assert steps > 100
+
+
 # The stack-context rows of the design note (§1.3): after the string value `x`, which tokens
 # may close it depends on containers up to three frames down: (prefix, a closing token the note
 # measured allowed on Llama 3, one it measured refused there).

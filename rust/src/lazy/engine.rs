@@ -1469,7 +1469,7 @@ impl Engine {
     /// Fills first-token sets ahead of decoding for up to `seconds` (`Limits::prefetch_seconds`):
     /// breadth first from the start over the members a decoder can reach, that is the targets
     /// of live tokens `(to, NONE)` and the live piece starts after their boundaries
-    /// `(zm, ROOT)`. Returns the number of members visited.
+    /// `(zm, ROOT)`.
     ///
     /// What it fills is what a mask there would fill, with the same facts, so masks never
     /// change; it only moves first visits from decoding into the compile. It stops early, with
@@ -1477,25 +1477,22 @@ impl Engine {
     /// it holds half of `max_product_states` text states or half of the memo's bytes, so that it
     /// never takes from decoding the room its limits leave. Lone-token split members, byte
     /// fallback and special tokens are not followed (a mask fills those on its first visit).
-    pub(crate) fn prefetch(&self, seconds: f64) -> usize {
+    pub(crate) fn prefetch(&self, seconds: f64) {
         if seconds.is_nan() || seconds <= 0.0 {
-            return 0;
+            return;
         }
         let deadline = Deadline::after_seconds(Some(seconds)).timing("prefetching a lazy guide");
         let _guard = ClockGuard(CALL_DEADLINE.with(|d| d.replace(Some(deadline))));
         let start = self.text_start(self.start());
         let mut seen: FxHashSet<(TextId, u32)> = FxHashSet::from_iter([(start.text, start.split)]);
         let mut queue = std::collections::VecDeque::from([(start.text, start.split)]);
-        let mut visited = 0;
         while let Some((z, u)) = queue.pop_front() {
             let full =
                 self.texts.len() > self.max_states / 2 || self.bytes.load(Ordering::Relaxed) > self.max_bytes / 2;
             if full || self.prefetch_from(z, u, &mut seen, &mut queue).is_err() {
                 break;
             }
-            visited += 1;
         }
-        visited
     }
 
     /// One member of [`Engine::prefetch`]: its first tokens, and the new members they lead to.

@@ -134,15 +134,7 @@ def test_a_bounded_guide_is_the_unrolled_guide(tokenizer_under_test, tokenizer):
     rng = random.Random(5)
     walks = [eager.random_walk(seed, max_tokens=40) for seed in range(8)]
     walks += [tut.oracle.canonical(random_value(rng, 2, compact=True)) for _ in range(24)]
-    steps = 0
-    for seed, w in enumerate(walks):
-        s_b, s_e = bounded.initial_state, eager.initial_state
-        for i in range(len(w) + 1):
-            assert (np.array(bounded.mask(s_b)) == np.array(eager.mask(s_e))).all(), f"seed {seed}, step {i}"
-            steps += 1
-            if i < len(w):
-                s_b, s_e = bounded.next_state(s_b, w[i]), eager.next_state(s_e, w[i])
-    assert steps > 150
+    assert _same_masks_along(bounded, eager, walks) > 150
 
 
 @pytest.mark.parametrize("tokenizer", ["mistral7b", "llama3"])
@@ -156,15 +148,21 @@ def test_a_prefetched_unbounded_guide_is_the_plain_one(tokenizer_under_test, gui
     rng = random.Random(7)
     walks = [plain.random_walk(seed, max_tokens=40) for seed in range(6)]
     walks += [tut.oracle.canonical(random_value(rng, 6)) for _ in range(6)]
+    assert _same_masks_along(prefetched, plain, walks) > 100
+
+
+def _same_masks_along(a, b, walks) -> int:
+    """Asserts that guides ``a`` and ``b`` have the same masks at every step of each walk and
+    after its last token; returns the number of masks compared."""
     steps = 0
-    for seed, w in enumerate(walks):
-        a, b = prefetched.initial_state, plain.initial_state
+    for k, w in enumerate(walks):
+        s_a, s_b = a.initial_state, b.initial_state
         for i in range(len(w) + 1):
-            assert (np.array(prefetched.mask(a)) == np.array(plain.mask(b))).all(), f"walk {seed}, step {i}"
+            assert (np.array(a.mask(s_a)) == np.array(b.mask(s_b))).all(), f"walk {k}, step {i}"
             steps += 1
             if i < len(w):
-                a, b = prefetched.next_state(a, w[i]), plain.next_state(b, w[i])
-    assert steps > 100
+                s_a, s_b = a.next_state(s_a, w[i]), b.next_state(s_b, w[i])
+    return steps
 
 
 # The stack-context rows of the design note (§1.3): after the string value `x`, which tokens

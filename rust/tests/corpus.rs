@@ -79,17 +79,29 @@ fn vocabulary(tokenizer: &Value) -> Vocabulary {
 }
 
 /// Whether `guide` allows `ids` token by token (mask and step agree), then EOS.
+/// The mask of `state`, checked against `write_mask` into a buffer of ones: a mask is computed
+/// into the caller's buffer without zeroing it first, so every engine must write every word.
+fn mask(guide: &Guide, state: u32) -> Result<Vec<u32>, String> {
+    let mask = guide.mask(state).map_err(|e| e.to_string())?.into_owned();
+    let mut dirty = vec![u32::MAX; guide.mask_words()];
+    guide.write_mask(state, &mut dirty).map_err(|e| e.to_string())?;
+    match dirty == mask {
+        true => Ok(mask),
+        false => Err(format!("state {state}: write_mask left words of a dirty buffer")),
+    }
+}
+
 fn accepts(guide: &Guide, ids: &[u32]) -> Result<bool, String> {
     let mut state = guide.initial_state();
     for &t in ids {
-        let in_mask = bitset::contains(&guide.mask(state).map_err(|e| e.to_string())?, t as usize);
+        let in_mask = bitset::contains(&mask(guide, state)?, t as usize);
         match (in_mask, guide.step(state, t).map_err(|e| e.to_string())?) {
             (false, None) => return Ok(false),
             (true, Some(next)) => state = next,
             (in_mask, next) => return Err(format!("token {t}: in the mask {in_mask}, step {next:?}")),
         }
     }
-    let mask = guide.mask(state).map_err(|e| e.to_string())?;
+    let mask = mask(guide, state)?;
     Ok(guide.is_final(state) && guide.eos_token_ids().iter().all(|&e| bitset::contains(&mask, e as usize)))
 }
 

@@ -261,7 +261,8 @@ impl Guide {
         }
     }
 
-    /// Writes the mask of `state` into `out` (`mask_words()` words).
+    /// Writes the mask of `state` into `out` (`mask_words()` words), every word of it: `out` may
+    /// hold anything before.
     pub fn write_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
         match &self.automaton {
             Automaton::Product(p) => p.write_mask(state, out),

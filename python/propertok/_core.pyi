@@ -334,8 +334,11 @@ class Compiler:
         ``num_lone_tokens`` (with ``ignore_merges``: emitted only as a whole pre-tokenizer piece),
         ``num_unreachable_tokens`` (never emitted), ``num_always_split_tokens`` (the pre-tokenizer
         never leaves their text whole), ``num_forbidden_pairs``, ``build_seconds`` (load time on a cache
-        hit), ``cache`` (``"hit"``, ``"miss"``, ``"write-failed"``, ``"disabled"``), ``construction``
-        is not included (see ``tokenizer_dfa_construction``)."""
+        hit), ``cache`` (``"hit"``, ``"miss"``, ``"write-failed"``, ``"disabled"``),
+        ``slice_sets_walked`` and ``slice_sets_loaded`` (the lazy guides' shared token tables of
+        JSON string contents and ``.*`` so far, one per kind of text before them: walked over the
+        vocabulary by this compiler, or read from ``cache_dir``); ``construction`` is not included
+        (see ``tokenizer_dfa_construction``)."""
     def tokens_always_split(self) -> list[int]:
         """Token ids the merges can emit but whose text the pre-tokenizer never leaves whole, so
         that no canonical sequence contains them (``[]`` without a pre-tokenizer)."""

@@ -274,11 +274,18 @@ impl Compiler {
                         (trie, LoneSplits::default(), None, ContentTrie::default(), None, Vec::new())
                     }
                 };
-                let parts = TokenizerParts::new(v.clone(), tok, trie, splits, pieces, contents, normal, &lone_tokens)?;
+                let parts = TokenizerParts::new(v.clone(), tok, trie, splits, pieces, contents, normal, &lone_tokens)?
+                    .with_slice_cache(self.cache_dir.as_deref());
                 Ok(Arc::new(parts))
             })
             .as_ref()
             .map_err(Clone::clone)
+    }
+
+    /// The slice group sets (see `crate::lazy::slice`) this compiler walked and read from
+    /// `cache_dir`, in that order; `None` before its first lazy guide.
+    pub fn slice_sets_made(&self) -> Option<(usize, usize)> {
+        Some(self.lazy_parts.get()?.as_ref().ok()?.slices.sets_made())
     }
 
     /// Whether a canonical compile that does not choose builds a lazy guide: with an NFC / NFKC

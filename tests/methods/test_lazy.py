@@ -354,3 +354,21 @@ def test_large_counted_repetitions_are_outlined_and_exact(pt, tokenizer_under_te
         text = tut.oracle.decode(seq).decode("utf-8")
         assert canonical, f"not canonical: {text[:80]!r}"
         assert python.fullmatch(text), text[:80]
+
+
+def test_slice_sets_kept_in_the_cache_dir_give_the_eager_masks(pt, mistral, tmp_path):
+    """A lazy guide's slice group sets (a JSON string's contents after each kind of text) are kept
+    in ``cache_dir`` beside the tokenizer DFA, and the next compiler reads them instead of walking
+    the vocabulary again, with the eager guide's masks."""
+    regex = r'\{"note": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"\}'
+    ids = mistral.oracle.canonical('{"note": "Grüß 2024, \\"x\\" at 10:30 東京"}')
+    eager = mistral.compiler.compile_regex(regex)
+    made = []
+    for round in range(2):
+        compiler = pt.Compiler(mistral.vocab, cache_dir=str(tmp_path))
+        _compare(compiler.compile_regex(regex, lazy=True), eager, ids, f"round {round}")
+        stats = compiler.tokenizer_dfa_stats()
+        made.append((stats["slice_sets_walked"], stats["slice_sets_loaded"]))
+    walked = made[0][0]
+    assert walked > 0 and made == [(walked, 0), (0, walked)], made
+    assert len(list(tmp_path.glob("slices-*/*.bin"))) == walked

@@ -37,6 +37,7 @@ pub(crate) mod engine;
 pub(crate) mod groups;
 pub mod pushdown;
 pub(crate) mod slice;
+pub(crate) mod slice_store;
 pub mod text;
 
 pub use engine::TokenizerParts;

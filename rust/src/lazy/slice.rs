@@ -99,14 +99,18 @@
 //! joint byte classes. A slice
 //! group set holds the ~120,000 tokens of one `(s₀, m, n)` and ~50,000 groups (~1 MB); the cache
 //! keeps them within [`SLICE_CACHE_BYTES`] per tokenizer and is emptied when full (they are a
-//! pure function of the tokenizer, so dropping them costs a walk, never a different mask).
+//! pure function of the tokenizer, so dropping them costs a walk, never a different mask). With
+//! a cache directory they are also kept on disk, and a new process reads them instead of
+//! walking them ([`crate::lazy::slice_store`]).
 
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::groups::Walked;
+use super::slice_store::{SliceKey, SliceStore};
 use super::text::{TextKey, TextRegex, TextSpace};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::limits::SLICE_CACHE_BYTES;
 use crate::pre_tokenizer::normal_form::NormalForm;
 use crate::pre_tokenizer::piece_table::PieceTable;
@@ -118,6 +122,7 @@ use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT};
 use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START};
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::util::concurrent::BoundedCache;
+use crate::util::serialize::{Reader, Sink};
 
 /// The languages sliced, widest first (a regex state takes the first it loops on): any line; a
 /// JSON string's contents with their short escapes; the same without escapes; and the contents
@@ -125,7 +130,7 @@ use crate::util::concurrent::BoundedCache;
 /// `r`, `t`, and `u` in our strings: ~2,300 groups on Llama 3) is not walked in full in every
 /// guide. The JSON class is outlines-core's; propertok's own `[^"\\\x00-\x1F]` and its `\u`
 /// escapes loop on it too, with the few tokens holding U+007F-U+009F or `\u` as exit tokens.
-const SLICE_PATTERNS: [&str; 4] = [
+pub(crate) const SLICE_PATTERNS: [&str; 4] = [
     r".*",
     r#"([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"#,
     r#"[^"\\\x00-\x1F\x7F-\x9F]*"#,
@@ -354,6 +359,92 @@ impl SliceGroups {
         let range = self.target_groups[j as usize] as usize..self.target_groups[j as usize + 1] as usize;
         self.groups[range].iter().cloned()
     }
+    /// Writes the set for [`SliceGroups::read`] (the disk cache, `crate::lazy::slice_store`).
+    pub(crate) fn write(&self, w: &mut impl Sink) {
+        let c = &self.certificates;
+        w.u32s(&keys_to_words(self.targets.iter().copied()));
+        w.u32s(&self.target_groups);
+        w.u32s(&self.groups.iter().flat_map(|(class, range)| [*class, range.start, range.end]).collect::<Vec<_>>());
+        w.u32s(&self.tokens);
+        for hubs in [&c.hubs, &c.roots] {
+            w.u32s(&keys_to_words(hubs.iter().map(|h| h.0)));
+            w.u32s(&hubs.iter().flat_map(|h| [h.1, h.2]).collect::<Vec<_>>());
+        }
+        for v in [&c.hub_of, &c.ranges, &c.target_hubs, &c.root_of, &c.cont_hubs] {
+            w.u32s(v);
+        }
+        w.u32s(&c.complete.iter().map(|&b| b as u32).collect::<Vec<_>>());
+    }
+
+    /// A set written by [`SliceGroups::write`], for the tokenizer of `parts`; every index is
+    /// checked, so a damaged file is an error, never a panic later.
+    pub(crate) fn read(r: &mut Reader, parts: SliceInputs) -> Result<SliceGroups> {
+        let (num_tokens, words) = (parts.vocab.num_tokens(), parts.words);
+        let bad = |what: &str| Error::InvalidArgument(format!("invalid propertok slice cache: {what}"));
+        let targets = words_to_keys(&r.u32s()?).ok_or_else(|| bad("targets"))?;
+        let target_groups = r.u32s()?;
+        let flat = r.u32s()?;
+        let tokens = r.u32s()?;
+        let mut hubs_and_roots = Vec::new();
+        for _ in 0..2 {
+            let keys = words_to_keys(&r.u32s()?).ok_or_else(|| bad("hubs"))?;
+            let sides = r.u32s()?;
+            if sides.len() != keys.len() * 2 {
+                return Err(bad("hub sides"));
+            }
+            hubs_and_roots.push(keys.iter().zip(sides.chunks_exact(2)).map(|(&k, s)| (k, s[0], s[1])).collect());
+        }
+        let (hub_of, ranges, target_hubs) = (r.u32s()?, r.u32s()?, r.u32s()?);
+        let (root_of, cont_hubs, complete) = (r.u32s()?, r.u32s()?, r.u32s()?);
+        r.expect_end()?;
+        let roots: Vec<Hub> = hubs_and_roots.pop().expect("two");
+        let hubs: Vec<Hub> = hubs_and_roots.pop().expect("two");
+        if flat.len() % 3 != 0 {
+            return Err(bad("groups"));
+        }
+        let groups: Box<[(u32, Range<u32>)]> = flat.chunks_exact(3).map(|g| (g[0], g[1]..g[2])).collect();
+        let ascending = |v: &[u32], end: usize| {
+            v.first() == Some(&0) && v.windows(2).all(|w| w[0] <= w[1]) && v.last() == Some(&(end as u32))
+        };
+        let hub_or_none = |v: &[u32]| v.iter().all(|&h| h == NO_HUB || (h as usize) < hubs.len());
+        let valid = target_groups.len() == targets.len() + 1
+            && ascending(&target_groups, groups.len())
+            && groups.iter().all(|(_, g)| g.start <= g.end && g.end as usize <= tokens.len())
+            && tokens.iter().all(|&t| (t as usize) < num_tokens && (t as usize) < words * 32)
+            && hub_of.len() == groups.len()
+            && hub_or_none(&hub_of)
+            && hub_or_none(&cont_hubs)
+            && cont_hubs.len() == parts.root_conts.len()
+            && ranges.len() == targets.len() + 1
+            && ascending(&ranges, target_hubs.len())
+            && target_hubs.iter().all(|&h| (h as usize) < hubs.len())
+            && complete.len() == targets.len()
+            && root_of.len() == hubs.len()
+            && root_of.iter().all(|&r| (r as usize) < roots.len());
+        if !valid {
+            return Err(bad("inconsistent tables"));
+        }
+        let mut bits = vec![0u32; words].into_boxed_slice();
+        tokens.iter().for_each(|&t| crate::util::bitset::set(&mut bits, t as usize));
+        Ok(SliceGroups {
+            targets: targets.into(),
+            target_groups: target_groups.into(),
+            groups,
+            tokens: tokens.into(),
+            bits,
+            certificates: Certificates {
+                hubs: hubs.into(),
+                hub_of: hub_of.into(),
+                ranges: ranges.into(),
+                target_hubs: target_hubs.into(),
+                complete: complete.iter().map(|&b| b != 0).collect(),
+                roots: roots.into(),
+                root_of: root_of.into(),
+                cont_hubs: cont_hubs.into(),
+            },
+        })
+    }
+
     fn heap_bytes(&self) -> usize {
         self.targets.len() * std::mem::size_of::<TextKey>()
             + self.target_groups.len() * 4
@@ -498,7 +589,12 @@ pub(crate) struct Slices {
     slices: Vec<Slice>,
     normal: Option<NormalSplit>,
     /// Keyed by (slice, counted, start in the slice's space).
-    cache: BoundedCache<(usize, bool, TextKey), Arc<SliceGroups>>,
+    cache: BoundedCache<SliceKey, Arc<SliceGroups>>,
+    /// The sets kept on disk between processes, with a cache directory.
+    store: Option<SliceStore>,
+    /// Sets walked, and sets read from `store`, by this process.
+    walked: AtomicUsize,
+    loaded: AtomicUsize,
 }
 
 impl Slices {
@@ -556,13 +652,37 @@ impl Slices {
             });
             NormalSplit { inert_first, sensitive: TokenTrie::new(sensitive) }
         });
-        Ok(Slices { slices, normal, cache: BoundedCache::new(SLICE_CACHE_BYTES) })
+        Ok(Slices {
+            slices,
+            normal,
+            cache: BoundedCache::new(SLICE_CACHE_BYTES),
+            store: None,
+            walked: AtomicUsize::new(0),
+            loaded: AtomicUsize::new(0),
+        })
+    }
+
+    /// Keeps the sets in `store` too, between processes (see [`crate::lazy::slice_store`]).
+    pub(crate) fn set_store(&mut self, store: SliceStore) {
+        self.store = Some(store);
+    }
+
+    /// The sets this process walked and read from the disk cache, in that order.
+    pub(crate) fn sets_made(&self) -> (usize, usize) {
+        (self.walked.load(Ordering::Relaxed), self.loaded.load(Ordering::Relaxed))
     }
 
     /// No slices: every text state is walked in full (for tests that compare the two).
     #[cfg(test)]
     pub(crate) fn none() -> Slices {
-        Slices { slices: Vec::new(), normal: None, cache: BoundedCache::new(0) }
+        Slices {
+            slices: Vec::new(),
+            normal: None,
+            cache: BoundedCache::new(0),
+            store: None,
+            walked: AtomicUsize::new(0),
+            loaded: AtomicUsize::new(0),
+        }
     }
 
     /// How regex state `q` of `dfa` takes a slice's tokens: the first slice it loops on, else
@@ -602,6 +722,11 @@ impl Slices {
         if let Some(known) = self.cache.get(&key) {
             return known;
         }
+        if let Some(found) = self.store.as_ref().and_then(|store| store.load(&key, parts)) {
+            self.loaded.fetch_add(1, Ordering::Relaxed);
+            let bytes = found.heap_bytes();
+            return self.cache.insert(key, Arc::new(found), bytes);
+        }
         let mut walked = Walked::default();
         let mut trie = parts.trie;
         if let (Some(split), Some(base)) = (&self.normal, from.normal_start()) {
@@ -633,6 +758,10 @@ impl Slices {
         .unwrap_or_else(|never| match never {});
         let mut made = SliceGroups::from_walk(walked, parts.words);
         made.certify(s, slice.counts_chars(), from, parts);
+        self.walked.fetch_add(1, Ordering::Relaxed);
+        if let Some(store) = &self.store {
+            store.save(&key, &made);
+        }
         let bytes = made.heap_bytes();
         self.cache.insert(key, Arc::new(made), bytes)
     }
@@ -690,6 +819,24 @@ pub(crate) struct SliceInputs<'a> {
     pub(crate) root_conts: &'a [(u32, u32)],
     /// The lone tokens' splits (which split nodes spell a whole lone token).
     pub(crate) splits: &'a LoneSplits,
+}
+
+/// Text keys as four little-endian words each.
+fn keys_to_words(keys: impl Iterator<Item = TextKey>) -> Vec<u32> {
+    keys.flat_map(|k| {
+        let b = k.to_bits();
+        [b as u32, (b >> 32) as u32, (b >> 64) as u32, (b >> 96) as u32]
+    })
+    .collect()
+}
+
+/// The keys of [`keys_to_words`]; `None` unless whole keys.
+fn words_to_keys(words: &[u32]) -> Option<Vec<TextKey>> {
+    words.len().is_multiple_of(4).then(|| {
+        (words.chunks_exact(4))
+            .map(|w| TextKey::from_bits(w.iter().rev().fold(0u128, |acc, &x| acc << 32 | x as u128)))
+            .collect()
+    })
 }
 
 /// A token and its bytes, as a trie is built from.

@@ -718,3 +718,46 @@ fn prefetching_leaves_decoding_room_within_the_limits() {
     let eager = plain.compile_regex(regex, Method::Cartesian).unwrap();
     assert_eq!(masks_along(&tight, &walk), masks_along(&eager, &walk));
 }
+
+/// Slice group sets kept in a cache directory (`crate::lazy::slice_store`) are read back by
+/// another compiler, as by another process, instead of walked, and give the same masks; a
+/// damaged file, or a whole file under another set's name, is walked and written again.
+#[test]
+fn slice_sets_from_the_disk_cache_give_the_walked_masks() {
+    const STRINGS: &str = r#"\{"a": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*", "b": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt]){2,12}"\}"#;
+    for (name, vocab) in [("mistral7b", mistral()), ("gpt2", Arc::new(crate::testing::shared_vocabulary("gpt2")))] {
+        let dir = std::env::temp_dir().join(format!("propertok-slice-store-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let compiler = || Compiler::new(vocab.clone(), Limits::default()).with_cache_dir(Some(dir.clone()));
+        let first = compiler();
+        let lazy = first.compile_regex_lazy(STRINGS).unwrap();
+        let mut walks: Vec<Vec<u32>> = (0..8).map(|seed| lazy.random_walk(seed, 40).unwrap()).collect();
+        let text = "{\"a\": \"Grüß 2024, \\\"x\\\" at 10:30\", \"b\": \"東京 12\"}";
+        walks.push(spelling(&lazy, text.as_bytes(), lazy.initial_state()).expect("the guide spells it"));
+        let want: Vec<_> = walks.iter().map(|w| masks_along(&lazy, w)).collect();
+        let (walked, loaded) = first.slice_sets_made().unwrap();
+        assert!(walked >= 3 && loaded == 0, "{name}: {walked} sets walked, {loaded} read");
+        let slice_dir = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.is_dir()).unwrap();
+        let mut files: Vec<_> = std::fs::read_dir(&slice_dir).unwrap().map(|e| e.unwrap().path()).collect();
+        files.sort();
+        assert_eq!(files.len(), walked, "{name}: one file per set, no temporary left");
+
+        let second = compiler();
+        let lazy = second.compile_regex_lazy(STRINGS).unwrap();
+        let got: Vec<_> = walks.iter().map(|w| masks_along(&lazy, w)).collect();
+        assert!(got == want, "{name}: masks from the disk cache differ");
+        assert_eq!(second.slice_sets_made(), Some((0, walked)), "{name}");
+
+        // A truncated file, and a whole file under another set's name.
+        let bytes = std::fs::read(&files[0]).unwrap();
+        std::fs::write(&files[0], &bytes[..bytes.len() / 2]).unwrap();
+        std::fs::copy(&files[1], &files[2]).unwrap();
+        let third = compiler();
+        let lazy = third.compile_regex_lazy(STRINGS).unwrap();
+        let got: Vec<_> = walks.iter().map(|w| masks_along(&lazy, w)).collect();
+        assert!(got == want, "{name}: masks after damaged files differ");
+        assert_eq!(third.slice_sets_made(), Some((2, walked - 2)), "{name}");
+        assert_eq!(std::fs::read(&files[0]).unwrap().len(), bytes.len(), "{name}: rewritten whole");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -104,6 +104,14 @@ impl TextKey {
     fn q(self) -> u32 {
         (self.0 & ((1 << Q_BITS) - 1)) as u32
     }
+    /// The packed bits, for a file (see `crate::lazy::slice_store`).
+    pub(crate) fn to_bits(self) -> u128 {
+        self.0
+    }
+    /// The key of [`TextKey::to_bits`]' bits.
+    pub(crate) fn from_bits(bits: u128) -> TextKey {
+        TextKey(bits)
+    }
     /// The regex state.
     #[inline]
     pub(crate) fn regex_state(self) -> u32 {

@@ -137,6 +137,16 @@ impl PieceTable {
     pub fn heap_bytes(&self) -> usize {
         self.bytes.len() * 4 + self.marks.len() * 4 + self.accepts_end.len()
     }
+    /// Feeds the whole table, its state numbers included, to `h`: files keyed by these numbers
+    /// (`crate::lazy::slice_store`) are only read back by a table that numbers alike.
+    pub fn fingerprint_into(&self, h: &mut crate::util::serialize::Fnv64) {
+        h.write_u64(self.stages as u64);
+        for v in [&self.bytes[..], &self.marks[..]] {
+            h.write_u64(v.len() as u64);
+            h.write(&v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>());
+        }
+        h.write(&self.accepts_end.iter().map(|&a| a as u8).collect::<Vec<u8>>());
+    }
 }
 
 impl PieceBoundaries for PieceTable {

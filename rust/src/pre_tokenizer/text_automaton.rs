@@ -78,6 +78,14 @@ impl ContentTrie {
     pub fn num_nodes(&self) -> usize {
         self.children.len()
     }
+    /// Feeds the trie, its node numbers included, to `h` (see `PieceTable::fingerprint_into`).
+    pub fn fingerprint_into(&self, h: &mut crate::util::serialize::Fnv64) {
+        h.write_u64(self.children.len() as u64);
+        for (children, &terminal) in self.children.iter().zip(&self.terminal) {
+            h.write_u64(children.len() as u64 * 2 + terminal as u64);
+            children.iter().for_each(|&(b, to)| h.write_u64((b as u64) << 32 | to as u64));
+        }
+    }
     /// Whether there are contents at all (stage 0 splits added tokens out).
     pub fn is_active(&self) -> bool {
         !self.children.is_empty()

@@ -186,6 +186,10 @@ impl PyCompiler {
         d.set_item("num_forbidden_pairs", dfa.num_forbidden_pairs)?;
         d.set_item("build_seconds", dfa.build_seconds)?;
         d.set_item("cache", self.inner.cache_status())?;
+        // Lazy guides' slice group sets so far: walked here, or read from `cache_dir`.
+        let (walked, loaded) = self.inner.slice_sets_made().unwrap_or((0, 0));
+        d.set_item("slice_sets_walked", walked)?;
+        d.set_item("slice_sets_loaded", loaded)?;
         Ok(d)
     }
     /// Token ids the merges can emit but whose text the pre-tokenizer never leaves whole (so no

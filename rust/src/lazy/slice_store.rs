@@ -1,0 +1,134 @@
+//! The slices' disk cache: slice group sets kept in `cache_dir` between processes, beside the
+//! tokenizer DFA.
+//!
+//! A slice group set ([`crate::lazy::slice`]) is a pure function of the tokenizer and of its
+//! start `(slice, counted, pre-tokenizer state, added-token prefix, normal form)`: the same in
+//! every guide and every process. A `Compiler` keeps the sets it made in memory, but each new
+//! process walked them again, one start at a time, when a guide first met it: on Llama 3 a JSON
+//! string's contents after a new kind of character (3 digits, a letter, a space) cost a mask
+//! 14-17 ms, the worst mask of the Glaiveai2K documents (`docs/design.md` §8). Kept on disk,
+//! such a first visit reads ~1 MB instead (under a millisecond).
+//!
+//! # Layout and keys
+//! One file per set, `slices-<fingerprint>/<slice>-<counted>-<start>.bin`, in the container of
+//! [`crate::util::serialize`] (versioned, checksummed). The start is a [`TextKey`], whose
+//! numbers (pre-tokenizer and added-token states) mean something only to tables that number
+//! alike, so the fingerprint covers those tables themselves (the piece table, the added-token
+//! trie, the normal form), every token's class in the tokenizer DFA, the vocabulary's content
+//! and the slice patterns, not just the tokenizer file. The payload repeats its key.
+//!
+//! # Invariants
+//! * A file is read only when its container, version, fingerprint and key match, and every
+//!   index in it is checked ([`SliceGroups::read`]); anything else is ignored and the set is
+//!   walked and written again. A file never changes a mask: it holds what a walk would make.
+//! * Files are written to a temporary name and renamed into place, so readers in other
+//!   processes see a whole file or none. Failures to write are ignored (the cache is an
+//!   optimisation).
+//! * [`SLICE_FILE_VERSION`] must change whenever what a set holds, or how it is built, changes.
+//!
+//! # Costs
+//! A set is ~1 MB (120,000 token ids and ~50,000 groups for a JSON string's contents on
+//! Llama 3); a tokenizer's documents meet a few dozen starts. Old fingerprints' folders are not
+//! removed.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use super::slice::{SliceGroups, SliceInputs};
+use super::text::TextKey;
+use crate::pre_tokenizer::normal_form::NormalForm;
+use crate::pre_tokenizer::piece_table::PieceTable;
+use crate::pre_tokenizer::text_automaton::ContentTrie;
+use crate::tokenizer::vocab::Vocabulary;
+use crate::tokenizer_dfa::side::class_or_lone;
+use crate::tokenizer_dfa::TokenizerDfa;
+use crate::util::serialize::{Fnv64, Reader, Sink, Writer};
+
+const SLICE_FILE_KIND: &[u8; 4] = b"SLCG";
+/// The format and construction version of slice group files (see the module docs).
+pub(crate) const SLICE_FILE_VERSION: u32 = 1;
+
+/// Where one tokenizer's slice group sets are kept.
+pub(crate) struct SliceStore {
+    dir: PathBuf,
+    fingerprint: u64,
+}
+
+/// A set's key: `(slice, counted, start)`.
+pub(crate) type SliceKey = (usize, bool, TextKey);
+
+/// The tables a slice group set's numbers refer to (see the module docs).
+pub(crate) struct StoreInputs<'a> {
+    pub(crate) vocab: &'a Vocabulary,
+    pub(crate) tok: &'a TokenizerDfa,
+    pub(crate) pieces: Option<&'a PieceTable>,
+    pub(crate) contents: &'a ContentTrie,
+    pub(crate) normal: Option<&'static NormalForm>,
+    pub(crate) patterns: &'a [&'a str],
+}
+
+impl SliceStore {
+    /// The store for the tokenizer of `inputs` under `cache_dir`.
+    pub(crate) fn new(cache_dir: &Path, inputs: StoreInputs) -> SliceStore {
+        let mut h = Fnv64::default();
+        h.write_u64(SLICE_FILE_VERSION as u64);
+        h.write_u64(inputs.vocab.fingerprint());
+        let classes: Vec<u8> =
+            (0..inputs.vocab.num_tokens() as u32).flat_map(|t| class_or_lone(inputs.tok, t).to_le_bytes()).collect();
+        h.write(&classes);
+        match inputs.pieces {
+            Some(p) => p.fingerprint_into(&mut h),
+            None => h.write_u64(u64::MAX),
+        }
+        inputs.contents.fingerprint_into(&mut h);
+        match inputs.normal {
+            Some(nf) => [nf.num_states(), nf.num_classes(), nf.num_prefixes()].map(|n| h.write_u64(n as u64)),
+            None => [(); 3].map(|_| h.write_u64(u64::MAX)),
+        };
+        for p in inputs.patterns {
+            h.write_u64(p.len() as u64);
+            h.write(p.as_bytes());
+        }
+        let fingerprint = h.finish();
+        SliceStore { dir: cache_dir.join(format!("slices-{fingerprint:016x}")), fingerprint }
+    }
+
+    fn file_name(key: &SliceKey) -> String {
+        format!("{}-{}-{:032x}.bin", key.0, key.1 as u8, key.2.to_bits())
+    }
+
+    /// The set of `key` from its file, if there is a valid one.
+    pub(crate) fn load(&self, key: &SliceKey, parts: SliceInputs) -> Option<SliceGroups> {
+        let bytes = std::fs::read(self.dir.join(Self::file_name(key))).ok()?;
+        let mut r = Reader::open(&bytes, SLICE_FILE_KIND, SLICE_FILE_VERSION, self.fingerprint).ok()?;
+        let stored = (r.u64().ok()?, r.u8().ok()?, r.u64().ok()?, r.u64().ok()?);
+        let bits = key.2.to_bits();
+        if stored != (key.0 as u64, key.1 as u8, bits as u64, (bits >> 64) as u64) {
+            return None;
+        }
+        SliceGroups::read(&mut r, parts).ok()
+    }
+
+    /// Writes the set of `key` to its file (whole or not at all; errors are ignored).
+    pub(crate) fn save(&self, key: &SliceKey, groups: &SliceGroups) {
+        let mut w = Writer::default();
+        let bits = key.2.to_bits();
+        w.u64(key.0 as u64);
+        w.u8(key.1 as u8);
+        w.u64(bits as u64);
+        w.u64((bits >> 64) as u64);
+        groups.write(&mut w);
+        let bytes = w.finish(SLICE_FILE_KIND, SLICE_FILE_VERSION, self.fingerprint);
+        let name = Self::file_name(key);
+        // Unique per process and call: two threads may save one key at once.
+        static SAVES: AtomicU64 = AtomicU64::new(0);
+        let n = SAVES.fetch_add(1, Ordering::Relaxed);
+        let tmp = self.dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
+        let written = std::fs::create_dir_all(&self.dir)
+            .and_then(|_| std::fs::write(&tmp, &bytes))
+            .and_then(|_| std::fs::rename(&tmp, self.dir.join(&name)));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+}

@@ -76,4 +76,3 @@ def test_tokenizer_dfa_cache(pt, mistral, tmp_path):
         assert third.tokenizer_dfa_stats()["cache"] == "miss"
         assert third.compile_regex(REGEX).first_difference(a) is None
     assert second.compile_regex(REGEX).first_difference(b) is None
-

@@ -68,6 +68,10 @@ OURS = ["propertok-cartesian", "propertok-lazy", "propertok-prefetch", "properto
 # `propertok-prefetch`'s `Compiler(prefetch_seconds=...)` (`--prefetch-seconds`; workers inherit
 # it through the environment).
 PREFETCH_SECONDS = float(os.environ.get("PROPERTOK_BENCH_PREFETCH_SECONDS", "0.001"))
+# `--cache-dir`: the measured propertok Compilers' `cache_dir` (the tokenizer DFA and the lazy
+# guides' slice group sets, as a server with `$PROPERTOK_CACHE_DIR` has them); none by default,
+# so that setup is a cold build and every slice group set is walked in the run.
+CACHE_DIR = os.environ.get("PROPERTOK_BENCH_CACHE_DIR") or None
 
 
 def tokenizer_path(tok: str) -> Path:
@@ -153,6 +157,8 @@ class PropertokAdapter(Adapter):
         lazy = {"lazy": True, "prefetch": True, "eager": False}.get(method)
         self.method, self.options = ("cartesian", {"lazy": lazy}) if lazy is not None else (method, {})
         self.compiler_options = {"prefetch_seconds": PREFETCH_SECONDS} if method == "prefetch" else {}
+        if CACHE_DIR:
+            self.compiler_options["cache_dir"] = CACHE_DIR
 
     def setup(self):
         import numpy as np
@@ -187,13 +193,14 @@ class PropertokAdapter(Adapter):
         import tempfile
 
         d = tempfile.mkdtemp(prefix="propertok-bench-cache-")
+        options = {k: v for k, v in self.compiler_options.items() if k != "cache_dir"}
         try:
             try:
-                pt.Compiler(vocab, cache_dir=d, **self.compiler_options).tokenizer_dfa_stats()
+                pt.Compiler(vocab, cache_dir=d, **options).tokenizer_dfa_stats()
             except TypeError:
                 return
             t0 = time.perf_counter()
-            c = pt.Compiler(vocab, cache_dir=d, **self.compiler_options)
+            c = pt.Compiler(vocab, cache_dir=d, **options)
             c.compile_regex("a", method=self.method, **self.options)
             self.info["cache_to_first_guide_s"] = time.perf_counter() - t0
             stats = c.tokenizer_dfa_stats()
@@ -1040,6 +1047,9 @@ def main():
                     help="propertok-prefetch's Compiler(prefetch_seconds=...) (default 0.001)")
     default_libs = [lib for lib in LIBS if lib != "propertok-prefetch"]
     ap.add_argument("--libs", default=",".join(default_libs), help="subset of " + ",".join(LIBS))
+    ap.add_argument("--cache-dir", default="",
+                    help="propertok's Compiler(cache_dir=...) in the measured workers (default: none, a cold "
+                         "tokenizer DFA build and every slice group set walked in the run)")
     ap.add_argument("--glaive", type=int, default=200, help="Glaiveai2K regexes (default 200)")
     ap.add_argument("--github", type=int, default=100, help="Github_* regexes (default 100)")
     ap.add_argument("--ids", default="", help="comma-separated schema ids instead of the sample")
@@ -1059,6 +1069,7 @@ def main():
     ap.add_argument("--markdown", default=str(REPO / "benches" / "results" / "compare_latest.md"))
     args = ap.parse_args()
     os.environ["PROPERTOK_BENCH_PREFETCH_SECONDS"] = str(args.prefetch_seconds)
+    os.environ["PROPERTOK_BENCH_CACHE_DIR"] = args.cache_dir
 
     if args.render:
         print(markdown(json.loads(Path(args.render).read_text(encoding="utf-8"))))

@@ -376,8 +376,10 @@ impl SliceGroups {
         w.u32s(&c.complete.iter().map(|&b| b as u32).collect::<Vec<_>>());
     }
 
-    /// A set written by [`SliceGroups::write`], for the tokenizer of `parts`; every index is
-    /// checked, so a damaged file is an error, never a panic later.
+    /// A set written by [`SliceGroups::write`], for the tokenizer of `parts`. Every index into
+    /// the set's own tables and the token ids are checked, so a file cut short or written by
+    /// other code is an error, never a panic later; the text keys are taken as they are (the
+    /// container's checksum and fingerprint say this build wrote them for these tables).
     pub(crate) fn read(r: &mut Reader, parts: SliceInputs) -> Result<SliceGroups> {
         let (num_tokens, words) = (parts.vocab.num_tokens(), parts.words);
         let bad = |what: &str| Error::InvalidArgument(format!("invalid propertok slice cache: {what}"));

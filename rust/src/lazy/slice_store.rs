@@ -18,9 +18,10 @@
 //! and the slice patterns, not just the tokenizer file. The payload repeats its key.
 //!
 //! # Invariants
-//! * A file is read only when its container, version, fingerprint and key match, and every
-//!   index in it is checked ([`SliceGroups::read`]); anything else is ignored and the set is
-//!   walked and written again. A file never changes a mask: it holds what a walk would make.
+//! * A file is read only when its container (checksum included), version, fingerprint and key
+//!   match and its tables' indices check ([`SliceGroups::read`]); anything else is ignored and
+//!   the set is walked and written again. A file never changes a mask: it holds what a walk
+//!   would make.
 //! * Files are written to a temporary name and renamed into place, so readers in other
 //!   processes see a whole file or none. Failures to write are ignored (the cache is an
 //!   optimisation).

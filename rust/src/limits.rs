@@ -101,6 +101,11 @@ pub const SLICE_CACHE_BYTES: usize = 64 << 20;
 /// field of every schema): ~18 KB for a number's ~1,100 digit tokens on Llama 3. Emptied when full; a dropped walk is redone on its next use, identically.
 pub const WALK_CACHE_BYTES: usize = 16 << 20;
 
+/// Bytes of forbidden sets one tokenizer keeps as bitsets for all its lazy guides, beyond those
+/// the tokenizer DFA holds as bitsets (`crate::lazy::engine::TokenizerParts::clear_forbidden`):
+/// 16 KB a class on Llama 3. Emptied when full; a dropped bitset is made again, identically.
+pub const FORBIDDEN_BITS_CACHE_BYTES: usize = 16 << 20;
+
 /// Bytes of the rule automata one `Compiler` keeps for the grammars and recursive schemas it
 /// compiles (`crate::lazy::pushdown::RuleAutomata`; a JSON schema's start rule takes ~0.1-3 MB).
 /// Emptied when full; a dropped automaton is rebuilt, identically, when next needed.

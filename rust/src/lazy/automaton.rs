@@ -154,7 +154,7 @@ impl LazyAutomaton {
                     for (o, &l) in out.iter_mut().zip(parts.lone.iter()) {
                         *o &= !l;
                     }
-                    parts.tok.clear_forbidden(c, out);
+                    parts.clear_forbidden(c, out);
                 }
                 for &(z, u) in members {
                     if u == NONE {

@@ -163,6 +163,9 @@ pub struct TokenizerParts {
     pub(crate) slices: Slices,
     /// Walks of unsliced text states with a small byte closure (see [`Engine::walk_or_reuse`]).
     walks: WalksByShape,
+    /// Forbidden sets of classes as bitsets, made on first use (see
+    /// [`TokenizerParts::clear_forbidden`]).
+    forbidden_bits: BoundedCache<u32, Arc<[u32]>>,
     /// The bytes some token spells (every byte with byte-fallback tokens): what a text may hold
     /// (see `crate::lazy::pushdown::PushdownDfa::new`).
     pub(crate) text_bytes: [bool; 256],
@@ -213,6 +216,7 @@ impl TokenizerParts {
             usable,
             slices,
             walks: BoundedCache::new(crate::limits::WALK_CACHE_BYTES),
+            forbidden_bits: BoundedCache::new(crate::limits::FORBIDDEN_BITS_CACHE_BYTES),
             text_bytes,
             hints,
         })
@@ -235,6 +239,27 @@ impl TokenizerParts {
             self.slices.set_store(store);
         }
         self
+    }
+
+    /// Clears the forbidden next tokens of `class` from the dense mask `out`.
+    ///
+    /// Why a cache: the tokenizer DFA keeps a class's set as a bitset only past 4 ids a word
+    /// (443 of Llama 3's 36,464 classes); the others are cleared id by id, through a rank
+    /// table. At a string's contents every mask clears the set of its last token's class, and
+    /// sets of a few thousand ids made that 7.8 % of a string document's instructions. A set of
+    /// at least half an id a word is made a bitset on first use and kept for every guide.
+    pub(crate) fn clear_forbidden(&self, class: u32, out: &mut [u32]) {
+        let tok = &*self.tok;
+        let set = tok.forbidden(class);
+        if tok.forbidden_bits(class).is_some() || set.len() * 2 < out.len() {
+            return tok.clear_forbidden(class, out);
+        }
+        let bits = self.forbidden_bits.get(&class).unwrap_or_else(|| {
+            let mut bits = vec![0u32; out.len()];
+            set.for_each(|t| crate::util::bitset::set(&mut bits, t as usize));
+            self.forbidden_bits.insert(class, bits.into(), out.len() * 4)
+        });
+        crate::util::bitset::clear_all(out, &bits);
     }
 
     /// The same parts without slices: every text state is walked in full.

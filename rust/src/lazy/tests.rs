@@ -761,3 +761,25 @@ fn slice_sets_from_the_disk_cache_give_the_walked_masks() {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// The forbidden sets a tokenizer keeps as bitsets for its lazy guides, made on first use
+/// (`TokenizerParts::clear_forbidden`), clear what the tokenizer DFA's own sets clear: every
+/// class of GPT-2, twice, so that the second round reads the bitsets made in the first.
+#[test]
+fn forbidden_sets_cached_as_bitsets_clear_the_same_tokens() {
+    let compiler = Compiler::new(Arc::new(crate::testing::shared_vocabulary("gpt2")), Limits::default());
+    let parts = compiler.lazy_parts().unwrap();
+    let tok = &parts.tok;
+    let words = crate::util::bitset::words_for(parts.vocab.vocab_size());
+    let mut made = 0;
+    for round in 0..2 {
+        for c in 0..tok.num_classes() as u32 {
+            let (mut got, mut want) = (vec![u32::MAX; words], vec![u32::MAX; words]);
+            parts.clear_forbidden(c, &mut got);
+            tok.clear_forbidden(c, &mut want);
+            assert!(got == want, "class {c}, round {round}");
+            made += (round == 0 && tok.forbidden_bits(c).is_none() && tok.forbidden(c).len() * 2 >= words) as usize;
+        }
+    }
+    assert!(made > 0, "no class took a cached bitset");
+}

@@ -6,8 +6,8 @@
 //! every guide and every process. A `Compiler` keeps the sets it made in memory, but each new
 //! process walked them again, one start at a time, when a guide first met it: on Llama 3 a JSON
 //! string's contents after a new kind of character (3 digits, a letter, a space) cost a mask
-//! 14-17 ms, the worst mask of the Glaiveai2K documents (`docs/design.md` §8). Kept on disk,
-//! such a first visit reads ~1 MB instead (under a millisecond).
+//! 13-27 ms, the worst mask of the Glaiveai2K documents (`docs/design.md` §8). Kept on disk,
+//! such a first visit reads up to ~1 MB instead: 0.65-1.5 ms for the whole mask.
 //!
 //! # Layout and keys
 //! One file per set, `slices-<fingerprint>/<slice>-<counted>-<start>.bin`, in the container of

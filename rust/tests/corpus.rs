@@ -78,7 +78,6 @@ fn vocabulary(tokenizer: &Value) -> Vocabulary {
     Vocabulary::char_bpe_for_tests(&tokens, &merges).expect("a valid synthetic table")
 }
 
-/// Whether `guide` allows `ids` token by token (mask and step agree), then EOS.
 /// The mask of `state`, checked against `write_mask` into a buffer of ones: a mask is computed
 /// into the caller's buffer without zeroing it first, so every engine must write every word.
 fn mask(guide: &Guide, state: u32) -> Result<Vec<u32>, String> {
@@ -91,6 +90,7 @@ fn mask(guide: &Guide, state: u32) -> Result<Vec<u32>, String> {
     }
 }
 
+/// Whether `guide` allows `ids` token by token (mask and step agree), then EOS.
 fn accepts(guide: &Guide, ids: &[u32]) -> Result<bool, String> {
     let mut state = guide.initial_state();
     for &t in ids {

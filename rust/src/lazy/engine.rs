@@ -696,7 +696,7 @@ impl Engine {
                 let targets: Vec<(u32, u32)> = (inside.targets().iter().enumerate())
                     .filter_map(|(j, &k)| Some((walked.target(slice.target(k)?), j as u32)))
                     .collect();
-                for exits in self.parts.slices.exits(&slice, &self.space) {
+                for exits in self.parts.slices.exits(&slice, &self.space, &self.parts.vocab) {
                     walk(exits, &mut walked);
                 }
                 self.sliced.fetch_add(1, Ordering::Relaxed);
@@ -760,7 +760,7 @@ impl Engine {
         if let Some(known) = self.slice_uses.get(&q) {
             return Ok(known);
         }
-        let found = self.parts.slices.find(self.space.dfa(), q);
+        let found = self.parts.slices.find(self.space.dfa(), q, self.parts.slice_inputs());
         self.charge(BYTES_PER_ENTRY + found.as_ref().map_or(0, |u| u.heap_bytes()))?;
         Ok(self.slice_uses.insert_if_absent(q, found))
     }

@@ -91,13 +91,39 @@
 //! walked once) plus a walk of the other tokens (marks, vowel signs, a character's continuation
 //! bytes: a few thousand) from `(s₀, m, n, f)` itself.
 //!
+//! # Derived slices
+//! The patterns above are the classes JSON uses. Regexes written by people have classes of
+//! their own: a lazy `(.*?)\.alfred3?workflow` (each of its states watches for the suffix, so
+//! none loops on `.*`), `[A-Za-z0-9 &,./@-]{1,32}`, a host name's `[a-z0-9-]`. Each such state
+//! was walked in full, 10-25 ms per first visit on Llama 3, at every step of a document that
+//! stays in it. So where no pattern fits, [`Slices::find`] reads a class off the regex state
+//! ([`derived_class`]): the ASCII characters that take it to the state most of them lead to
+//! (at least [`MIN_DERIVED_ASCII`]), plus every non-ASCII character if the state takes every
+//! UTF-8 lead byte. The class's star is checked like a pattern, by [`simulate`] or
+//! [`simulate_counted`] (a non-ASCII class that fails is tried again without them), so a
+//! derived slice is exact for the same reasons; the class only decides which slice to try.
+//! Its other characters leave it as exit tokens (the suffix's `.` above).
+//!
+//! A derived slice is identified by its class ([`SliceId::Derived`]), so its group sets are
+//! shared by every guide and process like a pattern's, and kept on disk under the class's
+//! name. A counted use must still be alive [`MIN_DERIVED_COUNT`] characters on: `(.)` in an
+//! address pattern counts one character of `[^0-9]` and then takes digits only, and a slice
+//! set (every token of the class) would cost ~100 times the walk that stops at the second
+//! character. A tokenizer derives at most [`MAX_DERIVED_SLICES`] slices; past them states are
+//! walked in full. Each costs one preorder pass over the token trie (~14 M instructions on
+//! Llama 3, a few ms; token by token it took 12-32 ms, chasing each token's bytes) and keeps its
+//! exit tokens' ids; an exit trie is built the first time a guide walks it.
+//!
+//! Measured by callgrind over `compare.py`'s 300 Llama 3 documents in one process, slice sets
+//! read from the disk cache: see `docs/design.md` §8.
+//!
 //! # Costs and limits
 //! [`Slices::find`] runs once per regex state a guide walks, narrow ones included, so it first
 //! checks per slice, without allocating, that the state takes every byte the slice takes from
-//! its start (most states fail there, in well under a microsecond); a full [`simulate`]
-//! visits `S`'s ~10 states × 256 bytes, [`simulate_counted`] `S`'s states × 256 counts × the
-//! joint byte classes. A slice
-//! group set holds the ~120,000 tokens of one `(s₀, m, n)` and ~50,000 groups (~1 MB); the cache
+//! its start (most states fail there, in well under a microsecond), and derives a class from
+//! one step per ASCII byte class; a full [`simulate`] visits `S`'s ~10 states × 256 bytes,
+//! [`simulate_counted`] `S`'s states × 256 counts × the joint byte classes. A slice group set
+//! holds the ~120,000 tokens of one `(s₀, m, n)` and ~50,000 groups (~1 MB); the cache
 //! keeps them within [`SLICE_CACHE_BYTES`] per tokenizer and is emptied when full (they are a
 //! pure function of the tokenizer, so dropping them costs a walk, never a different mask). With
 //! a cache directory they are also kept on disk, and a new process reads them instead of
@@ -121,7 +147,7 @@ use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT};
 use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START};
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
-use crate::util::concurrent::BoundedCache;
+use crate::util::concurrent::{compute_once, BoundedCache};
 use crate::util::serialize::{Reader, Sink};
 
 /// The languages sliced, widest first (a regex state takes the first it loops on): any line; a
@@ -463,18 +489,77 @@ impl SliceGroups {
 
 /// One slice: its DFA as a text space (same pre-tokenizer and added-token prefixes as the
 /// guides), its exit tokens, and per token the characters its walk through the slice completes.
-struct Slice {
+pub(crate) struct Slice {
+    id: SliceId,
+    pattern: String,
     dfa: ByteDfa,
     space: TextSpace,
     /// The exit tokens by where they leave: `(slice state, byte)`, the slice state their walk
     /// from the start reaches before the first byte the slice does not take, and that byte.
-    exits: Vec<(u32, u8, TokenTrie)>,
+    exits: Vec<Exit>,
     /// Per token id: how many characters its walk from the slice's start completes (0 for exit
     /// tokens and tokens outside the trie), at most 255.
     chars: Box<[u8]>,
     max_chars: usize,
     /// The witness tokens a group's certificate tries, in order (see [`Certificates`]).
     witnesses: Box<[u32]>,
+}
+
+/// The exit tokens of a slice that leave it at one place: their ids, and their trie, built the
+/// first time a guide walks them. Why lazily: a derived slice of a narrow class (`[a-z]*`) has
+/// most of the vocabulary as exit tokens, but a regex state takes only a few of the bytes they
+/// leave by; their tries in full took ~10 MB per such slice on Llama 3.
+struct Exit {
+    at: u32,
+    byte: u8,
+    tokens: Box<[u32]>,
+    trie: std::sync::OnceLock<TokenTrie>,
+}
+
+impl std::fmt::Debug for Slice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Slice({})", self.pattern)
+    }
+}
+
+/// A slice's identity, the same in every process (the disk cache's files are named by it):
+/// one of [`SLICE_PATTERNS`], or the star of a character class read off a regex state.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum SliceId {
+    Pattern(u8),
+    Derived(CharClass),
+}
+
+impl SliceId {
+    /// The name a file of the disk cache carries.
+    pub(crate) fn name(&self) -> String {
+        match self {
+            SliceId::Pattern(i) => format!("p{i}"),
+            SliceId::Derived(c) => format!("c{:032x}{}", c.ascii, c.non_ascii as u8),
+        }
+    }
+}
+
+/// A set of characters: ASCII bytes as a bitset, and either all non-ASCII characters or none.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct CharClass {
+    pub(crate) ascii: u128,
+    pub(crate) non_ascii: bool,
+}
+
+impl CharClass {
+    /// The class's star as a regex of our syntax.
+    fn star(&self) -> String {
+        let mut members = String::new();
+        for b in (0..128u8).filter(|&b| self.ascii >> b & 1 == 1) {
+            members.push_str(&format!("\\x{b:02X}"));
+        }
+        match (members.is_empty(), self.non_ascii) {
+            (false, true) => format!("([{members}]|[^\\x00-\\x7F])*"),
+            (false, false) => format!("[{members}]*"),
+            (true, _) => "[^\\x00-\\x7F]*".to_string(),
+        }
+    }
 }
 
 impl Slice {
@@ -526,7 +611,7 @@ pub(crate) enum Counting {
 /// [`DEAD`] where the regex dies.
 #[derive(Clone, Debug)]
 pub(crate) struct SliceUse {
-    pub(crate) slice: usize,
+    slice: Arc<Slice>,
     counting: Counting,
     /// The slice's number of states (`n`).
     states: u32,
@@ -562,8 +647,14 @@ impl SliceUse {
 
     /// The pattern of the slice taken.
     #[cfg(test)]
-    pub(crate) fn pattern(&self) -> &'static str {
-        SLICE_PATTERNS[self.slice]
+    pub(crate) fn pattern(&self) -> &str {
+        &self.slice.pattern
+    }
+
+    /// The identity of the slice taken.
+    #[cfg(test)]
+    pub(crate) fn slice_id(&self) -> SliceId {
+        self.slice.id
     }
 
     /// How the use counts characters.
@@ -575,7 +666,12 @@ impl SliceUse {
     /// A use that maps nothing (for tests of the groups alone).
     #[cfg(test)]
     pub(crate) fn unmapped() -> SliceUse {
-        SliceUse { slice: 0, counting: Counting::Loop, states: 1, map: Arc::from(Vec::new()) }
+        let dfa = ByteDfa::from_regex(".*", 64).unwrap();
+        let space = TextSpace::new(dfa.clone(), None, Arc::new(ContentTrie::default()), None).unwrap();
+        let (id, pattern) = (SliceId::Pattern(0), ".*".to_string());
+        let (exits, chars, witnesses) = (Vec::new(), Box::new([]) as Box<[u8]>, Box::new([]) as Box<[u32]>);
+        let slice = Slice { id, pattern, dfa, space, exits, chars, max_chars: 0, witnesses };
+        SliceUse { slice: Arc::new(slice), counting: Counting::Loop, states: 1, map: Arc::from(Vec::new()) }
     }
 }
 
@@ -586,9 +682,26 @@ struct NormalSplit {
     sensitive: TokenTrie,
 }
 
+/// A class's derived slice: its star's DFA (`None` if it did not build), and the slice, built
+/// the first time a regex state uses the class (`None` if that failed).
+struct Derived {
+    dfa: Option<ByteDfa>,
+    slice: std::sync::OnceLock<Option<Arc<Slice>>>,
+}
+
 /// The slices of one tokenizer and their cache (see the module docs).
 pub(crate) struct Slices {
-    slices: Vec<Slice>,
+    /// The slices of [`SLICE_PATTERNS`], in order.
+    fixed: Vec<Arc<Slice>>,
+    /// The slices derived from regex states' character classes (see the module docs), by class,
+    /// made on first use.
+    derived: std::sync::RwLock<rustc_hash::FxHashMap<CharClass, Arc<Derived>>>,
+    /// The derived slices built, at most [`MAX_DERIVED_SLICES`].
+    derived_built: AtomicUsize,
+    /// What a derived slice's text space is built from.
+    pieces: Option<Arc<PieceTable>>,
+    contents: Arc<ContentTrie>,
+    normal_form: Option<&'static NormalForm>,
     normal: Option<NormalSplit>,
     /// Keyed by (slice, counted, start in the slice's space).
     cache: BoundedCache<SliceKey, Arc<SliceGroups>>,
@@ -599,9 +712,42 @@ pub(crate) struct Slices {
     loaded: AtomicUsize,
 }
 
+impl Slice {
+    /// The slice of `pattern` (whose DFA is `dfa`) over the tokens of `trie`: one preorder pass
+    /// over the trie finds the exit tokens and each other token's characters.
+    fn build(
+        id: SliceId,
+        pattern: String,
+        dfa: ByteDfa,
+        trie: &TokenTrie,
+        vocab: &Vocabulary,
+        tok: &TokenizerDfa,
+        slices: &Slices,
+    ) -> Result<Slice> {
+        let mut leaving: std::collections::BTreeMap<(u32, u8), Vec<u32>> = Default::default();
+        let mut chars = vec![0u8; vocab.num_tokens()].into_boxed_slice();
+        trie.for_each_walk_or_leave(
+            (dfa.start(), 0usize),
+            |(s, k), b| match dfa.next(s, b) {
+                DEAD => None,
+                next => Some((next, k + dfa.is_accepting(next) as usize)),
+            },
+            |t, (_, k)| chars[t as usize] = k.min(255) as u8,
+            |(s, _), b, tokens| leaving.entry((s, b)).or_default().extend_from_slice(tokens),
+        );
+        let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
+        let space = TextSpace::new(dfa.clone(), slices.pieces.clone(), slices.contents.clone(), slices.normal_form)?;
+        let witnesses = witness_tokens(trie, vocab, tok, &chars);
+        let exits = (leaving.into_iter())
+            .map(|((at, byte), tokens)| Exit { at, byte, tokens: tokens.into(), trie: Default::default() })
+            .collect();
+        Ok(Slice { id, pattern, dfa, space, exits, chars, max_chars, witnesses })
+    }
+}
+
 impl Slices {
-    /// The slices of the tokens of `trie` (~2 ms each on a 128k vocabulary: one pass over the
-    /// tokens to find the exit tokens).
+    /// The slices of the tokens of `trie`: those of [`SLICE_PATTERNS`] now, derived ones on
+    /// first use.
     pub(crate) fn new(
         trie: &TokenTrie,
         vocab: &Vocabulary,
@@ -610,35 +756,7 @@ impl Slices {
         contents: Arc<ContentTrie>,
         normal: Option<&'static NormalForm>,
     ) -> Result<Slices> {
-        let slices = SLICE_PATTERNS
-            .iter()
-            .map(|pattern| {
-                let dfa = ByteDfa::from_regex(pattern, 64)?;
-                let mut leaving: std::collections::BTreeMap<(u32, u8), Vec<TrieEntry>> = Default::default();
-                let mut chars = vec![0u8; vocab.num_tokens()].into_boxed_slice();
-                trie.for_each_token(|t| {
-                    let bytes = vocab.token_bytes(t);
-                    let mut s = dfa.start();
-                    let mut k = 0usize;
-                    for &b in bytes {
-                        let before = s;
-                        s = dfa.next(s, b);
-                        if s == DEAD {
-                            leaving.entry((before, b)).or_default().push((t, bytes));
-                            return;
-                        }
-                        k += dfa.is_accepting(s) as usize;
-                    }
-                    chars[t as usize] = k.min(255) as u8;
-                });
-                let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
-                let space = TextSpace::new(dfa.clone(), pieces.clone(), contents.clone(), normal)?;
-                let witnesses = witness_tokens(trie, vocab, tok, &chars);
-                let exits = leaving.into_iter().map(|((s, b), tokens)| (s, b, TokenTrie::new(tokens))).collect();
-                Ok(Slice { dfa, space, exits, chars, max_chars, witnesses })
-            })
-            .collect::<Result<_>>()?;
-        let normal = normal.map(|nf| {
+        let split = normal.map(|nf| {
             let mut inert_first = vec![false; vocab.num_tokens()].into_boxed_slice();
             let mut sensitive = Vec::new();
             trie.for_each_token(|t| {
@@ -654,14 +772,14 @@ impl Slices {
             });
             NormalSplit { inert_first, sensitive: TokenTrie::new(sensitive) }
         });
-        Ok(Slices {
-            slices,
-            normal,
-            cache: BoundedCache::new(SLICE_CACHE_BYTES),
-            store: None,
-            walked: AtomicUsize::new(0),
-            loaded: AtomicUsize::new(0),
-        })
+        let mut slices = Slices { pieces, contents, normal_form: normal, normal: split, ..Slices::none() };
+        slices.cache = BoundedCache::new(SLICE_CACHE_BYTES);
+        for (i, pattern) in SLICE_PATTERNS.iter().enumerate() {
+            let dfa = ByteDfa::from_regex(pattern, 64)?;
+            let slice = Slice::build(SliceId::Pattern(i as u8), pattern.to_string(), dfa, trie, vocab, tok, &slices)?;
+            slices.fixed.push(Arc::new(slice));
+        }
+        Ok(slices)
     }
 
     /// Keeps the sets in `store` too, between processes (see [`crate::lazy::slice_store`]).
@@ -674,11 +792,21 @@ impl Slices {
         (self.walked.load(Ordering::Relaxed), self.loaded.load(Ordering::Relaxed))
     }
 
-    /// No slices: every text state is walked in full (for tests that compare the two).
+    /// The slices derived so far (see [`MAX_DERIVED_SLICES`]).
     #[cfg(test)]
+    pub(crate) fn num_derived(&self) -> usize {
+        self.derived_built.load(Ordering::Relaxed)
+    }
+
+    /// No slices: every text state is walked in full (for tests that compare the two).
     pub(crate) fn none() -> Slices {
         Slices {
-            slices: Vec::new(),
+            fixed: Vec::new(),
+            derived: Default::default(),
+            derived_built: AtomicUsize::new(0),
+            pieces: None,
+            contents: Default::default(),
+            normal_form: None,
             normal: None,
             cache: BoundedCache::new(0),
             store: None,
@@ -687,40 +815,83 @@ impl Slices {
         }
     }
 
-    /// How regex state `q` of `dfa` takes a slice's tokens: the first slice it loops on, else
-    /// the first whose characters it counts.
-    pub(crate) fn find(&self, dfa: &TextRegex, q: u32) -> Option<SliceUse> {
-        let found = |slice: usize, counting, map: Vec<u32>| {
-            let states = self.slices[slice].dfa.num_states() as u32;
-            SliceUse { slice, counting, states, map: map.into() }
-        };
+    /// How regex state `q` of `dfa` takes a slice's tokens: the first of [`SLICE_PATTERNS`] it
+    /// loops on, else the first whose characters it counts, else the slice of the characters
+    /// it takes to one same state, if they are many ([`derived_class`]).
+    pub(crate) fn find(&self, dfa: &TextRegex, q: u32, parts: SliceInputs) -> Option<SliceUse> {
         // A necessary condition of both uses, and the one most regex states fail: once per slice.
-        let taken = (self.slices.iter().enumerate())
+        let taken = (self.fixed.iter().enumerate())
             .filter(|(_, s)| takes_first_byte(&s.dfa, dfa, q))
             .fold(0u64, |taken, (i, _)| taken | 1 << i);
-        let candidates = || self.slices.iter().enumerate().filter(move |&(i, _)| taken >> i & 1 == 1);
-        candidates().find_map(|(i, s)| Some(found(i, Counting::Loop, simulate(&s.dfa, dfa, q)?))).or_else(|| {
-            candidates().find_map(|(i, s)| {
-                let mut map = simulate_counted(&s.dfa, s.max_chars, dfa, q)?;
-                let n = s.dfa.num_states();
-                match saturation(&map, n) {
-                    Some(c) => {
-                        map.truncate(n * (c as usize + 1));
-                        Some(found(i, Counting::Saturating(c), map))
-                    }
-                    None => Some(found(i, Counting::UpTo, map)),
+        let candidates = || self.fixed.iter().enumerate().filter(move |&(i, _)| taken >> i & 1 == 1);
+        (candidates().find_map(|(_, s)| use_as_loop(s, dfa, q)))
+            .or_else(|| candidates().find_map(|(_, s)| use_as_count(s, dfa, q)))
+            .or_else(|| self.find_derived(dfa, q, parts))
+    }
+
+    /// The use of a derived slice by `q`: that of its class with every non-ASCII character
+    /// where `q` takes them, else of its ASCII characters alone (the others leave as exit
+    /// tokens). The slice's own DFA is checked first: its tables are built only for a class a
+    /// state uses ([`counts_long`] for a counted use).
+    fn find_derived(&self, dfa: &TextRegex, q: u32, parts: SliceInputs) -> Option<SliceUse> {
+        if self.fixed.is_empty() {
+            return None;
+        }
+        let class = derived_class(dfa, q)?;
+        let try_class = |class: CharClass| {
+            let derived = self.derived(class)?;
+            let slice_dfa = derived.dfa.as_ref()?;
+            let looped = simulate(slice_dfa, dfa, q).is_some();
+            if !looped && !counts_long(slice_dfa, dfa, q) {
+                return None;
+            }
+            let slice = compute_once(&derived.slice, || {
+                // Past the limit the class keeps no slice (its states are walked in full).
+                if self.derived_built.fetch_add(1, Ordering::Relaxed) >= MAX_DERIVED_SLICES {
+                    self.derived_built.fetch_sub(1, Ordering::Relaxed);
+                    return None;
                 }
-            })
-        })
+                let (trie, vocab, tok) = (parts.trie, parts.vocab, parts.tok);
+                Slice::build(SliceId::Derived(class), class.star(), slice_dfa.clone(), trie, vocab, tok, self)
+                    .ok()
+                    .map(Arc::new)
+            });
+            let slice = slice.as_ref()?;
+            if looped {
+                use_as_loop(slice, dfa, q)
+            } else {
+                use_as_count(slice, dfa, q)
+            }
+        };
+        try_class(class)
+            .or_else(|| class.non_ascii.then(|| try_class(CharClass { non_ascii: false, ..class })).flatten())
+    }
+
+    /// The derived slice of `class` (its DFA built on first use, outside the lock: two threads
+    /// may both build it, and the first one kept serves both), or `None` for a new class past
+    /// [`MAX_DERIVED_CLASSES`].
+    fn derived(&self, class: CharClass) -> Option<Arc<Derived>> {
+        let known = self.derived.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = known.get(&class) {
+            return Some(known.clone());
+        }
+        if known.len() >= MAX_DERIVED_CLASSES {
+            return None;
+        }
+        drop(known);
+        let dfa = ByteDfa::from_regex(&class.star(), 64).ok();
+        let made = Arc::new(Derived { dfa, slice: Default::default() });
+        let mut derived = self.derived.write().unwrap_or_else(|e| e.into_inner());
+        Some(derived.entry(class).or_insert(made).clone())
     }
 
     /// The slice's groups from its start with the pre-tokenizer and added-token sides of `at`;
     /// for a counted use, with each target's slice state `s'` as `s' + n·k` for its tokens'
     /// number of characters `k`.
     pub(crate) fn groups(&self, parts: SliceInputs, slice: &SliceUse, at: TextKey) -> Arc<SliceGroups> {
-        let s = &self.slices[slice.slice];
+        let s = &*slice.slice;
         let from = at.with_regex_state(s.dfa.start());
-        let key = (slice.slice, slice.counts_chars(), from);
+        let key = (s.id, slice.counts_chars(), from);
         if let Some(known) = self.cache.get(&key) {
             return known;
         }
@@ -772,13 +943,14 @@ impl Slices {
     /// [`chain_roots`]).
     #[cfg(test)]
     pub(crate) fn chain_step(&self, slice: &SliceUse, node: Hub, parts: SliceInputs) -> Option<Hub> {
-        chain_successor(node, &self.slices[slice.slice], slice.counts_chars(), parts)
+        chain_successor(node, &slice.slice, slice.counts_chars(), parts)
     }
 
     /// The tries of the tokens whose walk through the slice from its start dies, leaving at a
     /// byte some regex state the use pairs with the leaving slice state takes: the others die in
     /// the guide's regex at that byte too (a JSON string's contents take `"` and `\`, not the
-    /// newlines and tabs that half of Llama 3's ~4,800 exit tokens leave by).
+    /// newlines and tabs that half of Llama 3's ~4,800 exit tokens leave by). Each trie is built
+    /// the first time it is walked.
     ///
     /// A counted use pairs the leaving slice state with one regex state per count (~60). Most
     /// exits leave by a byte no regex state takes (a control character), so that is asked
@@ -791,22 +963,125 @@ impl Slices {
         &'a self,
         slice: &'a SliceUse,
         space: &'a TextSpace,
+        vocab: &'a Vocabulary,
     ) -> impl Iterator<Item = &'a TokenTrie> {
-        let s = &self.slices[slice.slice];
+        let s = &*slice.slice;
         let n = s.dfa.num_states();
         let dfa = space.dfa();
-        s.exits.iter().filter_map(move |(at, b, trie)| {
-            let mut paired = slice.map.iter().skip(*at as usize).step_by(n);
-            let takes = |q: &u32| *q != DEAD && dfa.next(*q, *b) != DEAD;
+        s.exits.iter().filter_map(move |exit| {
+            let (at, b) = (exit.at, exit.byte);
+            let mut paired = slice.map.iter().skip(at as usize).step_by(n);
+            let takes = |q: &u32| *q != DEAD && dfa.next(*q, b) != DEAD;
             let taken = match (slice.counts_chars(), dfa.as_dfa()) {
                 (false, _) => paired.next().is_some_and(takes),
-                (true, Some(_)) => space.may_take(*b) && paired.any(takes),
-                (true, None) => paired.next().is_some_and(takes) || space.may_take(*b),
+                (true, Some(_)) => space.may_take(b) && paired.any(takes),
+                (true, None) => paired.next().is_some_and(takes) || space.may_take(b),
             };
-            taken.then_some(trie)
+            let trie = || TokenTrie::new(exit.tokens.iter().map(|&t| (t, vocab.token_bytes(t))));
+            taken.then(|| compute_once(&exit.trie, trie))
         })
     }
 }
+
+/// `q`'s use of `slice` as a loop, if it loops on it.
+fn use_as_loop(slice: &Arc<Slice>, dfa: &TextRegex, q: u32) -> Option<SliceUse> {
+    let map = simulate(&slice.dfa, dfa, q)?;
+    Some(SliceUse {
+        slice: slice.clone(),
+        counting: Counting::Loop,
+        states: slice.dfa.num_states() as u32,
+        map: map.into(),
+    })
+}
+
+/// `q`'s use of `slice` counting its characters, if it counts them.
+fn use_as_count(slice: &Arc<Slice>, dfa: &TextRegex, q: u32) -> Option<SliceUse> {
+    let mut map = simulate_counted(&slice.dfa, slice.max_chars, dfa, q)?;
+    let n = slice.dfa.num_states();
+    let counting = match saturation(&map, n) {
+        Some(c) => {
+            map.truncate(n * (c as usize + 1));
+            Counting::Saturating(c)
+        }
+        None => Counting::UpTo,
+    };
+    Some(SliceUse { slice: slice.clone(), counting, states: n as u32, map: map.into() })
+}
+
+/// Slices a tokenizer derives from regex states at most (see the module docs): each holds a
+/// table of a byte per token and its exit tokens' ids (~0.6 MB on Llama 3), and the exit tries
+/// its guides walk.
+pub(crate) const MAX_DERIVED_SLICES: usize = 32;
+
+/// Classes a tokenizer derives at most, slices or not: a class whose star no state turns out to
+/// loop on or count keeps only its DFA (a few states), but is not checked again.
+const MAX_DERIVED_CLASSES: usize = 1024;
+
+/// ASCII characters a regex state must take to one same state for a derived slice: fewer, and
+/// the tokens made of them are few enough to walk (hex digits: ~2,500 of Llama 3's tokens).
+const MIN_DERIVED_ASCII: u32 = 32;
+
+/// Characters a counted use of a derived slice must still be alive after: `(.)` in an address
+/// pattern (one character, then digits) counts the class once and dies, and a slice set, which
+/// walks every token of the class, would cost ~100 times the plain walk that stops at the
+/// second character.
+const MIN_DERIVED_COUNT: usize = 6;
+
+/// Whether `q` counts the characters of a derived slice (its DFA `slice`) consistently over
+/// [`MIN_DERIVED_COUNT`] of them, and is still alive after that many.
+fn counts_long(slice: &ByteDfa, dfa: &TextRegex, q: u32) -> bool {
+    let n = slice.num_states();
+    // Over two characters first: most states that fail, fail there, before a longer check
+    // steps (and, on a DFA determinized on demand, builds) the regex's states further ahead.
+    [2, MIN_DERIVED_COUNT].into_iter().all(|count| {
+        simulate_counted(slice, count, dfa, q).is_some_and(|map| map[n * count..].iter().any(|&r| r != DEAD))
+    })
+}
+
+/// The characters regex state `q` takes to one same state, if at least [`MIN_DERIVED_ASCII`]
+/// ASCII ones: the ASCII bytes that lead to the state most of them lead to, and all non-ASCII
+/// characters if `q` takes every UTF-8 lead byte (the slice's simulation then checks that they
+/// too lead there). `.*?\.txt`'s first state takes every character but `.` and the newline to
+/// itself; `[A-Za-z0-9 ]{1,32}`'s states each take their class to the next.
+fn derived_class(dfa: &TextRegex, q: u32) -> Option<CharClass> {
+    // Most states are narrow (a key's next byte, a digit): two of a few common characters to
+    // one state first, before a step per ASCII byte class (`find` runs at every regex state).
+    let mut sample = SAMPLE.iter().map(|&b| dfa.next(q, b)).filter(|&r| r != DEAD);
+    let first = sample.next()?;
+    sample.find(|&r| r == first)?;
+    let mut of_class = [u32::MAX; 256];
+    let mut to = [DEAD; 128];
+    for b in 0..128u8 {
+        let c = dfa.byte_class(b) as usize;
+        if of_class[c] == u32::MAX {
+            of_class[c] = dfa.next(q, b);
+        }
+        to[b as usize] = of_class[c];
+    }
+    // The state most ASCII bytes lead to: few distinct ones, counted in place.
+    let mut counts = [(DEAD, 0u32); 128];
+    let mut distinct = 0;
+    for &r in to.iter().filter(|&&r| r != DEAD) {
+        match counts[..distinct].iter_mut().find(|(s, _)| *s == r) {
+            Some((_, n)) => *n += 1,
+            None => {
+                counts[distinct] = (r, 1);
+                distinct += 1;
+            }
+        }
+    }
+    let &(most, n) = counts[..distinct].iter().max_by_key(|&&(r, n)| (n, std::cmp::Reverse(r)))?;
+    if n < MIN_DERIVED_ASCII {
+        return None;
+    }
+    let ascii = (0..128).filter(|&b| to[b] == most).fold(0u128, |acc, b| acc | 1 << b);
+    let non_ascii = (0xC2..=0xF4u8).all(|b| dfa.next(q, b) != DEAD);
+    Some(CharClass { ascii, non_ascii })
+}
+
+/// Characters most classes of [`MIN_DERIVED_ASCII`] or more hold two of (see
+/// [`derived_class`]): a class without two of them to one state derives no slice.
+const SAMPLE: &[u8] = b"ea0 E-._";
 
 /// The tokenizer tables a slice walk reads.
 #[derive(Clone, Copy)]
@@ -840,9 +1115,6 @@ fn words_to_keys(words: &[u32]) -> Option<Vec<TextKey>> {
             .collect()
     })
 }
-
-/// A token and its bytes, as a trie is built from.
-type TrieEntry<'a> = (u32, &'a [u8]);
 
 /// How many witness tokens a certificate tries: enough that nearly every class allows one
 /// (a class forbids the tokens that would merge with its own, a few letters at most).

@@ -11,7 +11,9 @@
 //!
 //! # Layout and keys
 //! One file per set, `slices-<fingerprint>/<slice>-<counted>-<start>.bin`, in the container of
-//! [`crate::util::serialize`] (versioned, checksummed). The start is a [`TextKey`], whose
+//! [`crate::util::serialize`] (versioned, checksummed). The slice is named by its identity
+//! ([`SliceId::name`]): `p1` for the second of the slice patterns, `c<ASCII bitset><0|1>` for a
+//! class derived from a regex state, whose meaning is its name. The start is a [`TextKey`], whose
 //! numbers (pre-tokenizer and added-token states) mean something only to tables that number
 //! alike, so the fingerprint covers those tables themselves (the piece table, the added-token
 //! trie, the normal form), every token's class in the tokenizer DFA, the vocabulary's content
@@ -35,7 +37,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::slice::{SliceGroups, SliceInputs};
+use super::slice::{SliceGroups, SliceId, SliceInputs};
 use super::text::TextKey;
 use crate::pre_tokenizer::normal_form::NormalForm;
 use crate::pre_tokenizer::piece_table::PieceTable;
@@ -47,7 +49,7 @@ use crate::util::serialize::{Fnv64, Reader, Sink, Writer};
 
 const SLICE_FILE_KIND: &[u8; 4] = b"SLCG";
 /// The format and construction version of slice group files (see the module docs).
-pub(crate) const SLICE_FILE_VERSION: u32 = 1;
+pub(crate) const SLICE_FILE_VERSION: u32 = 2;
 
 /// Where one tokenizer's slice group sets are kept.
 pub(crate) struct SliceStore {
@@ -56,7 +58,7 @@ pub(crate) struct SliceStore {
 }
 
 /// A set's key: `(slice, counted, start)`.
-pub(crate) type SliceKey = (usize, bool, TextKey);
+pub(crate) type SliceKey = (SliceId, bool, TextKey);
 
 /// The tables a slice group set's numbers refer to (see the module docs).
 pub(crate) struct StoreInputs<'a> {
@@ -95,16 +97,27 @@ impl SliceStore {
     }
 
     fn file_name(key: &SliceKey) -> String {
-        format!("{}-{}-{:032x}.bin", key.0, key.1 as u8, key.2.to_bits())
+        format!("{}-{}-{:032x}.bin", key.0.name(), key.1 as u8, key.2.to_bits())
+    }
+
+    /// The key a file's payload starts with: the slice's name, `counted` and the start.
+    fn write_key(w: &mut impl Sink, (id, counted, start): &SliceKey) {
+        let name = id.name();
+        w.u64(name.len() as u64);
+        name.bytes().for_each(|b| w.u8(b));
+        w.u8(*counted as u8);
+        let bits = start.to_bits();
+        w.u64(bits as u64);
+        w.u64((bits >> 64) as u64);
     }
 
     /// The set of `key` from its file, if there is a valid one.
     pub(crate) fn load(&self, key: &SliceKey, parts: SliceInputs) -> Option<SliceGroups> {
         let bytes = std::fs::read(self.dir.join(Self::file_name(key))).ok()?;
         let mut r = Reader::open(&bytes, SLICE_FILE_KIND, SLICE_FILE_VERSION, self.fingerprint).ok()?;
-        let stored = (r.u64().ok()?, r.u8().ok()?, r.u64().ok()?, r.u64().ok()?);
-        let bits = key.2.to_bits();
-        if stored != (key.0 as u64, key.1 as u8, bits as u64, (bits >> 64) as u64) {
+        let mut stored_key = Vec::new();
+        Self::write_key(&mut stored_key, key);
+        if r.bytes(stored_key.len()).ok()? != stored_key.as_slice() {
             return None;
         }
         SliceGroups::read(&mut r, parts).ok()
@@ -113,11 +126,7 @@ impl SliceStore {
     /// Writes the set of `key` to its file (whole or not at all; errors are ignored).
     pub(crate) fn save(&self, key: &SliceKey, groups: &SliceGroups) {
         let mut w = Writer::default();
-        let bits = key.2.to_bits();
-        w.u64(key.0 as u64);
-        w.u8(key.1 as u8);
-        w.u64(bits as u64);
-        w.u64((bits >> 64) as u64);
+        Self::write_key(&mut w, key);
         groups.write(&mut w);
         let bytes = w.finish(SLICE_FILE_KIND, SLICE_FILE_VERSION, self.fingerprint);
         let name = Self::file_name(key);

@@ -259,12 +259,12 @@ fn json_string_contents_and_escapes_take_slices() {
         let pattern = |text: &[u8]| {
             let q = text.iter().fold(dfa.start(), |q, &b| dfa.next(q, b));
             assert_ne!(q, DEAD, "{regex} takes {}", String::from_utf8_lossy(text));
-            engine.slice_use(q).unwrap().map(|u| u.pattern())
+            engine.slice_use(q).unwrap().map(|u| u.pattern().to_string())
         };
-        assert_eq!(pattern(br#"{"a": "x"#), Some(if escapes { body } else { chars }), "{regex}");
+        assert_eq!(pattern(br#"{"a": "x"#).as_deref(), Some(if escapes { body } else { chars }), "{regex}");
         assert_eq!(pattern(br#"{"a": "x""#), None, "{regex}");
         if escapes {
-            assert_eq!(pattern(br#"{"a": "x\n y\"#), Some(escape), "{regex}");
+            assert_eq!(pattern(br#"{"a": "x\n y\"#).as_deref(), Some(escape), "{regex}");
         }
     }
 }
@@ -719,12 +719,89 @@ fn prefetching_leaves_decoding_room_within_the_limits() {
     assert_eq!(masks_along(&tight, &walk), masks_along(&eager, &walk));
 }
 
+/// Regex states that take many characters to one same state but loop on none of
+/// `SLICE_PATTERNS` take a slice derived from those characters (`slice::derived_class`): the
+/// states of a lazy `.*?` watching for its suffix (the first takes every character but `.` and
+/// the newline to itself), a counted class of its own, and a host name's characters. The masks
+/// stay the eager ones, on a tokenizer with a pre-tokenizer (GPT-2) and one without
+/// (Mistral-7B), along random walks (which spell other scripts too) and spelled documents.
+#[test]
+fn derived_slices_give_the_eager_masks() {
+    use crate::lazy::slice::SliceId;
+    // Each regex, texts it spells, and prefixes after which the state takes a derived slice.
+    let cases: [(&str, &[&str], &[&str]); 3] = [
+        (
+            r"(.*?)\.alfred3?workflow",
+            &["my.tools.v2.alfredworkflow", "Grüß.alfred.alfred3workflow"],
+            &["ab", "a.b", "a.alf"],
+        ),
+        ("[A-Za-z0-9 &,./@-]{1,10}", &["Smith & Co"], &["", "Sm"]),
+        (r"[a-z0-9-]+(\.[a-z0-9-]+)*", &["mail.example-1.org"], &["ma", "mail.ex"]),
+    ];
+    for vocab in [mistral(), Arc::new(crate::testing::shared_vocabulary("gpt2"))] {
+        let compiler = Compiler::new(vocab.clone(), Limits::default());
+        for (regex, texts, sliced_after) in cases {
+            let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+            let mut walks: Vec<Vec<u32>> = (0..6).map(|seed| eager.random_walk(seed, 40).unwrap()).collect();
+            for text in texts {
+                walks.push(spelling(&eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it"));
+            }
+            for _guide in 0..2 {
+                let lazy = compiler.compile_regex_lazy(regex).unwrap();
+                for (w, walk) in walks.iter().enumerate() {
+                    let (got, want) = (masks_along(&lazy, walk), masks_along(&eager, walk));
+                    if let Some(step) = (0..want.len()).find(|&i| got[i] != want[i]) {
+                        let bits = |m: &[u32]| m.iter().map(|w| w.count_ones()).sum::<u32>();
+                        panic!(
+                            "{regex}, walk {w}, step {step}: lazy allows {} tokens, eager {}",
+                            bits(&got[step]),
+                            bits(&want[step])
+                        );
+                    }
+                }
+                let engine = lazy.lazy_engine().unwrap();
+                let dfa = engine.space().dfa();
+                for prefix in sliced_after {
+                    let q = prefix.bytes().fold(dfa.start(), |q, b| dfa.next(q, b));
+                    assert_ne!(q, DEAD, "{prefix}");
+                    let id = engine.slice_use(q).unwrap().map(|u| u.slice_id());
+                    assert!(matches!(id, Some(SliceId::Derived(_))), "{regex} after {prefix:?}: {id:?}");
+                }
+            }
+        }
+        assert!(compiler.lazy_parts().unwrap().slices.num_derived() >= 3);
+    }
+}
+
+/// Past `MAX_DERIVED_SLICES` classes a tokenizer derives no more slices: the states are walked
+/// in full, with the same masks.
+#[test]
+fn derived_slices_stop_at_their_limit() {
+    use crate::lazy::slice::MAX_DERIVED_SLICES;
+    let compiler = Compiler::new(mistral(), Limits::default());
+    let parts = compiler.lazy_parts().unwrap();
+    let letters: Vec<char> = ('a'..='z').chain('A'..='Z').collect();
+    let mut made = Vec::new();
+    for i in 0..MAX_DERIVED_SLICES + 4 {
+        // Each regex's class leaves out another letter: one derived slice per regex.
+        let class: String = (letters.iter().enumerate()).filter(|&(j, _)| j != i).map(|(_, c)| *c).collect();
+        let regex = format!("[{class}0-9 ]{{1,12}}");
+        let lazy = compiler.compile_regex_lazy(&regex).unwrap();
+        let eager = compiler.compile_regex(&regex, Method::Cartesian).unwrap();
+        let walk = eager.random_walk(i as u64, 8).unwrap();
+        assert!(masks_along(&lazy, &walk) == masks_along(&eager, &walk), "{regex}");
+        made.push(parts.slices.num_derived());
+    }
+    let want: Vec<usize> = (1..=MAX_DERIVED_SLICES).chain([MAX_DERIVED_SLICES; 4]).collect();
+    assert_eq!(made, want);
+}
+
 /// Slice group sets kept in a cache directory (`crate::lazy::slice_store`) are read back by
 /// another compiler, as by another process, instead of walked, and give the same masks; a
 /// damaged file, or a whole file under another set's name, is walked and written again.
 #[test]
 fn slice_sets_from_the_disk_cache_give_the_walked_masks() {
-    const STRINGS: &str = r#"\{"a": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*", "b": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt]){2,12}"\}"#;
+    const STRINGS: &str = r#"\{"a": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*", "b": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt]){2,12}", "c": "[A-Za-z0-9 ,.]{1,32}"\}"#;
     for (name, vocab) in [("mistral7b", mistral()), ("gpt2", Arc::new(crate::testing::shared_vocabulary("gpt2")))] {
         let dir = std::env::temp_dir().join(format!("propertok-slice-store-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
@@ -732,7 +809,7 @@ fn slice_sets_from_the_disk_cache_give_the_walked_masks() {
         let first = compiler();
         let lazy = first.compile_regex_lazy(STRINGS).unwrap();
         let mut walks: Vec<Vec<u32>> = (0..8).map(|seed| lazy.random_walk(seed, 40).unwrap()).collect();
-        let text = "{\"a\": \"Grüß 2024, \\\"x\\\" at 10:30\", \"b\": \"東京 12\"}";
+        let text = "{\"a\": \"Grüß 2024, \\\"x\\\" at 10:30\", \"b\": \"東京 12\", \"c\": \"Hello, World 42.\"}";
         walks.push(spelling(&lazy, text.as_bytes(), lazy.initial_state()).expect("the guide spells it"));
         let want: Vec<_> = walks.iter().map(|w| masks_along(&lazy, w)).collect();
         let (walked, loaded) = first.slice_sets_made().unwrap();

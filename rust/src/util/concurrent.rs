@@ -8,6 +8,8 @@
 //!   for a hash-map probe only, never while anything is computed.
 //! * [`ShardedMap`] — a concurrent hash map split into independently locked shards, for memo
 //!   tables keyed by something other than a dense id.
+//! * [`compute_once`] — one write-once cell filled the same way as a slot: computed outside any
+//!   lock, first value kept (a `OnceLock::get_or_init` would hold others waiting meanwhile).
 //!
 //! # Invariants
 //! * A cell, once set, never changes: readers may keep references for the table's lifetime.
@@ -24,6 +26,16 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 const FIRST: usize = 64;
 /// Enough segments for `u32` indices.
 const SEGMENTS: usize = 27;
+
+/// The value of `cell`, computed by `f` (outside any lock) when it is not set yet; a thread that
+/// computes it concurrently keeps the first value stored.
+pub fn compute_once<T>(cell: &OnceLock<T>, f: impl FnOnce() -> T) -> &T {
+    if let Some(v) = cell.get() {
+        return v;
+    }
+    let _ = cell.set(f());
+    cell.get().expect("just set")
+}
 
 /// See the module docs.
 pub struct Slots<T> {

@@ -178,6 +178,13 @@ impl Sink for Writer {
     }
 }
 
+/// A bare payload, without a container (a key to compare with the one a file holds).
+impl Sink for Vec<u8> {
+    fn put(&mut self, bytes: &[u8]) {
+        self.extend_from_slice(bytes);
+    }
+}
+
 /// The container header for a payload.
 fn header(kind: &[u8; 4], version: u32, fingerprint: u64, payload_len: u64, checksum: u64) -> [u8; HEADER_BYTES] {
     let mut header = [0u8; HEADER_BYTES];
@@ -336,6 +343,10 @@ impl<'a> Reader<'a> {
         let s = &self.data[self.pos..end];
         self.pos = end;
         Ok(s)
+    }
+    /// The next `n` bytes as they are.
+    pub fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
+        self.take(n)
     }
     pub fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])

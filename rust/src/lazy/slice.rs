@@ -512,6 +512,7 @@ pub(crate) struct Slice {
 struct Exit {
     at: u32,
     byte: u8,
+    /// In their bytes' order, as [`TokenTrie::for_each_walk_or_leave`] leaves them.
     tokens: Box<[u32]>,
     trie: std::sync::OnceLock<TokenTrie>,
 }
@@ -977,7 +978,7 @@ impl Slices {
                 (true, Some(_)) => space.may_take(b) && paired.any(takes),
                 (true, None) => paired.next().is_some_and(takes) || space.may_take(b),
             };
-            let trie = || TokenTrie::new(exit.tokens.iter().map(|&t| (t, vocab.token_bytes(t))));
+            let trie = || TokenTrie::from_sorted(exit.tokens.iter().map(|&t| (t, vocab.token_bytes(t))));
             taken.then(|| compute_once(&exit.trie, trie))
         })
     }

@@ -20,7 +20,7 @@ pub const NARROWED_MIN_CHILDREN: usize = 24;
 /// `edge_bytes/edge_nodes[edges[n]..edges[n + 1]]` (sorted by byte) and its tokens
 /// `token_ids[tokens[n]..tokens[n + 1]]`. A walk then reads memory mostly forwards, which
 /// matters for pre-tokenized guides: they walk a 128k-token trie once per text state.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TokenTrie {
     edges: Vec<u32>,
     edge_bytes: Vec<u8>,
@@ -47,6 +47,22 @@ impl TokenTrie {
             tokens.into_iter().filter(|(_, b)| !b.is_empty()).map(|(t, b)| (b, t)).collect();
         // Stable: equal strings keep their given order.
         words.sort_by(|a, b| a.0.cmp(b.0));
+        TokenTrie::from_words(words)
+    }
+
+    /// [`TokenTrie::new`] of tokens already in their bytes' order (as a trie lists them), without
+    /// the sort: each token's bytes are read once, next to the previous token's. Why: the exit
+    /// tries of a slice (`crate::lazy::slice`) are built on a guide's first visit, and comparing
+    /// scattered byte strings was most of their cost.
+    pub fn from_sorted<'a>(tokens: impl IntoIterator<Item = (u32, &'a [u8])>) -> TokenTrie {
+        let words: Vec<(&'a [u8], u32)> =
+            tokens.into_iter().filter(|(_, b)| !b.is_empty()).map(|(t, b)| (b, t)).collect();
+        debug_assert!(words.windows(2).all(|w| w[0].0 <= w[1].0), "tokens in their bytes' order");
+        TokenTrie::from_words(words)
+    }
+
+    /// The trie of `words`, sorted by their bytes.
+    fn from_words(words: Vec<(&[u8], u32)>) -> TokenTrie {
         // Per node in preorder: its parent, the byte into it, and its depth (a path stack).
         let mut parent: Vec<u32> = vec![u32::MAX];
         let mut byte_in: Vec<u8> = vec![0];
@@ -201,8 +217,9 @@ impl TokenTrie {
     /// [`TokenTrie::for_each_walk`] that also reports where walks die: `leave(state, byte,
     /// tokens)` for each edge `step` refuses, with every token below it. Each node is visited
     /// once, in preorder, so this partitions the trie's tokens by where they leave in one pass
-    /// over its arrays (token by token, the same took ~20 ms on Llama 3's 128k tokens, chasing
-    /// each token's bytes).
+    /// over its arrays (token by token, the same took 12-32 ms on Llama 3's 128k tokens,
+    /// chasing each token's bytes), and tokens are emitted and left in their bytes' order: what
+    /// [`TokenTrie::from_sorted`] takes.
     pub fn for_each_walk_or_leave<S: Copy>(
         &self,
         start: S,
@@ -210,21 +227,19 @@ impl TokenTrie {
         mut emit: impl FnMut(u32, S),
         mut leave: impl FnMut(S, u8, &[u32]),
     ) {
-        let mut stack: Vec<(u32, S)> = vec![(0, start)];
-        while let Some((node, q)) = stack.pop() {
-            for e in self.edge_range(node) {
-                let child = self.edge_nodes[e];
-                match step(q, self.edge_bytes[e]) {
-                    Some(next) => {
-                        for &t in self.tokens_at(child) {
-                            emit(t, next);
-                        }
-                        if !self.edge_range(child).is_empty() {
-                            stack.push((child, next));
-                        }
+        // Edges still to take, with the state before them: the last pushed is the next in
+        // preorder, so children are pushed in descending byte order.
+        let mut stack: Vec<(usize, S)> = self.edge_range(0).rev().map(|e| (e, start)).collect();
+        while let Some((e, q)) = stack.pop() {
+            let child = self.edge_nodes[e];
+            match step(q, self.edge_bytes[e]) {
+                Some(next) => {
+                    for &t in self.tokens_at(child) {
+                        emit(t, next);
                     }
-                    None => leave(q, self.edge_bytes[e], self.subtree_tokens(child)),
+                    stack.extend(self.edge_range(child).rev().map(|e| (e, next)));
                 }
+                None => leave(q, self.edge_bytes[e], self.subtree_tokens(child)),
             }
         }
     }
@@ -304,6 +319,13 @@ mod tests {
                     Some((at, b)) => want_left.push((t as u32, at, b)),
                     None => want_emitted.push((t as u32, q)),
                 }
+            }
+            // Each group of tokens left at one place is in its bytes' order, a sorted trie.
+            let mut groups: std::collections::BTreeMap<(u32, u8), Vec<u32>> = Default::default();
+            left.iter().for_each(|&(t, q, b)| groups.entry((q, b)).or_default().push(t));
+            for tokens in groups.values() {
+                let entries = || tokens.iter().map(|&t| (t, words[t as usize].as_slice()));
+                assert_eq!(TokenTrie::from_sorted(entries()), TokenTrie::new(entries()));
             }
             for list in [&mut emitted, &mut want_emitted] {
                 list.sort();

@@ -32,6 +32,21 @@ fn masks_along(guide: &Guide, walk: &[u32]) -> Vec<Vec<u32>> {
     out
 }
 
+/// Panics at the first step of `walks` where `lazy`'s mask is not `eager`'s, naming `label`.
+fn assert_same_masks(lazy: &Guide, eager: &Guide, walks: &[Vec<u32>], label: &str) {
+    for (w, walk) in walks.iter().enumerate() {
+        let (got, want) = (masks_along(lazy, walk), masks_along(eager, walk));
+        if let Some(step) = (0..want.len()).find(|&i| got[i] != want[i]) {
+            let bits = |m: &[u32]| m.iter().map(|w| w.count_ones()).sum::<u32>();
+            panic!(
+                "{label}, walk {w}, step {step}: lazy allows {} tokens, eager {}",
+                bits(&got[step]),
+                bits(&want[step])
+            );
+        }
+    }
+}
+
 /// The masks along 16 walks, walked by 8 threads at once on one shared guide: thread `k` walks
 /// `2k` and `2k + 1`, in opposite orders on odd threads.
 fn masks_from_threads(guide: &Arc<Guide>, walks: &[Vec<u32>]) -> Vec<Vec<Vec<u32>>> {
@@ -221,13 +236,7 @@ fn sliced_text_states_give_the_eager_masks() {
     }
     for _guide in 0..2 {
         let lazy = compiler.compile_regex_lazy(LOOPS).unwrap();
-        for (w, walk) in walks.iter().enumerate() {
-            let (got, want) = (masks_along(&lazy, walk), masks_along(&eager, walk));
-            if let Some(step) = (0..want.len()).find(|&i| got[i] != want[i]) {
-                let bits = |m: &[u32]| m.iter().map(|w| w.count_ones()).sum::<u32>();
-                panic!("walk {w}, step {step}: lazy allows {} tokens, eager {}", bits(&got[step]), bits(&want[step]));
-            }
-        }
+        assert_same_masks(&lazy, &eager, &walks, LOOPS);
         let (built, sliced) = lazy.lazy_text_states().unwrap();
         assert!(sliced >= 3 && sliced < built, "{sliced} of {built} text states sliced");
         // Witness tokens found by searches proved other nodes live (`Engine::hinted_live`).
@@ -748,17 +757,7 @@ fn derived_slices_give_the_eager_masks() {
             }
             for _guide in 0..2 {
                 let lazy = compiler.compile_regex_lazy(regex).unwrap();
-                for (w, walk) in walks.iter().enumerate() {
-                    let (got, want) = (masks_along(&lazy, walk), masks_along(&eager, walk));
-                    if let Some(step) = (0..want.len()).find(|&i| got[i] != want[i]) {
-                        let bits = |m: &[u32]| m.iter().map(|w| w.count_ones()).sum::<u32>();
-                        panic!(
-                            "{regex}, walk {w}, step {step}: lazy allows {} tokens, eager {}",
-                            bits(&got[step]),
-                            bits(&want[step])
-                        );
-                    }
-                }
+                assert_same_masks(&lazy, &eager, &walks, regex);
                 let engine = lazy.lazy_engine().unwrap();
                 let dfa = engine.space().dfa();
                 for prefix in sliced_after {

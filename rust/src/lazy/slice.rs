@@ -511,7 +511,7 @@ pub(crate) struct Slice {
 /// The exit tokens of a slice that leave it at one place: their ids, and their trie, built the
 /// first time a guide walks them. Why lazily: a derived slice of a narrow class (`[a-z]*`) has
 /// most of the vocabulary as exit tokens, but a regex state takes only a few of the bytes they
-/// leave by; their tries in full took ~10 MB per such slice on Llama 3.
+/// leave by, and their tries in full would hold most of the vocabulary again per such slice.
 struct Exit {
     at: u32,
     byte: u8,

@@ -111,9 +111,13 @@
 //! address pattern counts one character of `[^0-9]` and then takes digits only, and a slice
 //! set (every token of the class) would cost ~100 times the walk that stops at the second
 //! character. A tokenizer derives at most [`MAX_DERIVED_SLICES`] slices; past them states are
-//! walked in full. Each costs one preorder pass over the token trie (~14 M instructions on
-//! Llama 3, a few ms; token by token it took 12-32 ms, chasing each token's bytes) and keeps its
-//! exit tokens' ids; an exit trie is built the first time a guide walks it.
+//! walked in full. Each costs one preorder pass over the token trie (~13 M instructions on
+//! Llama 3, 3-4 ms; token by token it took 12-32 ms, chasing each token's bytes) and keeps its
+//! exit tokens' ids; an exit trie is built the first time a guide walks it. With a cache
+//! directory the pass's tables (each token's characters, the exit tokens, the witnesses) are
+//! kept on disk too, ~0.5 MB per class on Llama 3, and a new process reads them instead of
+//! making the pass again ([`Slice::read_tables`]): its first use of a class was the largest
+//! single mask of a run that meets each class once.
 //!
 //! Measured by callgrind over `compare.py`'s 300 Llama 3 documents in one process, slice sets
 //! read from the disk cache: see `docs/design.md` §8.
@@ -715,8 +719,10 @@ pub(crate) struct Slices {
     /// The slices derived from regex states' character classes (see the module docs), by class,
     /// made on first use.
     derived: std::sync::RwLock<rustc_hash::FxHashMap<CharClass, Arc<Derived>>>,
-    /// The derived slices built, at most [`MAX_DERIVED_SLICES`].
+    /// The derived slices made, at most [`MAX_DERIVED_SLICES`], and those of them whose tables
+    /// were read from `store`.
     derived_built: AtomicUsize,
+    derived_loaded: AtomicUsize,
     /// What a derived slice's text space is built from.
     pieces: Option<Arc<PieceTable>>,
     contents: Arc<ContentTrie>,
@@ -764,6 +770,67 @@ impl Slice {
         let exits = (leaving.into_iter())
             .map(|((at, byte), tokens)| Exit { at, byte, tokens: tokens.into(), trie: Default::default() })
             .collect();
+        Ok(Slice { id, pattern, dfa, space, exits, chars, max_chars, inside, witnesses })
+    }
+}
+
+impl Slice {
+    /// Writes the tables [`Slice::build`] made, for [`Slice::read_tables`] (the disk cache,
+    /// `crate::lazy::slice_store`): each token's characters, the tokens inside, the witnesses
+    /// and the exit tokens by where they leave.
+    fn write_tables(&self, w: &mut impl Sink) {
+        w.u64(self.chars.len() as u64);
+        w.put(&self.chars);
+        w.u64(self.inside as u64);
+        w.u32s(&self.witnesses);
+        w.u64(self.exits.len() as u64);
+        for exit in &self.exits {
+            w.u32(exit.at);
+            w.u8(exit.byte);
+            w.u32s(&exit.tokens);
+        }
+    }
+
+    /// The slice of `pattern` (whose DFA is `dfa`) with tables written by
+    /// [`Slice::write_tables`] for the tokens of `vocab`. The counts and indices are checked
+    /// (a file cut short or written by other code is an error, never a panic later); the exit
+    /// tokens' order is taken as it is, as the container's checksum and fingerprint say this
+    /// build wrote it for this vocabulary.
+    fn read_tables(
+        r: &mut Reader,
+        id: SliceId,
+        pattern: String,
+        dfa: ByteDfa,
+        vocab: &Vocabulary,
+        slices: &Slices,
+    ) -> Result<Slice> {
+        let bad = |what: &str| Error::InvalidArgument(format!("invalid propertok slice tables: {what}"));
+        let num_tokens = vocab.num_tokens();
+        let valid_tokens = |v: &[u32]| v.iter().all(|&t| (t as usize) < num_tokens);
+        if r.u64()? != num_tokens as u64 {
+            return Err(bad("number of tokens"));
+        }
+        let chars: Box<[u8]> = r.bytes(num_tokens)?.into();
+        let inside = usize::try_from(r.u64()?).ok().filter(|&n| n <= num_tokens).ok_or_else(|| bad("inside"))?;
+        let witnesses: Box<[u32]> = r.u32s()?.into();
+        let num_exits = r.u64()?;
+        let mut exits = Vec::new();
+        let mut previous = None;
+        for _ in 0..num_exits {
+            let (at, byte, tokens) = (r.u32()?, r.u8()?, r.u32s()?);
+            // Strictly ascending by place, as the build leaves them.
+            if at as usize >= dfa.num_states() || previous >= Some((at, byte)) || !valid_tokens(&tokens) {
+                return Err(bad("exits"));
+            }
+            previous = Some((at, byte));
+            exits.push(Exit { at, byte, tokens: tokens.into(), trie: Default::default() });
+        }
+        r.expect_end()?;
+        if !valid_tokens(&witnesses) {
+            return Err(bad("witnesses"));
+        }
+        let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
+        let space = TextSpace::new(dfa.clone(), slices.pieces.clone(), slices.contents.clone(), slices.normal_form)?;
         Ok(Slice { id, pattern, dfa, space, exits, chars, max_chars, inside, witnesses })
     }
 }
@@ -821,12 +888,19 @@ impl Slices {
         self.derived_built.load(Ordering::Relaxed)
     }
 
+    /// The derived slices whose tables were read from the disk cache.
+    #[cfg(test)]
+    pub(crate) fn num_derived_loaded(&self) -> usize {
+        self.derived_loaded.load(Ordering::Relaxed)
+    }
+
     /// No slices: every text state is walked in full (for tests that compare the two).
     pub(crate) fn none() -> Slices {
         Slices {
             fixed: Vec::new(),
             derived: Default::default(),
             derived_built: AtomicUsize::new(0),
+            derived_loaded: AtomicUsize::new(0),
             pieces: None,
             contents: Default::default(),
             normal_form: None,
@@ -874,10 +948,19 @@ impl Slices {
                     self.derived_built.fetch_sub(1, Ordering::Relaxed);
                     return None;
                 }
+                let id = SliceId::Derived(class);
+                let read =
+                    |r: &mut Reader| Slice::read_tables(r, id, class.star(), slice_dfa.clone(), parts.vocab, self);
+                if let Some(slice) = self.store.as_ref().and_then(|store| store.load_tables(id, read)) {
+                    self.derived_loaded.fetch_add(1, Ordering::Relaxed);
+                    return Some(Arc::new(slice));
+                }
                 let (trie, vocab, tok) = (parts.trie, parts.vocab, parts.tok);
-                Slice::build(SliceId::Derived(class), class.star(), slice_dfa.clone(), trie, vocab, tok, self)
-                    .ok()
-                    .map(Arc::new)
+                let slice = Slice::build(id, class.star(), slice_dfa.clone(), trie, vocab, tok, self).ok()?;
+                if let Some(store) = &self.store {
+                    store.save_tables(id, |w| slice.write_tables(w));
+                }
+                Some(Arc::new(slice))
             });
             let slice = slice.as_ref().filter(|slice| slice.leaves_few(dfa, q))?;
             if looped {

@@ -696,9 +696,8 @@ impl Engine {
                 let targets: Vec<(u32, u32)> = (inside.targets().iter().enumerate())
                     .filter_map(|(j, &k)| Some((walked.target(slice.target(k)?), j as u32)))
                     .collect();
-                for exits in self.parts.slices.exits(&slice, &self.space, &self.parts.vocab) {
-                    walk(exits, &mut walked);
-                }
+                let exits = self.parts.slices.exits(&slice, &self.space);
+                self.walk_below(&exits, key, &mut walked);
                 self.sliced.fetch_add(1, Ordering::Relaxed);
                 Some(Mapped { slice: inside, slice_use: slice, targets })
             }
@@ -724,6 +723,21 @@ impl Engine {
             |t, to| walked.push(t, to, class_or_lone(tok, t)),
         )
         .unwrap_or_else(|never| match never {})
+    }
+
+    /// The tokens of the subtrees of the tokenizer's trie at `roots` that text state `key`
+    /// takes, with their successors, into `walked` (a slice's exit tokens).
+    fn walk_below(&self, roots: &[u32], key: TextKey, walked: &mut Walked) {
+        let tok = &*self.parts.tok;
+        (self.parts.trie)
+            .for_each_walk_below(
+                roots,
+                key,
+                self.space.bytes_taken_memo(),
+                |k, b| Ok::<_, std::convert::Infallible>(self.space.byte(k, b)),
+                |t, to| walked.push(t, to, class_or_lone(tok, t)),
+            )
+            .unwrap_or_else(|never| match never {})
     }
 
     /// The trie walk of an unsliced text state `key` into `walked`, taken from the tokenizer's

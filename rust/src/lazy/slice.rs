@@ -31,10 +31,10 @@
 //! its ~100 counted targets lead to a handful of the guide's.
 //!
 //! The other tokens, those whose walk through `S` dies (a `"`, a `\`, a byte that cannot start a
-//! character), are the slice's *exit tokens*: a few thousand, kept as tries of their own by
-//! where they leave (the slice state before the byte `S` does not take, and that byte) and
-//! walked through the guide's text space as usual, but only those leaving by a byte the regex
-//! takes there (`"` and `\` inside a JSON string, not the newlines and tabs that half of Llama
+//! character), are the slice's *exit tokens*: a few thousand, kept as subtrees of the
+//! tokenizer's trie by where they leave (the slice state before the byte `S` does not take, and
+//! that byte) and walked through the guide's text space as usual, but only those leaving by a
+//! byte the regex takes there (`"` and `\` inside a JSON string, not the newlines and tabs that half of Llama
 //! 3's exit tokens leave by). Slice groups and exit walk
 //! together hold every token of the text state with its successor, exactly as a full walk would
 //! ([`crate::lazy::groups`]); tests compare the two.
@@ -102,8 +102,7 @@
 //! UTF-8 lead byte. The class's star is checked like a pattern, by [`simulate`] or
 //! [`simulate_counted`] (a non-ASCII class that fails is tried again without them), so a
 //! derived slice is exact for the same reasons; the class only decides which slice to try.
-//! Its other characters leave it as exit tokens (the suffix's `.` above); a state that would
-//! walk more exit tokens than the slice holds inside does not take it ([`Slice::leaves_few`]).
+//! Its other characters leave it as exit tokens (the suffix's `.` above).
 //!
 //! A derived slice is identified by its class ([`SliceId::Derived`]), so its group sets are
 //! shared by every guide and process like a pattern's, and kept on disk under the class's
@@ -113,9 +112,9 @@
 //! character. A tokenizer derives at most [`MAX_DERIVED_SLICES`] slices; past them states are
 //! walked in full. Each costs one preorder pass over the token trie (~13 M instructions on
 //! Llama 3, 3-4 ms; token by token it took 12-32 ms, chasing each token's bytes) and keeps its
-//! exit tokens' ids; an exit trie is built the first time a guide walks it. With a cache
+//! exit subtrees' nodes. With a cache
 //! directory the pass's tables (each token's characters, the exit tokens, the witnesses) are
-//! kept on disk too, ~0.5 MB per class on Llama 3, and a new process reads them instead of
+//! kept on disk too, ~0.14 MB per class on Llama 3, and a new process reads them instead of
 //! making the pass again ([`Slice::read_tables`]): its first use of a class was the largest
 //! single mask of a run that meets each class once.
 //!
@@ -506,22 +505,21 @@ pub(crate) struct Slice {
     /// tokens and tokens outside the trie), at most 255.
     chars: Box<[u8]>,
     max_chars: usize,
-    /// How many tokens stay inside the slice from its start.
-    inside: usize,
     /// The witness tokens a group's certificate tries, in order (see [`Certificates`]).
     witnesses: Box<[u32]>,
 }
 
-/// The exit tokens of a slice that leave it at one place: their ids, and their trie, built the
-/// first time a guide walks them. Why lazily: a derived slice of a narrow class (`[a-z]*`) has
-/// most of the vocabulary as exit tokens, but a regex state takes only a few of the bytes they
-/// leave by, and their tries in full would hold most of the vocabulary again per such slice.
+/// The exit tokens of a slice that leave it at one place, as subtrees of the tokenizer's trie:
+/// a guide walks the subtrees of the exits its regex state takes
+/// ([`TokenTrie::for_each_walk_below`]). Why not tries of their own: a derived slice of a narrow
+/// class (`[a-z]*`) has most of the vocabulary as exit tokens, its tries would hold it again in
+/// every process, and exits leaving by different bytes after one prefix walked it once each.
 struct Exit {
     at: u32,
     byte: u8,
-    /// In their bytes' order, as [`TokenTrie::for_each_walk_or_leave`] leaves them.
-    tokens: Box<[u32]>,
-    trie: std::sync::OnceLock<TokenTrie>,
+    /// The trie nodes whose subtrees leave here, ascending, as
+    /// [`TokenTrie::for_each_walk_or_leave`] leaves them.
+    nodes: Box<[u32]>,
 }
 
 impl std::fmt::Debug for Slice {
@@ -571,21 +569,6 @@ impl CharClass {
 }
 
 impl Slice {
-    /// Whether regex state `q` (paired with the slice's start) walks few of the exit tokens
-    /// that leave from the start: at most as many as the tokens inside. A derived class of
-    /// ASCII characters (a host name's) leaves by every other byte, and where `q` takes many of
-    /// them each of their exit tries repeats the prefixes a full walk would take once: on
-    /// `Github_easy/o21869`'s URLs such first visits cost 2-3 times the full walk (worst mask
-    /// 8-13 → 26-29 ms on Llama 3; with this check 11-14 ms).
-    fn leaves_few(&self, dfa: &TextRegex, q: u32) -> bool {
-        let start = self.dfa.start();
-        let walked: usize = (self.exits.iter())
-            .filter(|exit| exit.at == start && dfa.next(q, exit.byte) != DEAD)
-            .map(|exit| exit.tokens.len())
-            .sum();
-        walked <= self.inside
-    }
-
     /// A counted use's key for slice key `to` after `k` characters (regex state `s + |S|·k`).
     fn counted(&self, to: TextKey, k: u32) -> TextKey {
         to.with_regex_state(to.regex_state() + self.dfa.num_states() as u32 * k)
@@ -693,7 +676,7 @@ impl SliceUse {
         let space = TextSpace::new(dfa.clone(), None, Arc::new(ContentTrie::default()), None).unwrap();
         let (id, pattern) = (SliceId::Pattern(0), ".*".to_string());
         let (exits, chars, witnesses) = (Vec::new(), Box::new([]) as Box<[u8]>, Box::new([]) as Box<[u32]>);
-        let slice = Slice { id, pattern, dfa, space, exits, chars, max_chars: 0, inside: 0, witnesses };
+        let slice = Slice { id, pattern, dfa, space, exits, chars, max_chars: 0, witnesses };
         SliceUse { slice: Arc::new(slice), counting: Counting::Loop, states: 1, map: Arc::from(Vec::new()) }
     }
 }
@@ -751,7 +734,6 @@ impl Slice {
     ) -> Result<Slice> {
         let mut leaving: std::collections::BTreeMap<(u32, u8), Vec<u32>> = Default::default();
         let mut chars = vec![0u8; vocab.num_tokens()].into_boxed_slice();
-        let mut inside = 0;
         trie.for_each_walk_or_leave(
             (dfa.start(), 0usize),
             |(s, k), b| match dfa.next(s, b) {
@@ -760,47 +742,44 @@ impl Slice {
             },
             |t, (_, k)| {
                 chars[t as usize] = k.min(255) as u8;
-                inside += 1;
             },
-            |(s, _), b, tokens| leaving.entry((s, b)).or_default().extend_from_slice(tokens),
+            |(s, _), b, node| leaving.entry((s, b)).or_default().push(node),
         );
         let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
         let space = TextSpace::new(dfa.clone(), slices.pieces.clone(), slices.contents.clone(), slices.normal_form)?;
         let witnesses = witness_tokens(trie, vocab, tok, &chars);
-        let exits = (leaving.into_iter())
-            .map(|((at, byte), tokens)| Exit { at, byte, tokens: tokens.into(), trie: Default::default() })
-            .collect();
-        Ok(Slice { id, pattern, dfa, space, exits, chars, max_chars, inside, witnesses })
+        let exits = (leaving.into_iter()).map(|((at, byte), nodes)| Exit { at, byte, nodes: nodes.into() }).collect();
+        Ok(Slice { id, pattern, dfa, space, exits, chars, max_chars, witnesses })
     }
 }
 
 impl Slice {
     /// Writes the tables [`Slice::build`] made, for [`Slice::read_tables`] (the disk cache,
-    /// `crate::lazy::slice_store`): each token's characters, the tokens inside, the witnesses
-    /// and the exit tokens by where they leave.
+    /// `crate::lazy::slice_store`): each token's characters, the witnesses and the exit
+    /// tokens by where they leave.
     fn write_tables(&self, w: &mut impl Sink) {
         w.u64(self.chars.len() as u64);
         w.put(&self.chars);
-        w.u64(self.inside as u64);
         w.u32s(&self.witnesses);
         w.u64(self.exits.len() as u64);
         for exit in &self.exits {
             w.u32(exit.at);
             w.u8(exit.byte);
-            w.u32s(&exit.tokens);
+            w.u32s(&exit.nodes);
         }
     }
 
     /// The slice of `pattern` (whose DFA is `dfa`) with tables written by
-    /// [`Slice::write_tables`] for the tokens of `vocab`. The counts and indices are checked
-    /// (a file cut short or written by other code is an error, never a panic later); the exit
-    /// tokens' order is taken as it is, as the container's checksum and fingerprint say this
-    /// build wrote it for this vocabulary.
+    /// [`Slice::write_tables`] for the tokens of `trie`. The counts and indices are checked (a
+    /// file cut short or written by other code is an error, never a panic later); that no exit
+    /// node lies below another is taken as it is, as the container's checksum and fingerprint
+    /// say this build wrote them for these tokens.
     fn read_tables(
         r: &mut Reader,
         id: SliceId,
         pattern: String,
         dfa: ByteDfa,
+        trie: &TokenTrie,
         vocab: &Vocabulary,
         slices: &Slices,
     ) -> Result<Slice> {
@@ -811,19 +790,21 @@ impl Slice {
             return Err(bad("number of tokens"));
         }
         let chars: Box<[u8]> = r.bytes(num_tokens)?.into();
-        let inside = usize::try_from(r.u64()?).ok().filter(|&n| n <= num_tokens).ok_or_else(|| bad("inside"))?;
         let witnesses: Box<[u32]> = r.u32s()?.into();
         let num_exits = r.u64()?;
         let mut exits = Vec::new();
         let mut previous = None;
         for _ in 0..num_exits {
-            let (at, byte, tokens) = (r.u32()?, r.u8()?, r.u32s()?);
-            // Strictly ascending by place, as the build leaves them.
-            if at as usize >= dfa.num_states() || previous >= Some((at, byte)) || !valid_tokens(&tokens) {
+            let (at, byte, nodes) = (r.u32()?, r.u8()?, r.u32s()?);
+            // Strictly ascending by place and by node, as the build leaves them.
+            let valid_nodes = nodes.first() != Some(&0)
+                && nodes.windows(2).all(|w| w[0] < w[1])
+                && nodes.last().is_none_or(|&n| (n as usize) < trie.num_nodes());
+            if at as usize >= dfa.num_states() || previous >= Some((at, byte)) || !valid_nodes {
                 return Err(bad("exits"));
             }
             previous = Some((at, byte));
-            exits.push(Exit { at, byte, tokens: tokens.into(), trie: Default::default() });
+            exits.push(Exit { at, byte, nodes: nodes.into() });
         }
         r.expect_end()?;
         if !valid_tokens(&witnesses) {
@@ -831,7 +812,7 @@ impl Slice {
         }
         let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
         let space = TextSpace::new(dfa.clone(), slices.pieces.clone(), slices.contents.clone(), slices.normal_form)?;
-        Ok(Slice { id, pattern, dfa, space, exits, chars, max_chars, inside, witnesses })
+        Ok(Slice { id, pattern, dfa, space, exits, chars, max_chars, witnesses })
     }
 }
 
@@ -949,20 +930,20 @@ impl Slices {
                     return None;
                 }
                 let id = SliceId::Derived(class);
+                let (trie, vocab, tok) = (parts.trie, parts.vocab, parts.tok);
                 let read =
-                    |r: &mut Reader| Slice::read_tables(r, id, class.star(), slice_dfa.clone(), parts.vocab, self);
+                    |r: &mut Reader| Slice::read_tables(r, id, class.star(), slice_dfa.clone(), trie, vocab, self);
                 if let Some(slice) = self.store.as_ref().and_then(|store| store.load_tables(id, read)) {
                     self.derived_loaded.fetch_add(1, Ordering::Relaxed);
                     return Some(Arc::new(slice));
                 }
-                let (trie, vocab, tok) = (parts.trie, parts.vocab, parts.tok);
                 let slice = Slice::build(id, class.star(), slice_dfa.clone(), trie, vocab, tok, self).ok()?;
                 if let Some(store) = &self.store {
                     store.save_tables(id, |w| slice.write_tables(w));
                 }
                 Some(Arc::new(slice))
             });
-            let slice = slice.as_ref().filter(|slice| slice.leaves_few(dfa, q))?;
+            let slice = slice.as_ref()?;
             if looped {
                 use_as_loop(slice, dfa, q)
             } else {
@@ -1052,40 +1033,36 @@ impl Slices {
         chain_successor(node, &slice.slice, slice.counts_chars(), parts)
     }
 
-    /// The tries of the tokens whose walk through the slice from its start dies, leaving at a
-    /// byte some regex state the use pairs with the leaving slice state takes: the others die in
-    /// the guide's regex at that byte too (a JSON string's contents take `"` and `\`, not the
-    /// newlines and tabs that half of Llama 3's ~4,800 exit tokens leave by). Each trie is built
-    /// the first time it is walked.
+    /// The subtrees of the tokenizer's trie (ascending, for [`TokenTrie::for_each_walk_below`])
+    /// of the tokens whose walk through the slice from its start dies, leaving at a byte some
+    /// regex state the use pairs with the leaving slice state takes: the others die in the
+    /// guide's regex at that byte too (a JSON string's contents take `"` and `\`, not the
+    /// newlines and tabs that half of Llama 3's ~4,800 exit tokens leave by).
     ///
     /// A counted use pairs the leaving slice state with one regex state per count (~60). Most
     /// exits leave by a byte no regex state takes (a control character), so that is asked
     /// first, once per guide ([`TextSpace::may_take`]): trying every count of every exit was
     /// half of a first visit inside a `{0,255}` string on Llama 3. On a regex determinized on
     /// demand, only the first paired state is stepped, and the others are over-approximated by
-    /// that answer: stepping them built states decoding may never reach. Walking a trie whose
-    /// tokens then die at that byte costs its walk, never a different set.
-    pub(crate) fn exits<'a>(
-        &'a self,
-        slice: &'a SliceUse,
-        space: &'a TextSpace,
-        vocab: &'a Vocabulary,
-    ) -> impl Iterator<Item = &'a TokenTrie> {
+    /// that answer: stepping them built states decoding may never reach. Walking subtrees whose
+    /// tokens then die at that byte costs their walk, never a different set.
+    pub(crate) fn exits(&self, slice: &SliceUse, space: &TextSpace) -> Vec<u32> {
         let s = &*slice.slice;
         let n = s.dfa.num_states();
         let dfa = space.dfa();
-        s.exits.iter().filter_map(move |exit| {
+        let taken = s.exits.iter().filter(|exit| {
             let (at, b) = (exit.at, exit.byte);
             let mut paired = slice.map.iter().skip(at as usize).step_by(n);
             let takes = |q: &u32| *q != DEAD && dfa.next(*q, b) != DEAD;
-            let taken = match (slice.counts_chars(), dfa.as_dfa()) {
+            match (slice.counts_chars(), dfa.as_dfa()) {
                 (false, _) => paired.next().is_some_and(takes),
                 (true, Some(_)) => space.may_take(b) && paired.any(takes),
                 (true, None) => paired.next().is_some_and(takes) || space.may_take(b),
-            };
-            let trie = || TokenTrie::from_sorted(exit.tokens.iter().map(|&t| (t, vocab.token_bytes(t))));
-            taken.then(|| compute_once(&exit.trie, trie))
-        })
+            }
+        });
+        let mut nodes: Vec<u32> = taken.flat_map(|exit| exit.nodes.iter().copied()).collect();
+        nodes.sort_unstable();
+        nodes
     }
 }
 
@@ -1115,8 +1092,7 @@ fn use_as_count(slice: &Arc<Slice>, dfa: &TextRegex, q: u32) -> Option<SliceUse>
 }
 
 /// Slices a tokenizer derives from regex states at most (see the module docs): each holds a
-/// table of a byte per token and its exit tokens' ids (~0.6 MB on Llama 3), and the exit tries
-/// its guides walk.
+/// table of a byte per token and its exit subtrees' nodes (~0.14 MB on Llama 3).
 pub(crate) const MAX_DERIVED_SLICES: usize = 32;
 
 /// Classes a tokenizer derives at most, slices or not: a class whose star no state turns out to

@@ -32,12 +32,13 @@
 //! * Files are written to a temporary name and renamed into place, so readers in other
 //!   processes see a whole file or none. Failures to write are ignored (the cache is an
 //!   optimisation).
-//! * [`SLICE_FILE_VERSION`] must change whenever what a set holds, or how it is built, changes.
+//! * [`SLICE_FILE_VERSION`] must change whenever what a set holds, or how it is built, changes;
+//!   `SLICE_TABLES_VERSION` likewise for a derived slice's tables.
 //!
 //! # Costs
 //! A set is ~1 MB (120,000 token ids and ~50,000 groups for a JSON string's contents on
 //! Llama 3); a tokenizer's documents meet a few dozen starts. A derived slice's tables are
-//! 0.2-0.6 MB on Llama 3, at most `MAX_DERIVED_SLICES` of them. Old fingerprints' folders are
+//! 0.13-0.17 MB on Llama 3, at most `MAX_DERIVED_SLICES` of them. Old fingerprints' folders are
 //! not removed.
 
 use std::path::{Path, PathBuf};
@@ -54,10 +55,12 @@ use crate::tokenizer_dfa::side::class_or_lone;
 use crate::tokenizer_dfa::TokenizerDfa;
 use crate::util::serialize::{Fnv64, Reader, Sink, Writer};
 
+/// The kind and the format and construction version of slice group files (see the module docs).
 const SLICE_FILE_KIND: &[u8; 4] = b"SLCG";
-const SLICE_TABLES_KIND: &[u8; 4] = b"SLCT";
-/// The format and construction version of slice group files (see the module docs).
 pub(crate) const SLICE_FILE_VERSION: u32 = 2;
+/// The same of derived slices' tables files (1 listed exit tokens, 2 their trie nodes).
+const SLICE_TABLES_KIND: &[u8; 4] = b"SLCT";
+const SLICE_TABLES_VERSION: u32 = 2;
 
 /// Where one tokenizer's slice group sets are kept.
 pub(crate) struct SliceStore {
@@ -123,7 +126,9 @@ impl SliceStore {
     pub(crate) fn load(&self, key: &SliceKey, parts: SliceInputs) -> Option<SliceGroups> {
         let mut stored_key = Vec::new();
         Self::write_key(&mut stored_key, key);
-        self.read(SLICE_FILE_KIND, &Self::file_name(key), &stored_key, |r| SliceGroups::read(r, parts))
+        self.read((SLICE_FILE_KIND, SLICE_FILE_VERSION), &Self::file_name(key), &stored_key, |r| {
+            SliceGroups::read(r, parts)
+        })
     }
 
     /// Writes the set of `key` to its file (whole or not at all; errors are ignored).
@@ -131,14 +136,14 @@ impl SliceStore {
         let mut w = Writer::default();
         Self::write_key(&mut w, key);
         groups.write(&mut w);
-        self.write(SLICE_FILE_KIND, &Self::file_name(key), w);
+        self.write((SLICE_FILE_KIND, SLICE_FILE_VERSION), &Self::file_name(key), w);
     }
 
     /// The tables of derived slice `id` from their file, if there is a valid one; `read` takes
     /// the payload past the key.
     pub(crate) fn load_tables<T>(&self, id: SliceId, read: impl FnOnce(&mut Reader) -> Result<T>) -> Option<T> {
         let name = id.name();
-        self.read(SLICE_TABLES_KIND, &format!("{name}.tables"), name.as_bytes(), read)
+        self.read((SLICE_TABLES_KIND, SLICE_TABLES_VERSION), &format!("{name}.tables"), name.as_bytes(), read)
     }
 
     /// Writes the tables of derived slice `id`, which `write` puts after the key.
@@ -147,20 +152,20 @@ impl SliceStore {
         let mut w = Writer::default();
         w.put(name.as_bytes());
         write(&mut w);
-        self.write(SLICE_TABLES_KIND, &format!("{name}.tables"), w);
+        self.write((SLICE_TABLES_KIND, SLICE_TABLES_VERSION), &format!("{name}.tables"), w);
     }
 
     /// The payload of file `name` past its key, read by `read`, if the container, the key and
     /// `read` accept it.
     fn read<T>(
         &self,
-        kind: &[u8; 4],
+        (kind, version): (&[u8; 4], u32),
         name: &str,
         key: &[u8],
         read: impl FnOnce(&mut Reader) -> Result<T>,
     ) -> Option<T> {
         let bytes = std::fs::read(self.dir.join(name)).ok()?;
-        let mut r = Reader::open(&bytes, kind, SLICE_FILE_VERSION, self.fingerprint).ok()?;
+        let mut r = Reader::open(&bytes, kind, version, self.fingerprint).ok()?;
         if r.bytes(key.len()).ok()? != key {
             return None;
         }
@@ -168,8 +173,8 @@ impl SliceStore {
     }
 
     /// Writes file `name` whole, or not at all (errors are ignored).
-    fn write(&self, kind: &[u8; 4], name: &str, w: Writer) {
-        let bytes = w.finish(kind, SLICE_FILE_VERSION, self.fingerprint);
+    fn write(&self, (kind, version): (&[u8; 4], u32), name: &str, w: Writer) {
+        let bytes = w.finish(kind, version, self.fingerprint);
         // Unique per process and call: two threads may save one key at once.
         static SAVES: AtomicU64 = AtomicU64::new(0);
         let n = SAVES.fetch_add(1, Ordering::Relaxed);

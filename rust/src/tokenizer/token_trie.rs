@@ -20,6 +20,9 @@ pub const NARROWED_MIN_CHILDREN: usize = 24;
 /// `edge_bytes/edge_nodes[edges[n]..edges[n + 1]]` (sorted by byte) and its tokens
 /// `token_ids[tokens[n]..tokens[n + 1]]`. A walk then reads memory mostly forwards, which
 /// matters for pre-tokenized guides: they walk a 128k-token trie once per text state.
+///
+/// Per node, its parent, the byte into it and the end of its subtree (one past its last node in
+/// preorder) let [`TokenTrie::for_each_walk_below`] walk the paths to chosen subtrees only.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TokenTrie {
     edges: Vec<u32>,
@@ -27,6 +30,9 @@ pub struct TokenTrie {
     edge_nodes: Vec<u32>,
     tokens: Vec<u32>,
     token_ids: Vec<u32>,
+    parent: Vec<u32>,
+    byte_in: Vec<u8>,
+    subtree_end: Vec<u32>,
 }
 
 impl Default for TokenTrie {
@@ -47,17 +53,6 @@ impl TokenTrie {
             tokens.into_iter().filter(|(_, b)| !b.is_empty()).map(|(t, b)| (b, t)).collect();
         // Stable: equal strings keep their given order.
         words.sort_by(|a, b| a.0.cmp(b.0));
-        TokenTrie::from_words(words)
-    }
-
-    /// [`TokenTrie::new`] of tokens already in their bytes' order (as a trie lists them), without
-    /// the sort: each token's bytes are read once, next to the previous token's. Why: the exit
-    /// tries of a slice (`crate::lazy::slice`) are built on a guide's first visit, and comparing
-    /// scattered byte strings was most of their cost.
-    pub fn from_sorted<'a>(tokens: impl IntoIterator<Item = (u32, &'a [u8])>) -> TokenTrie {
-        let words: Vec<(&'a [u8], u32)> =
-            tokens.into_iter().filter(|(_, b)| !b.is_empty()).map(|(t, b)| (b, t)).collect();
-        debug_assert!(words.windows(2).all(|w| w[0].0 <= w[1].0), "tokens in their bytes' order");
         TokenTrie::from_words(words)
     }
 
@@ -113,7 +108,13 @@ impl TokenTrie {
             token_ids[at[n as usize] as usize] = t;
             at[n as usize] += 1;
         }
-        TokenTrie { edges, edge_bytes, edge_nodes, tokens, token_ids }
+        // Preorder: a subtree ends where its last child's does.
+        let mut subtree_end: Vec<u32> = (1..=num_nodes as u32).collect();
+        for child in (1..num_nodes).rev() {
+            let p = parent[child] as usize;
+            subtree_end[p] = subtree_end[p].max(subtree_end[child]);
+        }
+        TokenTrie { edges, edge_bytes, edge_nodes, tokens, token_ids, parent, byte_in, subtree_end }
     }
 
     pub fn num_nodes(&self) -> usize {
@@ -164,7 +165,18 @@ impl TokenTrie {
         mut step: impl FnMut(S, u8) -> Result<Option<S>, E>,
         mut emit: impl FnMut(u32, S),
     ) -> Result<(), E> {
-        let mut stack: Vec<(u32, S)> = vec![(0, start)];
+        self.walk_subtrees(vec![(0, start)], &mut takes, &mut step, &mut emit)
+    }
+
+    /// The walk of [`TokenTrie::for_each_walk_narrowed`] below the `(node, state)` pairs of
+    /// `stack` (their own tokens excluded).
+    fn walk_subtrees<S: Copy, E>(
+        &self,
+        mut stack: Vec<(u32, S)>,
+        takes: &mut impl FnMut(S) -> ByteSet,
+        step: &mut impl FnMut(S, u8) -> Result<Option<S>, E>,
+        emit: &mut impl FnMut(u32, S),
+    ) -> Result<(), E> {
         let mut visit = |e: usize, q: S, stack: &mut Vec<(u32, S)>| -> Result<(), E> {
             if let Some(next) = step(q, self.edge_bytes[e])? {
                 let child = self.edge_nodes[e];
@@ -204,9 +216,60 @@ impl TokenTrie {
         Ok(())
     }
 
+    /// [`TokenTrie::for_each_walk_narrowed`] of the tokens of the subtrees of `roots` only:
+    /// the paths from the trie's root to them are stepped once each, however many roots share
+    /// them, and each root's subtree is walked as a full walk would walk it. `roots` must be
+    /// ascending (preorder) and none in another's subtree, nor the trie's root.
+    ///
+    /// Why: the exit tokens of a slice (`crate::lazy::slice`) are a few thousand subtrees of
+    /// this trie; walked as tries of their own they cost a copy per slice and process, and their
+    /// groups repeated the prefixes they share.
+    pub fn for_each_walk_below<S: Copy, E>(
+        &self,
+        roots: &[u32],
+        start: S,
+        mut takes: impl FnMut(S) -> ByteSet,
+        mut step: impl FnMut(S, u8) -> Result<Option<S>, E>,
+        mut emit: impl FnMut(u32, S),
+    ) -> Result<(), E> {
+        // The nodes from the root to the last root's parent, with their states (`None`: dead).
+        let mut path: Vec<(u32, Option<S>)> = vec![(0, Some(start))];
+        let mut chain: Vec<u32> = Vec::new();
+        for &r in roots {
+            debug_assert!(r != 0 && path.iter().all(|&(n, _)| n != r), "roots ascending, disjoint");
+            while let Some(&(n, _)) = path.last().filter(|&&(n, _)| !(n <= r && r < self.subtree_end[n as usize])) {
+                debug_assert!(n != 0, "the root holds every node");
+                path.pop();
+            }
+            let (top, mut q) = *path.last().expect("the root stays on the path");
+            chain.clear();
+            let mut n = r;
+            while n != top {
+                chain.push(n);
+                n = self.parent[n as usize];
+            }
+            for &n in chain.iter().rev() {
+                q = match q {
+                    Some(q) => step(q, self.byte_in[n as usize])?,
+                    None => None,
+                };
+                if n != r {
+                    path.push((n, q));
+                }
+            }
+            if let Some(q) = q {
+                for &t in self.tokens_at(r) {
+                    emit(t, q);
+                }
+                self.walk_subtrees(vec![(r, q)], &mut takes, &mut step, &mut emit)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The tokens of node `n`'s subtree, `n`'s own first: preorder numbers a subtree's nodes,
     /// and so its tokens, contiguously.
-    fn subtree_tokens(&self, n: u32) -> &[u32] {
+    pub fn subtree_tokens(&self, n: u32) -> &[u32] {
         let mut last = n;
         while let Some(e) = self.edge_range(last).last() {
             last = self.edge_nodes[e];
@@ -215,17 +278,17 @@ impl TokenTrie {
     }
 
     /// [`TokenTrie::for_each_walk`] that also reports where walks die: `leave(state, byte,
-    /// tokens)` for each edge `step` refuses, with every token below it. Each node is visited
-    /// once, in preorder, so this partitions the trie's tokens by where they leave in one pass
-    /// over its arrays (token by token, the same took 12-32 ms on Llama 3's 128k tokens,
-    /// chasing each token's bytes), and tokens are emitted and left in their bytes' order: what
-    /// [`TokenTrie::from_sorted`] takes.
+    /// node)` for each edge `step` refuses, with the node it leads to, whose subtree's tokens
+    /// ([`TokenTrie::subtree_tokens`]) leave there. Each node is visited once, in preorder, so
+    /// this partitions the trie's tokens by where they leave in one pass over its arrays (token
+    /// by token, the same took 12-32 ms on Llama 3's 128k tokens, chasing each token's bytes),
+    /// and the nodes are left in ascending order: what [`TokenTrie::for_each_walk_below`] takes.
     pub fn for_each_walk_or_leave<S: Copy>(
         &self,
         start: S,
         mut step: impl FnMut(S, u8) -> Option<S>,
         mut emit: impl FnMut(u32, S),
-        mut leave: impl FnMut(S, u8, &[u32]),
+        mut leave: impl FnMut(S, u8, u32),
     ) {
         // Edges still to take, with the state before them: the last pushed is the next in
         // preorder, so children are pushed in descending byte order.
@@ -239,7 +302,7 @@ impl TokenTrie {
                     }
                     stack.extend(self.edge_range(child).rev().map(|e| (e, next)));
                 }
-                None => leave(q, self.edge_bytes[e], self.subtree_tokens(child)),
+                None => leave(q, self.edge_bytes[e], child),
             }
         }
     }
@@ -290,7 +353,8 @@ mod tests {
     /// On random vocabularies, [`TokenTrie::for_each_walk_or_leave`] emits each token whose
     /// bytes a DFA takes, with its end state and characters, and reports each other token once,
     /// at the state before the first byte the DFA refuses, and that byte: as a token-by-token
-    /// run of the DFA finds them.
+    /// run of the DFA finds them. [`TokenTrie::for_each_walk_below`] of the subtrees left walks
+    /// their tokens as a full walk does.
     #[test]
     fn walk_or_leave_partitions_the_tokens_as_runs_token_by_token() {
         let dfa = ByteDfa::from_regex("(ab|c)*", DEFAULT_MAX_STATES).unwrap();
@@ -299,13 +363,17 @@ mod tests {
             let words: Vec<Vec<u8>> =
                 (0..rng.below(60)).map(|_| (0..1 + rng.below(5)).map(|_| b"abcd"[rng.below(4)]).collect()).collect();
             let trie = TokenTrie::new(words.iter().enumerate().map(|(i, w)| (i as u32, w.as_slice())));
-            let (mut emitted, mut left) = (Vec::new(), Vec::new());
+            let (mut emitted, mut left, mut nodes) = (Vec::new(), Vec::new(), Vec::new());
             trie.for_each_walk_or_leave(
                 dfa.start(),
                 |q, b| Some(dfa.next(q, b)).filter(|&n| n != DEAD),
                 |t, q| emitted.push((t, q)),
-                |q, b, tokens| left.extend(tokens.iter().map(|&t| (t, q, b))),
+                |q, b, node| {
+                    nodes.push(node);
+                    left.extend(trie.subtree_tokens(node).iter().map(|&t| (t, q, b)))
+                },
             );
+            assert!(nodes.windows(2).all(|w| w[0] < w[1]), "left in ascending order");
             let (mut want_emitted, mut want_left) = (Vec::new(), Vec::new());
             for (t, w) in words.iter().enumerate() {
                 let mut q = dfa.start();
@@ -320,12 +388,22 @@ mod tests {
                     None => want_emitted.push((t as u32, q)),
                 }
             }
-            // Each group of tokens left at one place is in its bytes' order, a sorted trie.
-            let mut groups: std::collections::BTreeMap<(u32, u8), Vec<u32>> = Default::default();
-            left.iter().for_each(|&(t, q, b)| groups.entry((q, b)).or_default().push(t));
-            for tokens in groups.values() {
-                let entries = || tokens.iter().map(|&t| (t, words[t as usize].as_slice()));
-                assert_eq!(TokenTrie::from_sorted(entries()), TokenTrie::new(entries()));
+            // The subtrees left, walked by another DFA, give what its full walk gives of their
+            // tokens (every subset of them: a slice walks the exits a regex state takes).
+            let other = ByteDfa::from_regex("[abc]*(d[ab]?)?", DEFAULT_MAX_STATES).unwrap();
+            let step = |q: u32, b: u8| Ok::<_, ()>(Some(other.next(q, b)).filter(|&n| n != DEAD));
+            let mut full = Vec::new();
+            trie.for_each_walk(other.start(), step, |t, q| full.push((t, q))).unwrap();
+            for subset in [nodes.clone(), nodes.iter().copied().step_by(2).collect()] {
+                let below: std::collections::HashSet<u32> =
+                    subset.iter().flat_map(|&n| trie.subtree_tokens(n).iter().copied()).collect();
+                let mut want: Vec<(u32, u32)> = full.iter().copied().filter(|(t, _)| below.contains(t)).collect();
+                let mut got = Vec::new();
+                trie.for_each_walk_below(&subset, other.start(), |_| ByteSet::ALL, step, |t, q| got.push((t, q)))
+                    .unwrap();
+                want.sort();
+                got.sort();
+                assert_eq!(got, want);
             }
             for list in [&mut emitted, &mut want_emitted] {
                 list.sort();

@@ -34,9 +34,9 @@
 //! character), are the slice's *exit tokens*: a few thousand, kept as subtrees of the
 //! tokenizer's trie by where they leave (the slice state before the byte `S` does not take, and
 //! that byte) and walked through the guide's text space as usual, but only those leaving by a
-//! byte the regex takes there (`"` and `\` inside a JSON string, not the newlines and tabs that half of Llama
-//! 3's exit tokens leave by). Slice groups and exit walk
-//! together hold every token of the text state with its successor, exactly as a full walk would
+//! byte the regex takes there (`"` and `\` inside a JSON string, not the newlines and tabs that
+//! half of Llama 3's exit tokens leave by). Slice groups and exit walk together hold every
+//! token of the text state with its successor, exactly as a full walk would
 //! ([`crate::lazy::groups`]); tests compare the two.
 //!
 //! A DFA determinized on demand is not minimal: two byte strings that reach one slice state may
@@ -112,11 +112,10 @@
 //! character. A tokenizer derives at most [`MAX_DERIVED_SLICES`] slices; past them states are
 //! walked in full. Each costs one preorder pass over the token trie (~13 M instructions on
 //! Llama 3, 3-4 ms; token by token it took 12-32 ms, chasing each token's bytes) and keeps its
-//! exit subtrees' nodes. With a cache
-//! directory the pass's tables (each token's characters, the exit tokens, the witnesses) are
-//! kept on disk too, ~0.14 MB per class on Llama 3, and a new process reads them instead of
-//! making the pass again ([`Slice::read_tables`]): its first use of a class was the largest
-//! single mask of a run that meets each class once.
+//! exit subtrees' nodes. With a cache directory the pass's tables (each token's characters, the
+//! exit subtrees, the witnesses) are kept on disk too, ~0.14 MB per class on Llama 3, and a new
+//! process reads them instead of making the pass again ([`Slice::read_tables`]): its first use
+//! of a class was the largest single mask of a run that meets each class once.
 //!
 //! Measured by callgrind over `compare.py`'s 300 Llama 3 documents in one process, slice sets
 //! read from the disk cache: see `docs/design.md` §8.
@@ -751,9 +750,7 @@ impl Slice {
         let exits = (leaving.into_iter()).map(|((at, byte), nodes)| Exit { at, byte, nodes: nodes.into() }).collect();
         Ok(Slice { id, pattern, dfa, space, exits, chars, max_chars, witnesses })
     }
-}
 
-impl Slice {
     /// Writes the tables [`Slice::build`] made, for [`Slice::read_tables`] (the disk cache,
     /// `crate::lazy::slice_store`): each token's characters, the witnesses and the exit
     /// tokens by where they leave.
@@ -785,7 +782,6 @@ impl Slice {
     ) -> Result<Slice> {
         let bad = |what: &str| Error::InvalidArgument(format!("invalid propertok slice tables: {what}"));
         let num_tokens = vocab.num_tokens();
-        let valid_tokens = |v: &[u32]| v.iter().all(|&t| (t as usize) < num_tokens);
         if r.u64()? != num_tokens as u64 {
             return Err(bad("number of tokens"));
         }
@@ -807,7 +803,7 @@ impl Slice {
             exits.push(Exit { at, byte, nodes: nodes.into() });
         }
         r.expect_end()?;
-        if !valid_tokens(&witnesses) {
+        if witnesses.iter().any(|&t| t as usize >= num_tokens) {
             return Err(bad("witnesses"));
         }
         let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;

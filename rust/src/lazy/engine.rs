@@ -688,7 +688,6 @@ impl Engine {
         self.check_clock("a trie walk of a text state met for the first time")?;
         let key = self.key(z);
         let mut walked = Walked::default();
-        let walk = |trie: &TokenTrie, walked: &mut Walked| self.walk_trie(trie, key, walked);
         let shared = match self.slice_use(key.regex_state())? {
             Some(slice) => {
                 let inside = self.parts.slices.groups(self.parts.slice_inputs(), &slice, key);
@@ -702,7 +701,7 @@ impl Engine {
                 Some(Mapped { slice: inside, slice_use: slice, targets })
             }
             None => {
-                self.walk_or_reuse(key, &mut walked, |walked| walk(&self.parts.trie, walked));
+                self.walk_or_reuse(key, &mut walked, |walked| self.walk_trie(&self.parts.trie, key, walked));
                 None
             }
         };

@@ -23,7 +23,7 @@ pub const NARROWED_MIN_CHILDREN: usize = 24;
 ///
 /// Per node, its parent, the byte into it and the end of its subtree (one past its last node in
 /// preorder) let [`TokenTrie::for_each_walk_below`] walk the paths to chosen subtrees only.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub struct TokenTrie {
     edges: Vec<u32>,
     edge_bytes: Vec<u8>,
@@ -53,11 +53,6 @@ impl TokenTrie {
             tokens.into_iter().filter(|(_, b)| !b.is_empty()).map(|(t, b)| (b, t)).collect();
         // Stable: equal strings keep their given order.
         words.sort_by(|a, b| a.0.cmp(b.0));
-        TokenTrie::from_words(words)
-    }
-
-    /// The trie of `words`, sorted by their bytes.
-    fn from_words(words: Vec<(&[u8], u32)>) -> TokenTrie {
         // Per node in preorder: its parent, the byte into it, and its depth (a path stack).
         let mut parent: Vec<u32> = vec![u32::MAX];
         let mut byte_in: Vec<u8> = vec![0];
@@ -165,14 +160,14 @@ impl TokenTrie {
         mut step: impl FnMut(S, u8) -> Result<Option<S>, E>,
         mut emit: impl FnMut(u32, S),
     ) -> Result<(), E> {
-        self.walk_subtrees(vec![(0, start)], &mut takes, &mut step, &mut emit)
+        self.walk_subtrees(&mut vec![(0, start)], &mut takes, &mut step, &mut emit)
     }
 
     /// The walk of [`TokenTrie::for_each_walk_narrowed`] below the `(node, state)` pairs of
-    /// `stack` (their own tokens excluded).
+    /// `stack` (their own tokens excluded), which it leaves empty.
     fn walk_subtrees<S: Copy, E>(
         &self,
-        mut stack: Vec<(u32, S)>,
+        stack: &mut Vec<(u32, S)>,
         takes: &mut impl FnMut(S) -> ByteSet,
         step: &mut impl FnMut(S, u8) -> Result<Option<S>, E>,
         emit: &mut impl FnMut(u32, S),
@@ -193,7 +188,7 @@ impl TokenTrie {
             let range = self.edge_range(node);
             if range.len() < NARROWED_MIN_CHILDREN {
                 for e in range {
-                    visit(e, q, &mut stack)?;
+                    visit(e, q, stack)?;
                 }
                 continue;
             }
@@ -202,13 +197,13 @@ impl TokenTrie {
                 let bytes = &self.edge_bytes[range.clone()];
                 for b in taken.iter() {
                     if let Ok(i) = bytes.binary_search(&b) {
-                        visit(range.start + i, q, &mut stack)?;
+                        visit(range.start + i, q, stack)?;
                     }
                 }
             } else {
                 for e in range {
                     if taken.contains(self.edge_bytes[e]) {
-                        visit(e, q, &mut stack)?;
+                        visit(e, q, stack)?;
                     }
                 }
             }
@@ -235,6 +230,7 @@ impl TokenTrie {
         // The nodes from the root to the last root's parent, with their states (`None`: dead).
         let mut path: Vec<(u32, Option<S>)> = vec![(0, Some(start))];
         let mut chain: Vec<u32> = Vec::new();
+        let mut stack = Vec::new();
         for &r in roots {
             debug_assert!(r != 0 && path.iter().all(|&(n, _)| n != r), "roots ascending, disjoint");
             while let Some(&(n, _)) = path.last().filter(|&&(n, _)| !(n <= r && r < self.subtree_end[n as usize])) {
@@ -261,7 +257,8 @@ impl TokenTrie {
                 for &t in self.tokens_at(r) {
                     emit(t, q);
                 }
-                self.walk_subtrees(vec![(r, q)], &mut takes, &mut step, &mut emit)?;
+                stack.push((r, q));
+                self.walk_subtrees(&mut stack, &mut takes, &mut step, &mut emit)?;
             }
         }
         Ok(())
@@ -270,11 +267,8 @@ impl TokenTrie {
     /// The tokens of node `n`'s subtree, `n`'s own first: preorder numbers a subtree's nodes,
     /// and so its tokens, contiguously.
     pub fn subtree_tokens(&self, n: u32) -> &[u32] {
-        let mut last = n;
-        while let Some(e) = self.edge_range(last).last() {
-            last = self.edge_nodes[e];
-        }
-        &self.token_ids[self.tokens[n as usize] as usize..self.tokens[last as usize + 1] as usize]
+        let end = self.subtree_end[n as usize] as usize;
+        &self.token_ids[self.tokens[n as usize] as usize..self.tokens[end] as usize]
     }
 
     /// [`TokenTrie::for_each_walk`] that also reports where walks die: `leave(state, byte,

@@ -1001,7 +1001,7 @@ impl Slices {
         }
         trie.for_each_walk_narrowed(
             from,
-            s.space.bytes_taken_memo(),
+            |z| s.space.bytes_taken(z.regex_state()),
             |k, b| Ok::<_, std::convert::Infallible>(s.space.byte(k, b)),
             |t, to| {
                 let to = match slice.counts_chars() {

@@ -416,7 +416,8 @@ fn reused_walks_give_the_eager_masks() {
 /// On Llama 3 (318 tokens start a lone token's split), a sliced text state's certificates give
 /// each split starter a hub from the set's start: the hub must be a successor of the starter's
 /// node in the guide, so that a live hub proves the starter live (the Python lazy/eager
-/// differentials on Llama 3 hold the masks to the eager guide's).
+/// differentials on Llama 3 hold the masks to the eager guide's). And every split token's
+/// first byte, kept apart, is its first byte.
 #[test]
 fn split_starters_hubs_are_successors_in_the_guide() {
     let vocab = Arc::new(crate::testing::shared_vocabulary("llama3"));
@@ -429,6 +430,16 @@ fn split_starters_hubs_are_successors_in_the_guide() {
     assert_eq!(walk.iter().flat_map(|&t| vocab.token_bytes(t).to_vec()).collect::<Vec<u8>>(), text);
     let (_, _, conts) = lazy.lazy_engine().unwrap().check_chains(false).unwrap();
     assert!(conts > 50, "{conts} split starters checked");
+    // The split tokens' first bytes, kept apart for first-token sets, are their bytes' first.
+    let parts = lazy.lazy_engine().unwrap().parts();
+    let mut firsts = 0;
+    for u in 0..parts.splits.num_nodes() as u32 {
+        for (i, &(t, _)) in parts.splits.next_tokens(u).iter().enumerate() {
+            assert_eq!(Some(&parts.split_first_byte(u, i)), vocab.token_bytes(t).first(), "token {t} at node {u}");
+            firsts += 1;
+        }
+    }
+    assert!(firsts >= 318, "{firsts} split tokens' first bytes checked");
 }
 
 /// A grammar's special token between two regexes: before it the masks are the left regex's

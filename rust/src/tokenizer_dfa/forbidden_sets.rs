@@ -391,6 +391,11 @@ impl<'a> ForbiddenSet<'a> {
         k > 0 && runs[k - 1] >> BLOCK_BITS >= offset
     }
 
+    /// Membership tests for tokens met mostly in ascending rank (see [`ForbiddenCursor`]).
+    pub fn cursor(self) -> ForbiddenCursor<'a> {
+        ForbiddenCursor { set: self, block: usize::MAX, runs: &[], k: 0, offset: 0 }
+    }
+
     /// The ranks in the set, ascending.
     pub fn ranks(&self) -> impl Iterator<Item = u32> + 'a {
         let sets = self.sets;
@@ -442,6 +447,53 @@ impl TokenFilter for ForbiddenSet<'_> {
 impl std::fmt::Debug for ForbiddenSet<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_set().entries(self.to_sorted_vec()).finish()
+    }
+}
+
+/// Runs a [`ForbiddenCursor`] steps over one by one before it searches the rest.
+const CURSOR_SCAN_RUNS: usize = 8;
+
+/// Membership tests of one set for tokens met mostly in ascending rank, as a trie walk meets
+/// them (in the order of their bytes, which is the ranks' order): a test looks at the runs
+/// just past the previous test's before it searches, so a walk's tests read a few neighbouring
+/// runs instead of a binary search each among its block's runs. Why: in the pair-condition
+/// walks of narrow first visits those searches' probes were cache misses, ~60 % of the time of
+/// the membership tests, which took ~13 % of those visits' time (`perf`, Llama 3). A test out
+/// of order searches afresh; answers never depend on the order.
+pub struct ForbiddenCursor<'a> {
+    set: ForbiddenSet<'a>,
+    /// The block of the previous test (`usize::MAX` before the first), its runs, the number
+    /// of them starting at or before the previous offset, and that offset.
+    block: usize,
+    runs: &'a [u32],
+    k: usize,
+    offset: u32,
+}
+
+impl<'a> ForbiddenCursor<'a> {
+    /// Whether `token` is in the set ([`ForbiddenSet::contains`]).
+    #[inline]
+    pub fn contains(&mut self, token: u32) -> bool {
+        let Some(&r) = self.set.sets.rank.get(token as usize) else {
+            return false;
+        };
+        let (block, offset) = ((r >> BLOCK_BITS) as usize, r & BLOCK_MASK);
+        let starts_by = |run: &u32| run & BLOCK_MASK <= offset;
+        if block != self.block || offset < self.offset {
+            self.block = block;
+            self.runs = self.set.sets.block_runs(self.set.set, block);
+            self.k = self.runs.partition_point(starts_by);
+        } else {
+            let near = self.runs.len().min(self.k + CURSOR_SCAN_RUNS);
+            while self.k < near && starts_by(&self.runs[self.k]) {
+                self.k += 1;
+            }
+            if self.k == near && near < self.runs.len() {
+                self.k = near + self.runs[near..].partition_point(starts_by);
+            }
+        }
+        self.offset = offset;
+        self.k > 0 && self.runs[self.k - 1] >> BLOCK_BITS >= offset
     }
 }
 
@@ -583,6 +635,25 @@ mod tests {
             for t in 0..n {
                 assert_eq!(set.contains(t), ids.binary_search(&t).is_ok(), "set {c}, token {t}");
             }
+            // A cursor's tests: every rank in order, then runs of ranks in order with jumps
+            // forward and back (across blocks too), as a trie walk's tests come.
+            let mut cursor = set.cursor();
+            for r in 0..n {
+                let t = order[r as usize];
+                assert_eq!(cursor.contains(t), ids.binary_search(&t).is_ok(), "set {c}, rank {r} in order");
+            }
+            let mut cursor = set.cursor();
+            let mut r = rng.below(n as usize) as u32;
+            for _ in 0..20_000 {
+                r = match rng.below(10) {
+                    0 => rng.below(n as usize) as u32,
+                    1..=3 => (r + 1 + rng.below(2_000) as u32).min(n - 1),
+                    _ => (r + 1).min(n - 1),
+                };
+                let t = order[r as usize];
+                assert_eq!(cursor.contains(t), ids.binary_search(&t).is_ok(), "set {c}, rank {r} in a walk");
+            }
+            assert!(!cursor.contains(n), "a token past the vocabulary is in no set");
             assert!(!set.contains(n), "a token past the vocabulary is in no set");
             let mut mask = vec![u32::MAX; bitset::words_for(n as usize)];
             set.clear_from(&mut mask);

@@ -351,6 +351,16 @@ impl TokenizerDfa {
         }
     }
 
+    /// [`TokenizerDfa::forbids`] for one class over tokens met mostly in the order of their
+    /// bytes, as a trie walk meets them (see [`forbidden_sets::ForbiddenCursor`]).
+    pub fn forbids_in_walk(&self, class: u32) -> impl FnMut(u32) -> bool + '_ {
+        let bits = self.forbidden_bits(class);
+        let mut cursor = self.forbidden(class).cursor();
+        move |token| match bits {
+            Some(bits) => bitset::contains(bits, token as usize),
+            None => cursor.contains(token),
+        }
+    }
     /// Whether some token of `tokens` (sorted) may follow `class` and is not in `except` (sorted
     /// `(token, _)` pairs). A set larger than the forbidden one always has such a token.
     #[inline]

@@ -49,10 +49,27 @@ impl TokenTrie {
     /// each string adds one node per byte past its common prefix with the previous one. No
     /// per-node allocation (a nested-vector build took ~76 ms for Llama 3's 128k tokens).
     pub fn new<'a>(tokens: impl IntoIterator<Item = (u32, &'a [u8])>) -> TokenTrie {
-        let mut words: Vec<(&'a [u8], u32)> =
+        let words: Vec<(&'a [u8], u32)> =
             tokens.into_iter().filter(|(_, b)| !b.is_empty()).map(|(t, b)| (b, t)).collect();
-        // Stable: equal strings keep their given order.
-        words.sort_by(|a, b| a.0.cmp(b.0));
+        // Sorted by bytes, equal strings in their given order. Compared by their first 8 bytes
+        // as one integer first (big-endian, zero-padded: never out of the bytes' order, since
+        // a padding zero is only ever below or equal to a real byte), so that most comparisons
+        // read no token's bytes: comparing the slices themselves, one pointer chase each, cost
+        // ~130 M instructions on Llama 3's 128k tokens, 14 % of a process's first lazy compile.
+        let head = |bytes: &[u8]| {
+            let mut head = [0u8; 8];
+            let n = bytes.len().min(8);
+            head[..n].copy_from_slice(&bytes[..n]);
+            u64::from_be_bytes(head)
+        };
+        let mut order: Vec<(u64, u32)> = words.iter().enumerate().map(|(i, w)| (head(w.0), i as u32)).collect();
+        order.sort_unstable();
+        // Equal heads (a common 8-byte prefix, or a string and itself with zeros appended), in
+        // their given order so far, by bytes: a stable sort keeps equal strings in that order.
+        for run in order.chunk_by_mut(|a, b| a.0 == b.0).filter(|run| run.len() > 1) {
+            run.sort_by(|a, b| words[a.1 as usize].0.cmp(words[b.1 as usize].0));
+        }
+        let words: Vec<(&'a [u8], u32)> = order.iter().map(|&(_, i)| words[i as usize]).collect();
         // Per node in preorder: its parent, the byte into it, and its depth (a path stack).
         let mut parent: Vec<u32> = vec![u32::MAX];
         let mut byte_in: Vec<u8> = vec![0];
@@ -410,8 +427,9 @@ mod tests {
         }
     }
 
-    /// On random vocabularies (shared prefixes, duplicate strings, prefixes of others), every
-    /// token is found at its own bytes, in the order given, and only there.
+    /// On random vocabularies (shared prefixes, duplicate strings, prefixes of others, zero
+    /// bytes, common 8-byte heads), every token is found at its own bytes, in the order given,
+    /// and only there.
     #[test]
     fn trie_lists_every_token_at_its_bytes() {
         let mut rng = crate::util::random::SplitMix64::new(5);
@@ -420,7 +438,13 @@ mod tests {
             let mut words: Vec<Vec<u8>> = Vec::new();
             for _ in 0..n {
                 let len = rng.below(5);
-                words.push((0..len).map(|_| b"abc\xff"[rng.below(4)]).collect());
+                let mut word: Vec<u8> = (0..len).map(|_| b"\0abc\xff"[rng.below(5)]).collect();
+                // Half of them past 8 bytes with a common head (sorted by their whole bytes),
+                // and zero bytes (a head's padding) anywhere.
+                if rng.below(2) == 0 {
+                    word.splice(0..0, *b"ab\0ab\xffa");
+                }
+                words.push(word);
             }
             let trie = TokenTrie::new(words.iter().enumerate().map(|(i, w)| (i as u32, w.as_slice())));
             let mut found: Vec<(Vec<u8>, u32)> = Vec::new();

@@ -274,8 +274,18 @@ impl Compiler {
                         (trie, LoneSplits::default(), None, ContentTrie::default(), None, Vec::new())
                     }
                 };
-                let parts = TokenizerParts::new(v.clone(), tok, trie, splits, pieces, contents, normal, &lone_tokens)?
-                    .with_slice_cache(self.cache_dir.as_deref());
+                let cache_dir = self.cache_dir.as_deref();
+                let parts = TokenizerParts::new(
+                    v.clone(),
+                    tok,
+                    trie,
+                    splits,
+                    pieces,
+                    contents,
+                    normal,
+                    &lone_tokens,
+                    cache_dir,
+                )?;
                 Ok(Arc::new(parts))
             })
             .as_ref()

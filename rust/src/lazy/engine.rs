@@ -180,7 +180,9 @@ pub struct TokenizerParts {
 
 impl TokenizerParts {
     /// `trie` holds every token a guide may use but byte-fallback ones; `lone_tokens` those of
-    /// them without a class.
+    /// them without a class. With a `cache_dir`, the slices' group sets and tables are kept
+    /// there too, so that other processes read them instead of walking them (see
+    /// `lazy/slice_store.rs`); `None` keeps them in memory only.
     #[allow(clippy::too_many_arguments)] // the tables of one tokenizer, each built elsewhere
     pub fn new(
         vocab: Arc<Vocabulary>,
@@ -191,6 +193,7 @@ impl TokenizerParts {
         contents: ContentTrie,
         normal: Option<&'static NormalForm>,
         lone_tokens: &[u32],
+        cache_dir: Option<&std::path::Path>,
     ) -> Result<TokenizerParts> {
         let words = crate::util::bitset::words_for(vocab.vocab_size());
         let mut usable = vec![0u32; words].into_boxed_slice();
@@ -205,7 +208,18 @@ impl TokenizerParts {
             crate::util::bitset::set(&mut lone, t as usize);
         }
         let contents = Arc::new(contents);
-        let slices = Slices::new(&trie, &vocab, &tok, pieces.clone(), contents.clone(), normal)?;
+        let store = cache_dir.map(|dir| {
+            let inputs = StoreInputs {
+                vocab: &vocab,
+                tok: &tok,
+                pieces: pieces.as_deref(),
+                contents: &contents,
+                normal,
+                patterns: &SLICE_PATTERNS,
+            };
+            SliceStore::new(dir, inputs)
+        });
+        let slices = Slices::new(&trie, &vocab, &tok, pieces.clone(), contents.clone(), normal, store)?;
         let hints = [const { AtomicU32::new(NO_HINT) }; HINTS];
         let split_first_bytes = (0..splits.num_nodes() as u32)
             .map(|u| {
@@ -240,25 +254,6 @@ impl TokenizerParts {
     #[inline]
     pub(crate) fn split_first_byte(&self, u: u32, i: usize) -> u8 {
         self.split_first_bytes[u as usize][i]
-    }
-
-    /// Keeps the slices' group sets in `cache_dir` too, so that other processes read them
-    /// instead of walking them (see `lazy/slice_store.rs`); `None` keeps them in memory
-    /// only.
-    pub fn with_slice_cache(mut self, cache_dir: Option<&std::path::Path>) -> TokenizerParts {
-        if let Some(dir) = cache_dir {
-            let inputs = StoreInputs {
-                vocab: &self.vocab,
-                tok: &self.tok,
-                pieces: self.pieces.as_deref(),
-                contents: &self.contents,
-                normal: self.normal,
-                patterns: &SLICE_PATTERNS,
-            };
-            let store = SliceStore::new(dir, inputs);
-            self.slices.set_store(store);
-        }
-        self
     }
 
     /// Clears the forbidden next tokens of `class` from the dense mask `out`.

@@ -696,8 +696,10 @@ struct Derived {
 
 /// The slices of one tokenizer and their cache (see the module docs).
 pub(crate) struct Slices {
-    /// The slices of [`SLICE_PATTERNS`], in order.
+    /// The slices of [`SLICE_PATTERNS`], in order, and how many had their tables read from
+    /// `store`.
     fixed: Vec<Arc<Slice>>,
+    fixed_loaded: usize,
     /// The slices derived from regex states' character classes (see the module docs), by class,
     /// made on first use.
     derived: std::sync::RwLock<rustc_hash::FxHashMap<CharClass, Arc<Derived>>>,
@@ -813,8 +815,10 @@ impl Slice {
 }
 
 impl Slices {
-    /// The slices of the tokens of `trie`: those of [`SLICE_PATTERNS`] now, derived ones on
-    /// first use.
+    /// The slices of the tokens of `trie`: those of [`SLICE_PATTERNS`] now (their tables read
+    /// from `store` when it holds them, else built and written there), derived ones on first
+    /// use. With `store`, the sets and tables are kept between processes (see
+    /// [`crate::lazy::slice_store`]).
     pub(crate) fn new(
         trie: &TokenTrie,
         vocab: &Vocabulary,
@@ -822,6 +826,7 @@ impl Slices {
         pieces: Option<Arc<PieceTable>>,
         contents: Arc<ContentTrie>,
         normal: Option<&'static NormalForm>,
+        store: Option<SliceStore>,
     ) -> Result<Slices> {
         let split = normal.map(|nf| {
             let mut inert_first = vec![false; vocab.num_tokens()].into_boxed_slice();
@@ -839,19 +844,36 @@ impl Slices {
             });
             NormalSplit { inert_first, sensitive: TokenTrie::new(sensitive) }
         });
-        let mut slices = Slices { pieces, contents, normal_form: normal, normal: split, ..Slices::none() };
+        let mut slices = Slices { pieces, contents, normal_form: normal, normal: split, store, ..Slices::none() };
         slices.cache = BoundedCache::new(SLICE_CACHE_BYTES);
+        // Read, a pattern's tables cost ~1 ms instead of a pass over the trie (four passes,
+        // ~80 M instructions on Llama 3, in every process's first lazy compile).
         for (i, pattern) in SLICE_PATTERNS.iter().enumerate() {
-            let dfa = ByteDfa::from_regex(pattern, 64)?;
-            let slice = Slice::build(SliceId::Pattern(i as u8), pattern.to_string(), dfa, trie, vocab, tok, &slices)?;
+            let (id, dfa) = (SliceId::Pattern(i as u8), ByteDfa::from_regex(pattern, 64)?);
+            let read =
+                |r: &mut Reader| Slice::read_tables(r, id, pattern.to_string(), dfa.clone(), trie, vocab, &slices);
+            let slice = match slices.store.as_ref().and_then(|store| store.load_tables(id, read)) {
+                Some(slice) => {
+                    slices.fixed_loaded += 1;
+                    slice
+                }
+                None => {
+                    let slice = Slice::build(id, pattern.to_string(), dfa, trie, vocab, tok, &slices)?;
+                    if let Some(store) = &slices.store {
+                        store.save_tables(id, |w| slice.write_tables(w));
+                    }
+                    slice
+                }
+            };
             slices.fixed.push(Arc::new(slice));
         }
         Ok(slices)
     }
 
-    /// Keeps the sets in `store` too, between processes (see [`crate::lazy::slice_store`]).
-    pub(crate) fn set_store(&mut self, store: SliceStore) {
-        self.store = Some(store);
+    /// How many of the [`SLICE_PATTERNS`]' slices had their tables read from the store.
+    #[cfg(test)]
+    pub(crate) fn num_fixed_loaded(&self) -> usize {
+        self.fixed_loaded
     }
 
     /// The sets this process walked and read from the disk cache, in that order.
@@ -875,6 +897,7 @@ impl Slices {
     pub(crate) fn none() -> Slices {
         Slices {
             fixed: Vec::new(),
+            fixed_loaded: 0,
             derived: Default::default(),
             derived_built: AtomicUsize::new(0),
             derived_loaded: AtomicUsize::new(0),

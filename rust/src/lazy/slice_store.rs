@@ -19,10 +19,12 @@
 //! trie, the normal form), every token's class in the tokenizer DFA, the vocabulary's content
 //! and the slice patterns, not just the tokenizer file. The payload repeats its key.
 //!
-//! A derived slice's own tables (`Slice::write_tables`: each token's characters, its exit
-//! tokens and witnesses; a function of its class and the vocabulary) are kept beside the sets
+//! A slice's own tables (`Slice::write_tables`: each token's characters, its exit tokens and
+//! witnesses; a function of its pattern or class and the vocabulary) are kept beside the sets
 //! as `<slice>.tables`, in a container of their own kind, keyed by the slice's name: a new
-//! process reads them instead of a pass over the token trie (~13 M instructions on Llama 3).
+//! process reads them instead of a pass over the token trie (~13-20 M instructions each on
+//! Llama 3): a derived slice's at its first use, the patterns' when the tokenizer's lazy
+//! tables are made (four passes, ~80 M instructions of a process's first lazy compile).
 //!
 //! # Invariants
 //! * A file is read only when its container (checksum included), version, fingerprint and key
@@ -33,12 +35,12 @@
 //!   processes see a whole file or none. Failures to write are ignored (the cache is an
 //!   optimisation).
 //! * [`SLICE_FILE_VERSION`] must change whenever what a set holds, or how it is built, changes;
-//!   `SLICE_TABLES_VERSION` likewise for a derived slice's tables.
+//!   `SLICE_TABLES_VERSION` likewise for a slice's tables.
 //!
 //! # Costs
 //! A set is ~1 MB (120,000 token ids and ~50,000 groups for a JSON string's contents on
-//! Llama 3); a tokenizer's documents meet a few dozen starts. A derived slice's tables are
-//! 0.13-0.17 MB on Llama 3, at most `MAX_DERIVED_SLICES` of them. Old fingerprints' folders are
+//! Llama 3); a tokenizer's documents meet a few dozen starts. A slice's tables are 0.13-0.17 MB
+//! on Llama 3, for the 4 patterns and at most `MAX_DERIVED_SLICES` derived classes. Old fingerprints' folders are
 //! not removed.
 
 use std::path::{Path, PathBuf};
@@ -139,14 +141,14 @@ impl SliceStore {
         self.write((SLICE_FILE_KIND, SLICE_FILE_VERSION), &Self::file_name(key), w);
     }
 
-    /// The tables of derived slice `id` from their file, if there is a valid one; `read` takes
+    /// The tables of slice `id` from their file, if there is a valid one; `read` takes
     /// the payload past the key.
     pub(crate) fn load_tables<T>(&self, id: SliceId, read: impl FnOnce(&mut Reader) -> Result<T>) -> Option<T> {
         let name = id.name();
         self.read((SLICE_TABLES_KIND, SLICE_TABLES_VERSION), &format!("{name}.tables"), name.as_bytes(), read)
     }
 
-    /// Writes the tables of derived slice `id`, which `write` puts after the key.
+    /// Writes the tables of slice `id`, which `write` puts after the key.
     pub(crate) fn save_tables(&self, id: SliceId, write: impl FnOnce(&mut Writer)) {
         let name = id.name();
         let mut w = Writer::default();

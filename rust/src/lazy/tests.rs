@@ -808,8 +808,8 @@ fn derived_slices_stop_at_their_limit() {
 
 /// Slice group sets kept in a cache directory (`crate::lazy::slice_store`) are read back by
 /// another compiler, as by another process, instead of walked, and give the same masks, as do
-/// derived slices' tables; a damaged file, or a whole file under another set's name, is made
-/// and written again.
+/// derived slices' and the patterns' slices' tables; a damaged file, or a whole file under
+/// another set's name, is made and written again.
 #[test]
 fn slice_sets_from_the_disk_cache_give_the_walked_masks() {
     const STRINGS: &str = r#"\{"a": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*", "b": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt]){2,12}", "c": "[A-Za-z0-9 ,.]{1,32}"\}"#;
@@ -832,7 +832,9 @@ fn slice_sets_from_the_disk_cache_give_the_walked_masks() {
         assert_eq!(files.len(), walked, "{name}: one file per set, no temporary left");
         let derived = first.lazy_parts().unwrap().slices.num_derived();
         assert!(derived >= 1, "{name}: field c takes a derived slice");
-        assert_eq!(tables.len(), derived, "{name}: one tables file per derived slice");
+        let fixed = super::slice::SLICE_PATTERNS.len();
+        assert_eq!(tables.len(), derived + fixed, "{name}: one tables file per derived slice and per pattern");
+        assert_eq!(first.lazy_parts().unwrap().slices.num_fixed_loaded(), 0, "{name}");
 
         let second = compiler();
         let lazy = second.compile_regex_lazy(STRINGS).unwrap();
@@ -840,21 +842,28 @@ fn slice_sets_from_the_disk_cache_give_the_walked_masks() {
         assert!(got == want, "{name}: masks from the disk cache differ");
         assert_eq!(second.slice_sets_made(), Some((0, walked)), "{name}");
         assert_eq!(second.lazy_parts().unwrap().slices.num_derived_loaded(), derived, "{name}");
+        assert_eq!(second.lazy_parts().unwrap().slices.num_fixed_loaded(), fixed, "{name}");
 
-        // A truncated set file, a whole set file under another set's name, and tables cut short.
+        // A truncated set file, a whole set file under another set's name, and tables cut short
+        // (a derived slice's, named `c…`, and the first pattern's, `p0`).
         let bytes = std::fs::read(&files[0]).unwrap();
         std::fs::write(&files[0], &bytes[..bytes.len() / 2]).unwrap();
         std::fs::copy(&files[1], &files[2]).unwrap();
         let table_bytes = std::fs::read(&tables[0]).unwrap();
         std::fs::write(&tables[0], &table_bytes[..table_bytes.len() - 1]).unwrap();
+        let p0 = tables.iter().find(|p| p.file_name().unwrap() == "p0.tables").expect("the first pattern's tables");
+        let p0_bytes = std::fs::read(p0).unwrap();
+        std::fs::write(p0, &p0_bytes[..p0_bytes.len() - 1]).unwrap();
         let third = compiler();
         let lazy = third.compile_regex_lazy(STRINGS).unwrap();
         let got: Vec<_> = walks.iter().map(|w| masks_along(&lazy, w)).collect();
         assert!(got == want, "{name}: masks after damaged files differ");
         assert_eq!(third.slice_sets_made(), Some((2, walked - 2)), "{name}");
         assert_eq!(third.lazy_parts().unwrap().slices.num_derived_loaded(), derived - 1, "{name}");
+        assert_eq!(third.lazy_parts().unwrap().slices.num_fixed_loaded(), fixed - 1, "{name}");
         assert_eq!(std::fs::read(&files[0]).unwrap().len(), bytes.len(), "{name}: rewritten whole");
         assert_eq!(std::fs::read(&tables[0]).unwrap(), table_bytes, "{name}: tables rebuilt as they were");
+        assert_eq!(std::fs::read(p0).unwrap(), p0_bytes, "{name}: the pattern's tables rebuilt as they were");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

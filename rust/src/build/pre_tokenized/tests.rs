@@ -177,6 +177,7 @@ fn check_tokenizer(
             ContentTrie::default(),
             normal,
             &lone,
+            None,
         )
         .unwrap()
     };

@@ -352,7 +352,7 @@ impl TokenizerDfa {
     }
 
     /// [`TokenizerDfa::forbids`] for one class over tokens met mostly in the order of their
-    /// bytes, as a trie walk meets them (see [`forbidden_sets::ForbiddenCursor`]).
+    /// bytes, as a trie walk meets them (see `forbidden_sets::ForbiddenCursor`).
     pub fn forbids_in_walk(&self, class: u32) -> impl FnMut(u32) -> bool + '_ {
         let bits = self.forbidden_bits(class);
         let mut cursor = self.forbidden(class).cursor();

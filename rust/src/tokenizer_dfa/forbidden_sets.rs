@@ -391,7 +391,7 @@ impl<'a> ForbiddenSet<'a> {
         k > 0 && runs[k - 1] >> BLOCK_BITS >= offset
     }
 
-    /// Membership tests for tokens met mostly in ascending rank (see [`ForbiddenCursor`]).
+    /// Membership tests for tokens met mostly in ascending rank (see `ForbiddenCursor`).
     pub fn cursor(self) -> ForbiddenCursor<'a> {
         ForbiddenCursor { set: self, block: usize::MAX, runs: &[], k: 0, offset: 0 }
     }

@@ -846,8 +846,8 @@ impl Slices {
         });
         let mut slices = Slices { pieces, contents, normal_form: normal, normal: split, store, ..Slices::none() };
         slices.cache = BoundedCache::new(SLICE_CACHE_BYTES);
-        // Read, a pattern's tables cost ~1 ms instead of a pass over the trie (four passes,
-        // ~80 M instructions on Llama 3, in every process's first lazy compile).
+        // Read, the four patterns' tables cost a few M instructions instead of four passes over
+        // the trie (~80 M on Llama 3) in every process's first lazy compile.
         for (i, pattern) in SLICE_PATTERNS.iter().enumerate() {
             let (id, dfa) = (SliceId::Pattern(i as u8), ByteDfa::from_regex(pattern, 64)?);
             let read =

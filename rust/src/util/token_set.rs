@@ -96,11 +96,10 @@ impl TokenSet {
 
     /// The set of a `words`-word bitset, in the smaller layout.
     pub fn from_bitset(bits: Box<[u32]>) -> TokenSet {
-        let words = bits.len();
-        if bitset::count(&bits) > words {
-            return TokenSet::Dense(bits);
+        match bitset::count_past(&bits, bits.len()) {
+            n if n > bits.len() => TokenSet::Dense(bits),
+            n => TokenSet::Sparse(bitset::to_ids(&bits, n).into_boxed_slice()),
         }
-        TokenSet::Sparse(bitset::iter_ones(&bits).map(|t| t as u32).collect())
     }
 
     /// The ids, when the set is sparse.
@@ -232,7 +231,7 @@ impl TokenSet {
                 Some(TokenSet::Sparse(values.into_boxed_slice()))
             }
             1 if values.len() == words
-                && bitset::count(&values) > words
+                && bitset::count_past(&values, words) > words
                 && bitset::iter_ones(&values).all(|t| t < num_tokens) =>
             {
                 Some(TokenSet::Dense(values.into_boxed_slice()))

@@ -707,6 +707,7 @@ impl Engine {
             Some(slice) => {
                 let inside = self.parts.slices.groups(self.parts.slice_inputs(), &slice, key);
                 // The slice's targets first, in the guide's text space.
+                walked.reserve_targets(inside.targets().len());
                 let targets: Vec<(u32, u32)> = (inside.targets().iter().enumerate())
                     .filter_map(|(j, &k)| Some((walked.target(slice.target(k)?), j as u32)))
                     .collect();

@@ -1399,7 +1399,7 @@ impl Engine {
         // With a slice, the set starts as every slice token and its dead groups are taken out
         // (a JSON string's contents: ~120,000 tokens in ~20,000 groups, nearly all live);
         // without, the live groups' tokens are gathered.
-        let mut bits: Option<Box<[u32]>> = groups.slice_bits().map(Box::from);
+        let mut bits: Option<Box<[u32]>> = groups.slice_bits();
         // Hubs of the slice's certificates, proved live or dead once per set (see
         // `crate::lazy::slice::Certificates`): a slice group whose hub is live is live.
         let certified = groups.certified();

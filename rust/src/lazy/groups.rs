@@ -72,8 +72,9 @@ pub(crate) struct Groups {
     shared: Option<Arc<SliceGroups>>,
     /// How the state takes the slice (maps the slice's text states to the guide's).
     slice_use: Option<SliceUse>,
-    /// The tokens of the slice groups, as a bitset (`None` without a slice).
-    slice_bits: Option<Box<[u32]>>,
+    /// The slice's targets no target of the walk maps to (where the regex dies, a counted use
+    /// past its count): their tokens are not the state's.
+    unmapped: Box<[u32]>,
 }
 
 /// The groups of one target (see [`Groups::by_target`]).
@@ -162,11 +163,21 @@ impl Groups {
         Some(Group { to, class, tokens, shared: false })
     }
 
-    /// The tokens of the slice groups (every group [`Group::is_shared`]) as a bitset, when the
-    /// state takes one: a first-token set starts from it and takes out the dead groups' tokens,
-    /// instead of gathering ~100,000 live ones group by group.
-    pub(crate) fn slice_bits(&self) -> Option<&[u32]> {
-        self.slice_bits.as_deref()
+    /// The tokens of the slice groups (every group [`Group::is_shared`]) as a new bitset, when
+    /// the state takes one: a first-token set starts from it and takes out the dead groups'
+    /// tokens, instead of gathering ~100,000 live ones group by group. Made from the slice's
+    /// own bitset at each call rather than kept: kept, it cost a second 16 KB copy per sliced
+    /// state, and 16 KB of the group cache.
+    pub(crate) fn slice_bits(&self) -> Option<Box<[u32]>> {
+        let slice = self.shared.as_deref()?;
+        let mut bits: Box<[u32]> = slice.bits().into();
+        for &j in self.unmapped.iter() {
+            for (_, range) in slice.groups_of(j) {
+                let tokens = &slice.tokens()[range.start as usize..range.end as usize];
+                tokens.iter().for_each(|&t| bitset::clear(&mut bits, t as usize));
+            }
+        }
+        Some(bits)
     }
 
     /// The slice's groups with their certificates, and how the state takes the slice, when
@@ -185,7 +196,7 @@ impl Groups {
             + self.slice_targets.len() * 4
             + self.own.len() * 12
             + self.tokens.len() * 4
-            + self.slice_bits.as_ref().map_or(0, |b| b.len() * 4)
+            + self.unmapped.len() * 4
     }
 
     /// Lays out the groups of a text state: its targets (`ids[i]` for the walk's target `i`) in
@@ -247,7 +258,7 @@ impl Groups {
             });
         }
         starts.push(next);
-        let slice_bits = shared.as_ref().map(Mapped::bits);
+        let unmapped = shared.as_ref().map_or_else(Box::default, Mapped::unmapped);
         let (shared, slice_use) = match shared {
             Some(Mapped { slice, slice_use, .. }) => (Some(slice), Some(slice_use)),
             None => (None, None),
@@ -260,7 +271,7 @@ impl Groups {
             tokens,
             shared,
             slice_use,
-            slice_bits,
+            unmapped,
         }
     }
 }
@@ -274,19 +285,12 @@ pub(crate) struct Mapped {
 }
 
 impl Mapped {
-    /// The tokens of the slice targets mapped to a target of the walk (where the regex dies,
-    /// a counted use past its count, a slice target has none), as a bitset.
-    fn bits(&self) -> Box<[u32]> {
-        let mut bits: Box<[u32]> = self.slice.bits().into();
+    /// The slice targets no target of the walk maps to (where the regex dies, a counted use
+    /// past its count, a slice target has none).
+    fn unmapped(&self) -> Box<[u32]> {
         let mut mapped = vec![false; self.slice.targets().len()];
         self.targets.iter().for_each(|&(_, j)| mapped[j as usize] = true);
-        for j in (0..mapped.len()).filter(|&j| !mapped[j]) {
-            for (_, range) in self.slice.groups_of(j as u32) {
-                let tokens = &self.slice.tokens()[range.start as usize..range.end as usize];
-                tokens.iter().for_each(|&t| bitset::clear(&mut bits, t as usize));
-            }
-        }
-        bits
+        (0..mapped.len() as u32).filter(|&j| !mapped[j as usize]).collect()
     }
 }
 
@@ -482,7 +486,7 @@ mod tests {
         assert_eq!(got, want);
         let mut shared: Vec<u32> = got.iter().map(|&(_, t)| t).filter(|&t| t < 60).collect();
         shared.sort_unstable();
-        let bits: Vec<u32> = bitset::iter_ones(groups.slice_bits().unwrap()).map(|t| t as u32).collect();
+        let bits: Vec<u32> = bitset::iter_ones(&groups.slice_bits().unwrap()).map(|t| t as u32).collect();
         assert_eq!(bits, shared);
         // Groups come in order of rank, then id.
         let order: Vec<TextId> = groups.by_target().map(|t| t.iter().next().unwrap().to).collect();

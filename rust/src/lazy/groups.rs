@@ -207,12 +207,19 @@ impl Groups {
         rank: impl Fn(u32) -> u32,
         shared: Option<Mapped>,
     ) -> Groups {
-        // Sorted as plain integers (rank, id), the index beside: the key closure, called twice
-        // per comparison, cost more than the sort itself for a string's ~150 targets.
-        let mut keyed: Vec<(u64, u32)> =
-            (0..ids.len() as u32).map(|i| ((rank(i) as u64) << 32 | ids[i as usize] as u64, i)).collect();
-        keyed.sort_unstable();
-        let order: Vec<u32> = keyed.into_iter().map(|(_, i)| i).collect();
+        // Many targets (a string's ~150) are sorted as plain integers (rank, id), the index
+        // beside: the key closure, called twice per comparison, cost more than the sort itself.
+        // A narrow state's few are sorted in place, which spares an allocation.
+        let order: Vec<u32> = if ids.len() > SORT_KEYED_MIN_TARGETS {
+            let mut keyed: Vec<(u64, u32)> =
+                (0..ids.len() as u32).map(|i| ((rank(i) as u64) << 32 | ids[i as usize] as u64, i)).collect();
+            keyed.sort_unstable();
+            keyed.into_iter().map(|(_, i)| i).collect()
+        } else {
+            let mut order: Vec<u32> = (0..ids.len() as u32).collect();
+            order.sort_unstable_by_key(|&i| (rank(i), ids[i as usize]));
+            order
+        };
         let (tokens, walk_groups) = walked.sorted(&order);
         // The slice targets mapped to each target `i`: `mapped[from[i]..from[i + 1]]`, in the
         // order of `shared.targets` (one buffer: a vector per target cost an allocation each, for
@@ -293,6 +300,9 @@ impl Mapped {
         (0..mapped.len() as u32).filter(|&j| !mapped[j as usize]).collect()
     }
 }
+
+/// Targets past which [`Groups::assemble`] sorts them by keys computed once.
+const SORT_KEYED_MIN_TARGETS: usize = 16;
 
 /// A group of a walk: `(target, class, range of the sorted tokens)`.
 pub(crate) type WalkGroup = (u32, u32, Range<u32>);

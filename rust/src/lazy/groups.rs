@@ -210,7 +210,7 @@ impl Groups {
         // Many targets (a string's ~150) are sorted as plain integers (rank, id), the index
         // beside: the key closure, called twice per comparison, cost more than the sort itself.
         // A narrow state's few are sorted in place, which spares an allocation.
-        let order: Vec<u32> = if ids.len() > SORT_KEYED_MIN_TARGETS {
+        let order: Vec<u32> = if ids.len() >= SORT_KEYED_MIN_TARGETS {
             let mut keyed: Vec<(u64, u32)> =
                 (0..ids.len() as u32).map(|i| ((rank(i) as u64) << 32 | ids[i as usize] as u64, i)).collect();
             keyed.sort_unstable();
@@ -301,7 +301,7 @@ impl Mapped {
     }
 }
 
-/// Targets past which [`Groups::assemble`] sorts them by keys computed once.
+/// Targets from which on [`Groups::assemble`] sorts them by keys computed once.
 const SORT_KEYED_MIN_TARGETS: usize = 16;
 
 /// A group of a walk: `(target, class, range of the sorted tokens)`.

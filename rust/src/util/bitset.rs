@@ -49,8 +49,8 @@ pub fn count_past(words: &[u32], n: usize) -> usize {
 /// Words [`count_past`] counts between two checks.
 const COUNT_CHUNK_WORDS: usize = 64;
 
-/// The indices of the set bits, ascending, as ids, given their number `n`: it sizes the one
-/// allocation and ends the pass at the last id (a wrong `n` costs time, never ids).
+/// The indices of the set bits, ascending, as ids, given their number `n` (from [`count`] or
+/// [`count_past`]): it sizes the one allocation and ends the pass at the last id.
 pub fn to_ids(words: &[u32], n: usize) -> Vec<u32> {
     let mut ids = Vec::with_capacity(n);
     for (wi, &w) in words.iter().enumerate() {

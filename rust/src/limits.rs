@@ -111,6 +111,14 @@ pub const FORBIDDEN_BITS_CACHE_BYTES: usize = 16 << 20;
 /// Emptied when full; a dropped automaton is rebuilt, identically, when next needed.
 pub const RULE_CACHE_BYTES: usize = 32 << 20;
 
+/// Bytes one automaton built on demand (`crate::lazy::pushdown::PushdownDfa`: a grammar's, or a
+/// regex too large to determinize up front) keeps of the states its byte steps closed to, by the
+/// configurations the step moved to before closing: classes of bytes that move a state's
+/// configurations alike (a string's ASCII characters, across a counted string's ~60 counts)
+/// close to one state, which is then found, not closed again. Emptied when full; a dropped
+/// entry is closed again, identically. Not charged to [`Limits::max_guide_bytes`].
+pub const CLOSED_STEP_CACHE_BYTES: usize = 1 << 20;
+
 impl Default for Limits {
     fn default() -> Self {
         Limits {

@@ -214,6 +214,13 @@ impl<K: Eq + Hash, V: Clone> BoundedCache<K, V> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner()).0.contains_key(key)
     }
 
+    /// How many values the cache holds.
+    #[cfg(test)]
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(&self) -> usize {
+        self.entries.lock().unwrap_or_else(|e| e.into_inner()).0.len()
+    }
+
     /// Keeps `value` (of `bytes`) unless `key` has one already; returns the value kept.
     pub fn insert(&self, key: K, value: V, bytes: usize) -> V {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());

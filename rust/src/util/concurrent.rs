@@ -122,6 +122,32 @@ impl<K: Clone + Eq + Hash> Interner<K> {
         Ok((id as u32, true))
     }
 
+    /// [`Interner::intern`] for each of `keys` in order, under one lock: their ids pushed to
+    /// `ids`, and how many were new. A key that would pass `max` stops it, with `Err` as
+    /// `intern` gives it; the keys before it stay interned, with their ids in `ids`.
+    pub fn intern_all(&self, keys: &[K], max: usize, ids: &mut Vec<u32>) -> (usize, Result<(), usize>) {
+        let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        let mut new = 0;
+        let mut refused = Ok(());
+        for key in keys {
+            if let Some(&id) = index.get(key) {
+                ids.push(id);
+                continue;
+            }
+            let id = index.len();
+            if id >= max {
+                refused = Err(id);
+                break;
+            }
+            self.keys.set(id, key.clone());
+            index.insert(key.clone(), id as u32);
+            ids.push(id as u32);
+            new += 1;
+        }
+        self.len.store(index.len(), Ordering::Release);
+        (new, refused)
+    }
+
     /// The id of `key`, interned now if new (no limit: for tables bounded by another).
     pub fn intern_unbounded(&self, key: &K) -> u32 {
         self.intern(key, usize::MAX).map_or_else(|n| n as u32, |(id, _)| id)
@@ -285,5 +311,30 @@ mod tests {
             assert_eq!(interner.find(interner.key(id)), Some(id));
         }
         assert_eq!(interner.intern(&99_999, 1500), Err(1500));
+    }
+
+    /// Interning keys together gives the ids one at a time would, counts the new ones, and
+    /// stops at the limit with the keys before it interned.
+    #[test]
+    fn interning_together_gives_the_ids_of_one_at_a_time() {
+        let (one, all): (Interner<u64>, Interner<u64>) = Default::default();
+        let mut rng = crate::util::random::SplitMix64::new(3);
+        for _ in 0..50 {
+            let keys: Vec<u64> = (0..rng.below(40)).map(|_| rng.below(300) as u64).collect();
+            let expected: Vec<u32> = keys.iter().map(|k| one.intern(k, usize::MAX).unwrap().0).collect();
+            let before = all.len();
+            let mut ids = Vec::new();
+            assert_eq!(all.intern_all(&keys, usize::MAX, &mut ids), (all.len() - before, Ok(())));
+            assert_eq!(ids, expected);
+        }
+        let mut ids = Vec::new();
+        for known in [5, 7] {
+            all.intern(&known, usize::MAX).unwrap();
+        }
+        let n = all.len();
+        let (new, refused) = all.intern_all(&[5, 1_000, 7, 1_001, 1_002], n + 1, &mut ids);
+        assert_eq!((new, refused), (1, Err(n + 1)));
+        assert_eq!((ids.len(), all.len(), all.find(&1_000)), (3, n + 1, Some(n as u32)));
+        assert_eq!(all.find(&1_001), None);
     }
 }

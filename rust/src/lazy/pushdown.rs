@@ -86,10 +86,12 @@
 //! state, so the moved configurations are looked up first ([`CLOSED_STEP_CACHE_BYTES`]): a
 //! counted string's first mask on a regex determinized on demand (`{3,255}` in two branches of
 //! an alternation, Llama 3) closed ~12,700 sets for ~2,500 new states, 114 M of its 153 M
-//! instructions; with the lookup the mask takes 51 M. States are bounded by `max_states`, configurations per state by
-//! [`MAX_CONFIGURATIONS`] ([`MAX_REGEX_CONFIGURATIONS`] for a regex, whose sets are bounded by its
-//! NFA) and in all states together by [`MAX_TOTAL_CONFIGURATIONS`]; past any of them the
-//! automaton stops taking new transitions and reports the limit ([`PushdownDfa::overflow`]), which the engine turns
+//! instructions; with the lookup the mask takes 51 M.
+//!
+//! States are bounded by `max_states`, configurations per state by [`MAX_CONFIGURATIONS`]
+//! ([`MAX_REGEX_CONFIGURATIONS`] for a regex, whose sets are bounded by its NFA) and in all
+//! states together by [`MAX_TOTAL_CONFIGURATIONS`]; past any of them the automaton stops taking
+//! new transitions and reports the limit ([`PushdownDfa::overflow`]), which the engine turns
 //! into `LimitExceeded` before it stores anything computed since.
 
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};

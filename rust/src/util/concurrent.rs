@@ -109,6 +109,35 @@ impl<K: Clone + Eq + Hash> Interner<K> {
     /// the number of keys when a new key would pass `max` keys.
     pub fn intern(&self, key: &K, max: usize) -> Result<(u32, bool), usize> {
         let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        let interned = self.intern_locked(&mut index, key, max);
+        self.len.store(index.len(), Ordering::Release);
+        interned
+    }
+
+    /// [`Interner::intern`] for each of `keys` in order, under one lock: their ids pushed to
+    /// `ids`, and how many were new. A key that would pass `max` stops it, with `Err` as
+    /// `intern` gives it; the keys before it stay interned, with their ids in `ids`.
+    pub fn intern_all(&self, keys: &[K], max: usize, ids: &mut Vec<u32>) -> (usize, Result<(), usize>) {
+        let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut new, mut refused) = (0, Ok(()));
+        for key in keys {
+            match self.intern_locked(&mut index, key, max) {
+                Ok((id, is_new)) => {
+                    ids.push(id);
+                    new += is_new as usize;
+                }
+                Err(n) => {
+                    refused = Err(n);
+                    break;
+                }
+            }
+        }
+        self.len.store(index.len(), Ordering::Release);
+        (new, refused)
+    }
+
+    /// [`Interner::intern`] with the lock held (`index`); the caller publishes the length.
+    fn intern_locked(&self, index: &mut FxHashMap<K, u32>, key: &K, max: usize) -> Result<(u32, bool), usize> {
         if let Some(&id) = index.get(key) {
             return Ok((id, false));
         }
@@ -118,34 +147,7 @@ impl<K: Clone + Eq + Hash> Interner<K> {
         }
         self.keys.set(id, key.clone());
         index.insert(key.clone(), id as u32);
-        self.len.store(id + 1, Ordering::Release);
         Ok((id as u32, true))
-    }
-
-    /// [`Interner::intern`] for each of `keys` in order, under one lock: their ids pushed to
-    /// `ids`, and how many were new. A key that would pass `max` stops it, with `Err` as
-    /// `intern` gives it; the keys before it stay interned, with their ids in `ids`.
-    pub fn intern_all(&self, keys: &[K], max: usize, ids: &mut Vec<u32>) -> (usize, Result<(), usize>) {
-        let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
-        let mut new = 0;
-        let mut refused = Ok(());
-        for key in keys {
-            if let Some(&id) = index.get(key) {
-                ids.push(id);
-                continue;
-            }
-            let id = index.len();
-            if id >= max {
-                refused = Err(id);
-                break;
-            }
-            self.keys.set(id, key.clone());
-            index.insert(key.clone(), id as u32);
-            ids.push(id as u32);
-            new += 1;
-        }
-        self.len.store(index.len(), Ordering::Release);
-        (new, refused)
     }
 
     /// The id of `key`, interned now if new (no limit: for tables bounded by another).

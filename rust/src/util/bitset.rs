@@ -130,17 +130,12 @@ mod tests {
     #[test]
     fn counts_and_ids_match_bit_by_bit() {
         // Odd and even lengths, chunk edges, empty and full words: against a test of each bit.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rng = crate::util::random::SplitMix64::new(0x9e37_79b9_7f4a_7c15);
         for len in [0usize, 1, 2, 3, 63, 64, 65, 128, 129, 4008] {
             for density in [0u64, 1, 8, 31, 32] {
-                let words: Vec<u32> =
-                    (0..len).map(|_| (0..32).filter(|_| next() % 32 < density).fold(0u32, |w, b| w | 1 << b)).collect();
+                let words: Vec<u32> = (0..len)
+                    .map(|_| (0..32).filter(|_| rng.next_u64() % 32 < density).fold(0u32, |w, b| w | 1 << b))
+                    .collect();
                 let ids: Vec<u32> = (0..len * 32).filter(|&i| contains(&words, i)).map(|i| i as u32).collect();
                 assert_eq!(count(&words), ids.len(), "len {len}");
                 assert_eq!(to_ids(&words, ids.len()), ids, "len {len}");

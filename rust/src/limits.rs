@@ -101,6 +101,12 @@ pub const SLICE_CACHE_BYTES: usize = 64 << 20;
 /// field of every schema): ~18 KB for a number's ~1,100 digit tokens on Llama 3. Emptied when full; a dropped walk is redone on its next use, identically.
 pub const WALK_CACHE_BYTES: usize = 16 << 20;
 
+/// Bytes of first-token sets one tokenizer keeps for all its lazy guides, by what decides them
+/// (`crate::lazy::engine`: the byte closure of a key's, a literal's or a number's piece and the
+/// liveness of the pieces after it). Emptied when full; a dropped set is found again on its
+/// next use, identically.
+pub const FIRST_SET_CACHE_BYTES: usize = 16 << 20;
+
 /// Bytes of forbidden sets one tokenizer keeps as bitsets for all its lazy guides, beyond those
 /// the tokenizer DFA holds as bitsets (`crate::lazy::engine::TokenizerParts::clear_forbidden`):
 /// 16 KB a class on Llama 3. Emptied when full; a dropped bitset is made again, identically.

@@ -166,6 +166,9 @@ pub struct TokenizerParts {
     pub(crate) slices: Slices,
     /// Walks of unsliced text states with a small byte closure (see [`Engine::walk_or_reuse`]).
     walks: WalksByShape,
+    /// First-token sets of unsliced text states with a small byte closure, by what decides
+    /// them (see [`Engine::shared_first_key`]).
+    first_sets: BoundedCache<Box<[u32]>, Arc<TokenSet>>,
     /// Forbidden sets of classes as bitsets, made on first use (see
     /// [`TokenizerParts::clear_forbidden`]).
     forbidden_bits: BoundedCache<u32, Arc<[u32]>>,
@@ -239,6 +242,7 @@ impl TokenizerParts {
             usable,
             slices,
             walks: BoundedCache::new(crate::limits::WALK_CACHE_BYTES),
+            first_sets: BoundedCache::new(crate::limits::FIRST_SET_CACHE_BYTES),
             forbidden_bits: BoundedCache::new(crate::limits::FORBIDDEN_BITS_CACHE_BYTES),
             text_bytes,
             hints,
@@ -337,6 +341,7 @@ pub(crate) struct Engine {
     sliced: AtomicUsize,
     /// Text states whose walk came from [`TokenizerParts::walks`].
     walks_reused: AtomicUsize,
+    first_sets_reused: AtomicUsize,
     /// Slice groups a first-token set took as live through their hubs.
     settled_by_hubs: AtomicUsize,
     /// Nodes proved dead by their pair conditions ([`Engine::dead_by_pairs`]).
@@ -408,6 +413,9 @@ const NARROW_GROUPS: usize = 64;
 const WALK_CLOSURE_MIN_BYTES: usize = 8;
 const WALK_CLOSURE_STATES: usize = 32;
 const WALK_CLOSURE_EDGES: usize = 128;
+/// The most states of a byte closure whose first-token set is shared (see
+/// [`Engine::shared_first_key`]).
+const FIRST_CLOSURE_STATES: usize = 32;
 
 /// The fewest gathered first tokens that [`sort_token_ids`] sorts through a bitset.
 const SORT_BY_BITSET_MIN: usize = 256;
@@ -444,6 +452,7 @@ impl Engine {
             hinted: AtomicUsize::new(0),
             sliced: AtomicUsize::new(0),
             walks_reused: AtomicUsize::new(0),
+            first_sets_reused: AtomicUsize::new(0),
             settled_by_hubs: AtomicUsize::new(0),
             dead_by_pairs: AtomicUsize::new(0),
             max_states,
@@ -496,6 +505,20 @@ impl Engine {
     #[cfg(test)]
     pub(crate) fn walks_reused(&self) -> usize {
         self.walks_reused.load(Ordering::Relaxed)
+    }
+
+    /// How many first-token sets this guide took from another guide's (see
+    /// [`Engine::shared_first_key`]).
+    #[cfg(test)]
+    pub(crate) fn first_sets_reused(&self) -> usize {
+        self.first_sets_reused.load(Ordering::Relaxed)
+    }
+
+    /// Drops the first-token sets every guide of the tokenizer shares, so that the next guides
+    /// walk and search for their own (tests of what those reuse).
+    #[cfg(test)]
+    pub(crate) fn forget_shared_first_sets(&self) {
+        self.parts.first_sets.clear();
     }
 
     /// For each unsliced text state of this guide whose byte closure is within the bounds of
@@ -1408,6 +1431,68 @@ impl Engine {
         if let Some(set) = self.first.get(&(z, u)) {
             return Ok(set);
         }
+        let shared = self.shared_first_key(z, u)?;
+        if let Some(set) = shared.as_ref().and_then(|key| self.parts.first_sets.get(key)) {
+            self.first_sets_reused.fetch_add(1, Ordering::Relaxed);
+            self.charge(set.heap_bytes() + BYTES_PER_ENTRY)?;
+            return Ok(self.first.insert_if_absent((z, u), set));
+        }
+        let set = self.find_first_tokens(z, u)?;
+        if let Some(key) = shared {
+            let bytes = key.len() * 4 + set.heap_bytes() + 64;
+            self.parts.first_sets.insert(key, set.clone(), bytes);
+        }
+        Ok(set)
+    }
+
+    /// What decides the first-token set of `(z, u)` when `z` is unsliced and its byte closure
+    /// small: a key equal for two text states, in any guides of the tokenizer, only when their
+    /// sets are equal; `None` where no such key is made.
+    ///
+    /// Why it decides the set: every way a node inside the piece goes on is a token or a
+    /// byte-fallback byte (both [`TextSpace::byte`] steps, inside the byte closure), a boundary
+    /// to a piece start, or the text's end. So with the closure's shape, each closure state's
+    /// acceptance, whether it spells an added token's content, and, per boundary kind, whether
+    /// a boundary leads somewhere and whether that piece start is live, the liveness of every
+    /// node `(closure state, side, split)` is fixed (a least fixpoint over the same graph with
+    /// the same exits), and `first_tokens(z, u)` is the set of tokens whose successor is live.
+    /// The regex enters only through the closure and those bits. A grammar's special tokens
+    /// leave the piece another way, so guides with any make no key.
+    ///
+    /// Why: a key, a literal or a number's piece has the same closure in every schema (`"name`,
+    /// `":`, three digits), and its first visit in each fresh guide repeated the walk, the
+    /// grouping and the searches (~10-20 µs, the median step of a document on Llama 3).
+    fn shared_first_key(&self, z: TextId, u: u32) -> Result<Option<Box<[u32]>>> {
+        let stages = self.space.num_stages();
+        if self.space.num_tokens() > 0 || stages == 0 || stages > 15 {
+            return Ok(None);
+        }
+        let key = self.key(z);
+        if self.slice_use(key.regex_state())?.is_some() {
+            return Ok(None);
+        }
+        let Some(closure) = self.space.byte_closure(key, 0, FIRST_CLOSURE_STATES, WALK_CLOSURE_EDGES) else {
+            return Ok(None);
+        };
+        let mut out = Vec::with_capacity(2 + closure.shape.len() + closure.states.len());
+        out.push(u);
+        out.push(closure.states.len() as u32);
+        out.extend_from_slice(&closure.shape);
+        for &k in &closure.states {
+            let mut bits = self.space.accepting(k) as u32 | (self.space.spells_content(k) as u32) << 1;
+            for kind in 0..stages {
+                if let Some(zm) = self.space.mark(k, kind) {
+                    let start = Node { text: self.text_id(zm)?, side: START, split: ROOT };
+                    bits |= (1 | (self.live(start)? as u32) << 1) << (2 + 2 * kind);
+                }
+            }
+            out.push(bits);
+        }
+        Ok(Some(out.into()))
+    }
+
+    /// [`Engine::first_tokens`] found from the text state's groups and searches, and memoized.
+    fn find_first_tokens(&self, z: TextId, u: u32) -> Result<Arc<TokenSet>> {
         let parts = &*self.parts;
         let groups = self.groups(z)?;
         let conts = parts.splits.next_tokens(u);

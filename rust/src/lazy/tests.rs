@@ -406,10 +406,61 @@ fn reused_walks_give_the_eager_masks() {
         let first = compiler.compile_regex_lazy(FIELDS_A).unwrap();
         let eager_first = compiler.compile_regex(FIELDS_A, Method::Cartesian).unwrap();
         masks_along(&first, &eager_first.random_walk(0, 40).unwrap());
+        // Shared first-token sets would spare the second guide most of its walks.
+        first.lazy_engine().unwrap().forget_shared_first_sets();
         let lazy = compiler.compile_regex_lazy(FIELDS_B).unwrap();
         assert_gives_the_eager_masks(&compiler, &lazy, FIELDS_B, text);
         let reused = lazy.lazy_engine().unwrap().walks_reused();
-        assert!(reused >= 5, "{reused} walks reused");
+        assert!(reused >= 3, "{reused} walks reused");
+    }
+}
+
+/// A guide whose first-token sets come from an earlier guide's (one key, literal and number
+/// piece after another: `Engine::shared_first_key`) gives its eager guide's masks, along random
+/// walks of both regexes.
+#[test]
+fn shared_first_token_sets_give_the_eager_masks() {
+    let text = br#"{"flag": false, "size": 2.5, "count": 120}"#;
+    for vocab in field_vocabularies() {
+        let compiler = Compiler::new(vocab, Limits::default());
+        let first = compiler.compile_regex_lazy(FIELDS_A).unwrap();
+        let eager_first = compiler.compile_regex(FIELDS_A, Method::Cartesian).unwrap();
+        for seed in 0..4 {
+            masks_along(&first, &eager_first.random_walk(seed, 40).unwrap());
+        }
+        let lazy = compiler.compile_regex_lazy(FIELDS_B).unwrap();
+        assert_gives_the_eager_masks(&compiler, &lazy, FIELDS_B, text);
+        let again = compiler.compile_regex_lazy(FIELDS_A).unwrap();
+        let walks: Vec<Vec<u32>> = (0..8).map(|seed| eager_first.random_walk(seed, 40).unwrap()).collect();
+        assert_same_masks(&again, &eager_first, &walks, FIELDS_A);
+        let reused = lazy.lazy_engine().unwrap().first_sets_reused();
+        assert!(reused >= 5, "{reused} first-token sets reused by the second guide");
+    }
+}
+
+/// One byte closure, other pieces after it: in `helloworld` a boundary after `hello` leads to a
+/// piece start that no canonical text continues (the letters are one piece, whose tokens do
+/// not start with `hello` on these tokenizers), in `hello(world|,)` to one before `,`, in
+/// `hello(world)?` to the text's end. So `hello` is a first token of the last two only, though
+/// the start's closures have one shape; each guide, compiled after the others on one
+/// `Compiler`, keeps its own first tokens.
+#[test]
+fn one_closure_before_other_pieces_keeps_its_own_first_tokens() {
+    let regexes = ["helloworld", "hello(world|,)", "hello(world)?"];
+    for vocab in field_vocabularies() {
+        let hello = vocab.token_id("hello").expect("a token of these tokenizers");
+        for rotation in 0..regexes.len() {
+            let compiler = Compiler::new(vocab.clone(), Limits::default());
+            for regex in regexes.iter().cycle().skip(rotation).take(regexes.len()) {
+                let lazy = compiler.compile_regex_lazy(regex).unwrap();
+                let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+                let mut walks: Vec<Vec<u32>> = (0..6).map(|seed| eager.random_walk(seed, 12).unwrap()).collect();
+                walks.push(Vec::new());
+                assert_same_masks(&lazy, &eager, &walks, regex);
+                let first = eager.allowed_tokens(eager.initial_state()).unwrap();
+                assert_eq!(first.contains(&hello), *regex != regexes[0], "{regex}: the premise");
+            }
+        }
     }
 }
 

@@ -249,6 +249,12 @@ impl<K: Eq + Hash, V: Clone> BoundedCache<K, V> {
         self.entries.lock().unwrap_or_else(|e| e.into_inner()).0.len()
     }
 
+    /// Drops every value, as a full cache does (tests: what a guide computes itself).
+    #[cfg(test)]
+    pub fn clear(&self) {
+        *self.entries.lock().unwrap_or_else(|e| e.into_inner()) = (FxHashMap::default(), 0);
+    }
+
     /// Keeps `value` (of `bytes`) unless `key` has one already; returns the value kept.
     pub fn insert(&self, key: K, value: V, bytes: usize) -> V {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());

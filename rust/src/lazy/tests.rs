@@ -438,6 +438,44 @@ fn shared_first_token_sets_give_the_eager_masks() {
     }
 }
 
+/// Fresh guides of one `Compiler` on threads, sharing first-token sets as they fill them (a
+/// pre-tokenized vocabulary, where keys and numbers have keys: `Engine::shared_first_key`), see
+/// their eager masks; in the second round every guide takes sets the first round left.
+#[test]
+fn fresh_guides_on_threads_sharing_first_token_sets_see_the_eager_masks() {
+    let regexes = [
+        FIELDS_A,
+        FIELDS_B,
+        r#"\{[ ]?"count"[ ]?:[ ]?[0-9]{1,3}[ ]?,[ ]?"name"[ ]?:[ ]?"[a-z]{1,8}"[ ]?\}"#,
+        r#"\{[ ]?"flag"[ ]?:[ ]?(true|false|null)[ ]?,[ ]?"size"[ ]?:[ ]?(0|[1-9][0-9]*)[ ]?\}"#,
+    ];
+    let vocab = Arc::new(crate::testing::shared_vocabulary("gpt2"));
+    let compiler = Compiler::new(vocab, Limits::default());
+    type Case = (Vec<Vec<u32>>, Vec<Vec<Vec<u32>>>);
+    let cases: Vec<Case> = (regexes.iter())
+        .map(|regex| {
+            let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+            let walks: Vec<Vec<u32>> = (0..6).map(|seed| eager.random_walk(seed, 40).unwrap()).collect();
+            let want = walks.iter().map(|w| masks_along(&eager, w)).collect();
+            (walks, want)
+        })
+        .collect();
+    for round in 0..2 {
+        std::thread::scope(|scope| {
+            for (regex, (walks, want)) in regexes.iter().zip(&cases) {
+                let compiler = &compiler;
+                scope.spawn(move || {
+                    let lazy = compiler.compile_regex_lazy(regex).unwrap();
+                    let got: Vec<Vec<Vec<u32>>> = walks.iter().map(|w| masks_along(&lazy, w)).collect();
+                    assert!(&got == want, "{regex}: the lazy masks differ from the eager ones");
+                    let reused = lazy.lazy_engine().unwrap().first_sets_reused();
+                    assert!(round == 0 || reused > 0, "{regex}: no first-token set reused in round 2");
+                });
+            }
+        });
+    }
+}
+
 /// One byte closure, other pieces after it: in `helloworld` a boundary after `hello` leads to a
 /// piece start that no canonical text continues (the letters are one piece, whose tokens do
 /// not start with `hello` on these tokenizers), in `hello(world|,)` to one before `,`, in

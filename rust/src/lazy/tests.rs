@@ -86,6 +86,40 @@ fn threads_sharing_a_fresh_guide_see_the_eager_masks() {
     }
 }
 
+/// Compiles each of `regexes` lazily on a thread of its own, in two rounds one after the other,
+/// and asserts that each guide gives its eager guide's masks along 6 random walks of `len`
+/// tokens; `after(guide, regex, round)` then checks what the guide shared.
+fn fresh_guides_on_threads(
+    compiler: &Compiler,
+    regexes: &[&str],
+    len: usize,
+    after: impl Fn(&Guide, &str, usize) + Sync,
+) {
+    // Per regex: its walks, and the eager masks along each.
+    type Case = (Vec<Vec<u32>>, Vec<Vec<Vec<u32>>>);
+    let cases: Vec<Case> = (regexes.iter())
+        .map(|regex| {
+            let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+            let walks: Vec<Vec<u32>> = (0..6).map(|seed| eager.random_walk(seed, len).unwrap()).collect();
+            let want = walks.iter().map(|w| masks_along(&eager, w)).collect();
+            (walks, want)
+        })
+        .collect();
+    for round in 0..2 {
+        std::thread::scope(|scope| {
+            for (regex, (walks, want)) in regexes.iter().zip(&cases) {
+                let after = &after;
+                scope.spawn(move || {
+                    let lazy = compiler.compile_regex_lazy(regex).unwrap();
+                    let got: Vec<Vec<Vec<u32>>> = walks.iter().map(|w| masks_along(&lazy, w)).collect();
+                    assert!(&got == want, "{regex}: the lazy masks differ from the eager ones");
+                    after(&lazy, regex, round);
+                });
+            }
+        });
+    }
+}
+
 /// Guides of one `Compiler` share its hints (`Engine::hinted_live`): threads walking different
 /// fresh guides at once, each seeding hints the others read, see each guide's eager masks.
 #[test]
@@ -97,28 +131,7 @@ fn fresh_guides_of_one_compiler_on_threads_see_the_eager_masks() {
         r#"\{"note": "[a-zA-Z .,!?']{1,30}", "n": [0-9]{1,4}\}"#,
     ];
     let compiler = Compiler::new(mistral(), Limits::default());
-    // Per regex: its walks, and the eager masks along each.
-    type Case = (Vec<Vec<u32>>, Vec<Vec<Vec<u32>>>);
-    let cases: Vec<Case> = (regexes.iter())
-        .map(|regex| {
-            let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
-            let walks: Vec<Vec<u32>> = (0..6).map(|seed| eager.random_walk(seed, 60).unwrap()).collect();
-            let want = walks.iter().map(|w| masks_along(&eager, w)).collect();
-            (walks, want)
-        })
-        .collect();
-    for _round in 0..2 {
-        std::thread::scope(|scope| {
-            for (regex, (walks, want)) in regexes.iter().zip(&cases) {
-                let compiler = &compiler;
-                scope.spawn(move || {
-                    let lazy = compiler.compile_regex_lazy(regex).unwrap();
-                    let got: Vec<Vec<Vec<u32>>> = walks.iter().map(|w| masks_along(&lazy, w)).collect();
-                    assert!(&got == want, "{regex}: the lazy masks differ from the eager ones");
-                });
-            }
-        });
-    }
+    fresh_guides_on_threads(&compiler, &regexes, 60, |_, _, _| {});
 }
 
 #[test]
@@ -397,39 +410,43 @@ fn text_states_with_one_closure_shape_have_one_walk() {
     }
 }
 
-/// A guide whose walks come from an earlier guide's gives its eager guide's masks.
+/// `FIELDS_B`'s lazy guide compiled after `FIELDS_A`'s walked 4 random walks on one `Compiler`
+/// (without what the first shared of its first-token sets when `forget_first_sets`), checked
+/// against its eager masks; with the compiler and `FIELDS_A`'s eager guide.
+fn second_field_guide(vocab: Arc<Vocabulary>, forget_first_sets: bool) -> (Compiler, Guide, Guide) {
+    let text = br#"{"flag": false, "size": 2.5, "count": 120}"#;
+    let compiler = Compiler::new(vocab, Limits::default());
+    let first = compiler.compile_regex_lazy(FIELDS_A).unwrap();
+    let eager_first = compiler.compile_regex(FIELDS_A, Method::Cartesian).unwrap();
+    for seed in 0..4 {
+        masks_along(&first, &eager_first.random_walk(seed, 40).unwrap());
+    }
+    if forget_first_sets {
+        first.lazy_engine().unwrap().forget_shared_first_sets();
+    }
+    let lazy = compiler.compile_regex_lazy(FIELDS_B).unwrap();
+    assert_gives_the_eager_masks(&compiler, &lazy, FIELDS_B, text);
+    (compiler, eager_first, lazy)
+}
+
+/// A guide whose walks come from an earlier guide's gives its eager guide's masks (the first
+/// guide's first-token sets forgotten: shared, they would spare the second most of its walks).
 #[test]
 fn reused_walks_give_the_eager_masks() {
-    let text = br#"{"flag": false, "size": 2.5, "count": 120}"#;
     for vocab in field_vocabularies() {
-        let compiler = Compiler::new(vocab, Limits::default());
-        let first = compiler.compile_regex_lazy(FIELDS_A).unwrap();
-        let eager_first = compiler.compile_regex(FIELDS_A, Method::Cartesian).unwrap();
-        masks_along(&first, &eager_first.random_walk(0, 40).unwrap());
-        // Shared first-token sets would spare the second guide most of its walks.
-        first.lazy_engine().unwrap().forget_shared_first_sets();
-        let lazy = compiler.compile_regex_lazy(FIELDS_B).unwrap();
-        assert_gives_the_eager_masks(&compiler, &lazy, FIELDS_B, text);
+        let (_, _, lazy) = second_field_guide(vocab, true);
         let reused = lazy.lazy_engine().unwrap().walks_reused();
         assert!(reused >= 3, "{reused} walks reused");
     }
 }
 
 /// A guide whose first-token sets come from an earlier guide's (one key, literal and number
-/// piece after another: `Engine::shared_first_key`) gives its eager guide's masks, along random
-/// walks of both regexes.
+/// piece after another: `Engine::shared_first_key`) gives its eager guide's masks, and so does
+/// a third guide of the first regex after it.
 #[test]
 fn shared_first_token_sets_give_the_eager_masks() {
-    let text = br#"{"flag": false, "size": 2.5, "count": 120}"#;
     for vocab in field_vocabularies() {
-        let compiler = Compiler::new(vocab, Limits::default());
-        let first = compiler.compile_regex_lazy(FIELDS_A).unwrap();
-        let eager_first = compiler.compile_regex(FIELDS_A, Method::Cartesian).unwrap();
-        for seed in 0..4 {
-            masks_along(&first, &eager_first.random_walk(seed, 40).unwrap());
-        }
-        let lazy = compiler.compile_regex_lazy(FIELDS_B).unwrap();
-        assert_gives_the_eager_masks(&compiler, &lazy, FIELDS_B, text);
+        let (compiler, eager_first, lazy) = second_field_guide(vocab, false);
         let again = compiler.compile_regex_lazy(FIELDS_A).unwrap();
         let walks: Vec<Vec<u32>> = (0..8).map(|seed| eager_first.random_walk(seed, 40).unwrap()).collect();
         assert_same_masks(&again, &eager_first, &walks, FIELDS_A);
@@ -449,31 +466,11 @@ fn fresh_guides_on_threads_sharing_first_token_sets_see_the_eager_masks() {
         r#"\{[ ]?"count"[ ]?:[ ]?[0-9]{1,3}[ ]?,[ ]?"name"[ ]?:[ ]?"[a-z]{1,8}"[ ]?\}"#,
         r#"\{[ ]?"flag"[ ]?:[ ]?(true|false|null)[ ]?,[ ]?"size"[ ]?:[ ]?(0|[1-9][0-9]*)[ ]?\}"#,
     ];
-    let vocab = Arc::new(crate::testing::shared_vocabulary("gpt2"));
-    let compiler = Compiler::new(vocab, Limits::default());
-    type Case = (Vec<Vec<u32>>, Vec<Vec<Vec<u32>>>);
-    let cases: Vec<Case> = (regexes.iter())
-        .map(|regex| {
-            let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
-            let walks: Vec<Vec<u32>> = (0..6).map(|seed| eager.random_walk(seed, 40).unwrap()).collect();
-            let want = walks.iter().map(|w| masks_along(&eager, w)).collect();
-            (walks, want)
-        })
-        .collect();
-    for round in 0..2 {
-        std::thread::scope(|scope| {
-            for (regex, (walks, want)) in regexes.iter().zip(&cases) {
-                let compiler = &compiler;
-                scope.spawn(move || {
-                    let lazy = compiler.compile_regex_lazy(regex).unwrap();
-                    let got: Vec<Vec<Vec<u32>>> = walks.iter().map(|w| masks_along(&lazy, w)).collect();
-                    assert!(&got == want, "{regex}: the lazy masks differ from the eager ones");
-                    let reused = lazy.lazy_engine().unwrap().first_sets_reused();
-                    assert!(round == 0 || reused > 0, "{regex}: no first-token set reused in round 2");
-                });
-            }
-        });
-    }
+    let compiler = Compiler::new(Arc::new(crate::testing::shared_vocabulary("gpt2")), Limits::default());
+    fresh_guides_on_threads(&compiler, &regexes, 40, |lazy, regex, round| {
+        let reused = lazy.lazy_engine().unwrap().first_sets_reused();
+        assert!(round == 0 || reused > 0, "{regex}: no first-token set reused in round 2");
+    });
 }
 
 /// One byte closure, other pieces after it: in `helloworld` a boundary after `hello` leads to a

@@ -341,6 +341,7 @@ pub(crate) struct Engine {
     sliced: AtomicUsize,
     /// Text states whose walk came from [`TokenizerParts::walks`].
     walks_reused: AtomicUsize,
+    /// First-token sets taken from [`TokenizerParts::first_sets`].
     first_sets_reused: AtomicUsize,
     /// Slice groups a first-token set took as live through their hubs.
     settled_by_hubs: AtomicUsize,

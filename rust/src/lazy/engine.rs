@@ -407,16 +407,14 @@ const PAIR_WALK_EDGES: usize = 256;
 const NARROW_GROUPS: usize = 64;
 
 /// The byte closure a text state may have for its walk to be shared through
-/// [`TokenizerParts::walks`]: a number's few states, not a free class's (those are sliced or
-/// walked). A regex state taking fewer than `WALK_CLOSURE_MIN_BYTES` bytes (a key, a literal,
+/// [`TokenizerParts::walks`], and for its first-token set through
+/// [`TokenizerParts::first_sets`] (`WALK_CLOSURE_STATES`, `WALK_CLOSURE_EDGES`): a number's few
+/// states, not a free class's (those are sliced or walked). A regex state taking fewer than `WALK_CLOSURE_MIN_BYTES` bytes (a key, a literal,
 /// `true`/`false`) is walked without one: its narrowed walk costs about what the closure would,
 /// and keys seldom repeat (keys and punctuation were 4-9 % slower with closures).
 const WALK_CLOSURE_MIN_BYTES: usize = 8;
 const WALK_CLOSURE_STATES: usize = 32;
 const WALK_CLOSURE_EDGES: usize = 128;
-/// The most states of a byte closure whose first-token set is shared (see
-/// [`Engine::shared_first_key`]).
-const FIRST_CLOSURE_STATES: usize = 32;
 
 /// The fewest gathered first tokens that [`sort_token_ids`] sorts through a bitset.
 const SORT_BY_BITSET_MIN: usize = 256;
@@ -1472,7 +1470,7 @@ impl Engine {
         if self.slice_use(key.regex_state())?.is_some() {
             return Ok(None);
         }
-        let Some(closure) = self.space.byte_closure(key, 0, FIRST_CLOSURE_STATES, WALK_CLOSURE_EDGES) else {
+        let Some(closure) = self.space.byte_closure(key, 0, WALK_CLOSURE_STATES, WALK_CLOSURE_EDGES) else {
             return Ok(None);
         };
         let mut out = Vec::with_capacity(2 + closure.shape.len() + closure.states.len());

@@ -47,23 +47,33 @@ impl Cached {
     fn of(mask: &[u32]) -> Cached {
         let most = mask.len() / SPARSE_DIVISOR;
         let mut ids = Vec::new();
-        // Blocks of zero words are skipped by one OR each (vectorized): a narrow mask over a
-        // 128k vocabulary is ~4,000 words, nearly all zero.
-        for (b, block) in mask.chunks(SCAN_BLOCK).enumerate() {
-            if block.iter().fold(0, |acc, &w| acc | w) == 0 {
-                continue;
-            }
-            for (i, &w) in block.iter().enumerate() {
+        // The ids of `words`, the first at word `at`; `false` past `most`.
+        let mut take = |at: usize, words: &[u32]| {
+            for (i, &w) in words.iter().enumerate() {
                 if ids.len() + w.count_ones() as usize > most {
-                    return Cached::Bits(mask.into());
+                    return false;
                 }
-                let base = ((b * SCAN_BLOCK + i) * 32) as u32;
+                let base = ((at + i) * 32) as u32;
                 let mut w = w;
                 while w != 0 {
                     ids.push(base + w.trailing_zeros());
                     w &= w - 1;
                 }
             }
+            true
+        };
+        // Blocks of zero words are skipped by one OR each: a narrow mask over a 128k vocabulary
+        // is ~4,000 words, nearly all zero. Fixed-size blocks, so that the OR is vectorized (over
+        // slices of any length it was a word at a time: 9,000 instructions a first visit).
+        let (blocks, rest) = mask.split_at(mask.len() - mask.len() % SCAN_BLOCK);
+        for (b, block) in blocks.chunks_exact(SCAN_BLOCK).enumerate() {
+            let block: &[u32; SCAN_BLOCK] = block.try_into().expect("a whole block");
+            if block.iter().fold(0, |acc, &w| acc | w) != 0 && !take(b * SCAN_BLOCK, block) {
+                return Cached::Bits(mask.into());
+            }
+        }
+        if !take(blocks.len(), rest) {
+            return Cached::Bits(mask.into());
         }
         Cached::Ids(ids.into_boxed_slice())
     }

@@ -31,6 +31,10 @@
 //!   acceptance proves the node dead ([`Engine::stuck`]): no token sequence can be completed
 //!   when no text can. Inside key literals on o200k, a boundary between two letters leads to such
 //!   text states (the piece may end only before a non-letter, the literal needs a letter).
+//! * A piece start whose text's way is *clean* (no added token's content on it, no special
+//!   token) is live without a probe, on a tokenizer where every piece of text has canonical
+//!   tokens ([`Engine::live_by_clean_way`]): the pieces after a boundary are tokenized apart from
+//!   what came before, and the way's text is one the engine spells.
 //! * A class node whose pair condition forbids every token its text allows next, and whose
 //!   boundaries lead nowhere, is dead without a search ([`Engine::dead_by_pairs`]): the many
 //!   non-canonical prefixes of a key's or a literal's canonical token (` t`, ` tr` before ` true`).
@@ -175,6 +179,13 @@ pub struct TokenizerParts {
     /// The bytes some token spells (every byte with byte-fallback tokens): what a text may hold
     /// (see `crate::lazy::pushdown::PushdownDfa::new`).
     pub(crate) text_bytes: [bool; 256],
+    /// Whether a clean way proves a piece start live ([`Engine::live_by_clean_way`]): the
+    /// tokenizer has a pre-tokenizer, no byte fallback, a usable single-byte token with a class
+    /// for every byte valid UTF-8 holds (the pre-tokenizer's automaton reads nothing else), and
+    /// no merge that makes a token never allowed, so that every piece of text outside an added
+    /// token's content has its canonical tokens among the usable ones. Falcon's misses 28 bytes
+    /// (`\x0b` among them), whose text has no canonical tokens at all.
+    pub(crate) clean_ways_prove_piece_starts: bool,
     /// Tokens that recently proved a node live in a search of some guide, most recent first
     /// (see [`Engine::hinted_live`]). Read and written without a lock: a hint is checked
     /// before it is used, so a mix of two threads' writes is as good as either.
@@ -202,10 +213,19 @@ impl TokenizerParts {
         let mut usable = vec![0u32; words].into_boxed_slice();
         // One pass: the usable tokens, and the bytes they spell (every byte with byte fallback).
         let mut text_bytes = [tok.fallback_tokens().is_some(); 256];
+        let mut byte_tokens = [false; 256];
         trie.for_each_token(|t| {
             crate::util::bitset::set(&mut usable, t as usize);
-            vocab.token_bytes(t).iter().for_each(|&b| text_bytes[b as usize] = true);
+            let bytes = vocab.token_bytes(t);
+            bytes.iter().for_each(|&b| text_bytes[b as usize] = true);
+            if let ([b], false) = (bytes, tok.class_of(t) == NO_CLASS) {
+                byte_tokens[*b as usize] = true;
+            }
         });
+        let clean_ways_prove_piece_starts = pieces.is_some()
+            && tok.fallback_tokens().is_none()
+            && (0..=255u8).filter(|&b| b < 0xC0 || (0xC2..=0xF4).contains(&b)).all(|b| byte_tokens[b as usize])
+            && vocab.merges().iter().all(|m| !vocab.is_never_allowed(m.merged));
         let mut lone = vec![0u32; words].into_boxed_slice();
         for &t in lone_tokens {
             crate::util::bitset::set(&mut lone, t as usize);
@@ -245,6 +265,7 @@ impl TokenizerParts {
             first_sets: BoundedCache::new(crate::limits::FIRST_SET_CACHE_BYTES),
             forbidden_bits: BoundedCache::new(crate::limits::FORBIDDEN_BITS_CACHE_BYTES),
             text_bytes,
+            clean_ways_prove_piece_starts,
             hints,
         })
     }
@@ -331,12 +352,16 @@ pub(crate) struct Engine {
     first: ShardedMap<(TextId, u32), Arc<TokenSet>>,
     /// The step a shortest way to acceptance takes from a text state (see [`Engine::step_from`]).
     ways: ShardedMap<TextKey, Step>,
+    /// Whether the way from a text state is clean (see [`Engine::clean_way`]).
+    clean_ways: ShardedMap<TextKey, bool>,
     /// Per regex state, how it takes a slice's tokens (a loop or a count), if it does (see
     /// [`crate::lazy::slice`]).
     slice_uses: ShardedMap<u32, Option<SliceUse>>,
     way_search_failures: AtomicUsize,
     /// Nodes proved live by a hint ([`Engine::hinted_live`]).
     hinted: AtomicUsize,
+    /// Piece starts proved live by a clean way ([`Engine::live_by_clean_way`]).
+    by_clean_way: AtomicUsize,
     /// Text states whose groups came from a slice.
     sliced: AtomicUsize,
     /// Text states whose walk came from [`TokenizerParts::walks`].
@@ -446,9 +471,11 @@ impl Engine {
             facts: ShardedMap::default(),
             first: ShardedMap::default(),
             ways: ShardedMap::default(),
+            clean_ways: ShardedMap::default(),
             slice_uses: ShardedMap::default(),
             way_search_failures: AtomicUsize::new(0),
             hinted: AtomicUsize::new(0),
+            by_clean_way: AtomicUsize::new(0),
             sliced: AtomicUsize::new(0),
             walks_reused: AtomicUsize::new(0),
             first_sets_reused: AtomicUsize::new(0),
@@ -560,6 +587,11 @@ impl Engine {
     #[cfg(test)]
     pub(crate) fn hinted_proofs(&self) -> usize {
         self.hinted.load(Ordering::Relaxed)
+    }
+    /// Piece starts proved live by a clean way so far.
+    #[cfg(test)]
+    pub(crate) fn clean_way_proofs(&self) -> usize {
+        self.by_clean_way.load(Ordering::Relaxed)
     }
     /// Nodes proved dead by their pair conditions, without a search.
     #[cfg(test)]
@@ -997,6 +1029,68 @@ impl Engine {
         Ok(self.step_from(self.key(z))? == Step::Stuck)
     }
 
+    /// Whether piece start `start` is live by the way from its text alone: the tokenizer lets a
+    /// way prove it ([`TokenizerParts::clean_ways_prove_piece_starts`]) and the way is clean
+    /// ([`Engine::clean_way`]). `false` proves nothing.
+    ///
+    /// Why a clean way proves it: after a boundary the text's pieces are tokenized apart from
+    /// what came before. A clean way is a text the text space accepts from `start` with its
+    /// marks, so they are the pre-tokenizer's own pieces, none empty (the piece machine puts no
+    /// boundary at a piece's start, which is checked as well); no state on it spells an added
+    /// token's content, so no added token is cut out of it; and each piece has canonical tokens,
+    /// all usable (every byte is a token and no merge makes a token the guide never allows).
+    /// The engine holds every canonical sequence of such a text, so a path from `start` reaches
+    /// acceptance. A way that is not clean may still have a live sibling (or spell a token the
+    /// guide never allows, such as `<|eot_id|>`): the search decides.
+    ///
+    /// Why: a first-token set's key asks whether the piece start after each boundary of its
+    /// closure is live, and each answer was a probe, a trie walk per node along the way, toward
+    /// acceptance, once per guide: ~20 % of the time of narrow first visits on Llama 3
+    /// (`docs/design.md` §8). Following the way's stored steps costs a lookup per byte, once per
+    /// text state.
+    fn live_by_clean_way(&self, start: Node) -> Result<bool> {
+        if !self.parts.clean_ways_prove_piece_starts || start.side != START || start.split != ROOT {
+            return Ok(false);
+        }
+        let z = self.key(start.text);
+        Ok(!matches!(self.step_from(z)?, Step::Mark(_)) && self.clean_way(z)?)
+    }
+
+    /// Whether the way from `z` ([`Engine::step_from`], step by step) is *clean*: it ends where
+    /// the text may end, takes no special token and no two boundaries in a row, and no text
+    /// state on it, `z` and the last included, spells an added token's content. Memoized per
+    /// text state (a way's steps, once stored, never change, so neither does the answer).
+    fn clean_way(&self, z: TextKey) -> Result<bool> {
+        let mut path: Vec<(TextKey, Step)> = Vec::new();
+        let mut at = z;
+        // Whether the way on from the end of `path` is clean, and whether it starts with a mark.
+        let (mut clean, mut then_mark) = loop {
+            if let Some(clean) = self.clean_ways.get(&at) {
+                break (clean, matches!(self.step_from(at)?, Step::Mark(_)));
+            }
+            let step = self.step_from(at)?;
+            path.push((at, step));
+            let next = match step {
+                Step::Byte(b) => self.space.byte(at, b),
+                Step::Mark(kind) => self.space.mark(at, kind),
+                Step::Done => break (true, false),
+                Step::Token(_) | Step::Stuck => None,
+            };
+            match next {
+                Some(next) => at = next,
+                None => break (false, false),
+            }
+        };
+        self.charge(path.len() * BYTES_PER_ENTRY)?;
+        for &(k, step) in path.iter().rev() {
+            let mark = matches!(step, Step::Mark(_));
+            clean = clean && !(mark && then_mark) && !self.space.spells_content(k);
+            then_mark = mark;
+            clean = self.clean_ways.insert_if_absent(k, clean);
+        }
+        Ok(clean)
+    }
+
     /// The successors of `n` that follow a shortest way to acceptance from its text (see
     /// [`Engine::probe`]), in the order a probe tries them: boundaries, the grammar's special
     /// tokens, tokens spelling a prefix of that way (longest first), its first byte as a
@@ -1139,6 +1233,11 @@ impl Engine {
         if self.stuck(start.text)? {
             self.record(start, false)?;
             return Ok(false);
+        }
+        if self.live_by_clean_way(start)? {
+            self.by_clean_way.fetch_add(1, Ordering::Relaxed);
+            self.record(start, true)?;
+            return Ok(true);
         }
         let mut probed_in_vain = FxHashSet::default();
         if self.probe(start, &mut probed_in_vain)? {

@@ -499,6 +499,40 @@ fn one_closure_before_other_pieces_keeps_its_own_first_tokens() {
     }
 }
 
+/// A piece start is proved live by its shortest way alone (`Engine::live_by_clean_way`) only on
+/// a tokenizer where every piece of text has canonical tokens. Falcon has no token for `\x0b`:
+/// in `hello(\x0b|world)` the piece start after `hello` has a one-byte way that no tokens spell,
+/// so it is dead, and `hello`, which `world` does not follow in one piece, is no first token.
+/// Elsewhere clean ways prove piece starts live, added tokens' contents on the way or not
+/// (GPT-NeoX's whitespace runs); lazy masks are the eager ones throughout.
+#[test]
+fn only_a_clean_way_on_a_tokenizer_that_spells_every_text_proves_a_piece_start_live() {
+    let cases = [
+        ("falcon", r"hello(\x0b|world)", false),
+        ("gpt2", r"hello(\x0b|world)", true),
+        ("gpt2", "hello(,|world)", true),
+        ("llama3", "hello(,|world)", true),
+        ("qwen2", r"hello(\x0b|world)", true),
+        ("gpt-neox", "hello( {2,4}world|,)", true),
+    ];
+    for (name, regex, proves) in cases {
+        let vocab = Arc::new(crate::testing::shared_vocabulary(name));
+        let hello = vocab.token_id("hello").expect("a token of these tokenizers");
+        let compiler = Compiler::new(vocab, Limits::default());
+        let lazy = compiler.compile_regex_lazy(regex).unwrap();
+        let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+        let mut walks: Vec<Vec<u32>> = (0..6).map(|seed| eager.random_walk(seed, 16).unwrap()).collect();
+        walks.push(Vec::new());
+        assert_same_masks(&lazy, &eager, &walks, regex);
+        let engine = lazy.lazy_engine().unwrap();
+        assert_eq!(engine.parts().clean_ways_prove_piece_starts, proves, "{name}");
+        assert_eq!(engine.clean_way_proofs() > 0, proves, "{name}, {regex}: piece starts proved by clean ways");
+        if name == "falcon" {
+            assert!(!eager.allowed_tokens(eager.initial_state()).unwrap().contains(&hello), "the premise");
+        }
+    }
+}
+
 /// On Llama 3 (318 tokens start a lone token's split), a sliced text state's certificates give
 /// each split starter a hub from the set's start: the hub must be a successor of the starter's
 /// node in the guide, so that a live hub proves the starter live (the Python lazy/eager

@@ -1056,8 +1056,7 @@ impl Engine {
     /// token's content, so no added token is cut out of it; and each piece has canonical tokens,
     /// all usable (every byte is a token and no merge makes a token the guide never allows).
     /// The engine holds every canonical sequence of such a text, so a path from `start` reaches
-    /// acceptance. A way that is not clean may still have a live sibling (or spell a token the
-    /// guide never allows, such as `<|eot_id|>`): the search decides.
+    /// acceptance. A way that is not clean proves nothing either way: the search decides.
     ///
     /// Why: a first-token set's key asks whether the piece start after each boundary of its
     /// closure is live, and each answer was a probe, a trie walk per node along the way, toward

@@ -295,13 +295,19 @@ struct WayTables {
 const KEPT_WAY_ENTRIES: usize = 4096;
 
 impl WayTables {
+    /// Empties the tables (cheaply when they are: before each search as well as after, so
+    /// that a search that panicked leaves nothing behind for the next).
     fn clear(&mut self) {
         if self.best.capacity() > KEPT_WAY_ENTRIES || self.open.capacity() > KEPT_WAY_ENTRIES {
             *self = WayTables::default();
             return;
         }
-        self.best.clear();
-        self.opened.clear();
+        if !self.best.is_empty() {
+            self.best.clear();
+        }
+        if !self.opened.is_empty() {
+            self.opened.clear();
+        }
         self.open.clear();
     }
 }
@@ -640,6 +646,7 @@ impl TextSpace {
     /// way a caller already has); the way then ends there, with [`Step::Done`] as its last step.
     pub fn shortest_way(&self, z: TextKey, max_expanded: usize, known: impl Fn(TextKey) -> bool) -> WaySearch {
         WAY_TABLES.with_borrow_mut(|tables| {
+            tables.clear();
             let found = self.search_way(z, max_expanded, known, tables);
             tables.clear();
             found

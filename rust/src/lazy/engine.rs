@@ -1029,20 +1029,17 @@ impl Engine {
         Ok(self.step_from(self.key(z))? == Step::Stuck)
     }
 
-    /// Whether `n` is a piece start that takes no byte and may not end the text: it has no
-    /// successor (no boundary at a piece start; special tokens aside, where this says nothing),
-    /// so it is dead, found without a way search.
+    /// Whether `n`, a node that may not end the text ([`Engine::live`] asks after
+    /// [`Engine::accepts`]), is a piece start that takes no byte: then it has no successor (no
+    /// boundary at a piece start; special tokens aside, where this says nothing), so it is dead,
+    /// found without a way search.
     ///
     /// Why: the pre-tokenizer's automaton guesses a boundary after most characters of a piece
     /// and refutes it at the next one, so most piece starts a first-token set asks about (a
     /// key's letters) are such; each cost a way search of one state.
     fn stuck_piece_start(&self, n: Node) -> bool {
         let z = self.key(n.text);
-        n.side == START
-            && n.split == ROOT
-            && self.space.num_tokens() == 0
-            && !self.space.accepting(z)
-            && !self.space.takes_a_byte(z)
+        n.side == START && n.split == ROOT && self.space.num_tokens() == 0 && !self.space.takes_a_byte(z)
     }
 
     /// Whether piece start `start` is live by the way from its text alone: the tokenizer lets a

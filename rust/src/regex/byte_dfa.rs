@@ -562,6 +562,13 @@ impl ByteDfa {
         self.classes[byte as usize]
     }
 
+    /// The transitions of `state` by byte class (class `c` at index `c`, [`DEAD`] where none).
+    #[inline]
+    pub fn row(&self, state: u32) -> &[u32] {
+        let at = state as usize * self.num_classes;
+        &self.trans[at..at + self.num_classes]
+    }
+
     /// The next state on `byte`, or [`DEAD`].
     #[inline]
     pub fn next(&self, state: u32, byte: u8) -> u32 {

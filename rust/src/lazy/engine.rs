@@ -995,6 +995,14 @@ impl Engine {
         if let Some(step) = self.ways.get(&k) {
             return Ok(step);
         }
+        // A way that one byte nearest to acceptance joins: the first state a search would open
+        // next, unless a tie puts another first, which gives a way as short.
+        if let Some((b, to)) = self.space.nearest_byte(k) {
+            if self.ways.get(&to).is_some_and(|step| step != Step::Stuck) {
+                self.charge(BYTES_PER_ENTRY)?;
+                return Ok(self.ways.insert_if_absent(k, Step::Byte(b)));
+            }
+        }
         // After `WAY_SEARCH_FAILURES` searches that ran out of budget (acceptance thousands of
         // bytes away), the regex's own distance guides the ways, one byte at a time, so that
         // each new text state does not pay a failed search.

@@ -804,19 +804,19 @@ impl TextSpace {
             .find_map(|&(_, class)| self.class_bytes[class as usize].iter().find_map(|&b| Some((b, self.byte(z, b)?))))
     }
 
-    /// The smallest byte the pre-tokenizer allows from `z` that brings the regex one byte
-    /// closer to acceptance ([`Step::Done`] when there is none): a way one step at a time, for
-    /// when [`TextSpace::shortest_way`] gives up. It may lead where the pre-tokenizer needs a
-    /// detour; the caller only loses a shortcut then.
+    /// A byte the pre-tokenizer allows from `z` that brings the regex one byte closer to
+    /// acceptance ([`TextSpace::nearest_byte`]), else such a special token ([`Step::Done`] when
+    /// there is neither): a way one step at a time, for when [`TextSpace::shortest_way`] gives
+    /// up. It may lead where the pre-tokenizer needs a detour; the caller only loses a shortcut
+    /// then.
     pub fn greedy_step(&self, z: TextKey) -> Step {
         let d = self.distance(z);
         if d == 0 || d == u32::MAX {
             return Step::Done;
         }
-        let byte = (0..=255u8).find(|&b| self.byte(z, b).is_some_and(|to| self.distance(to) + 1 == d));
         let token = || (0..self.tokens).find(|&j| self.token(z, j).is_some_and(|to| self.distance(to) + 2 == d));
-        match (byte, token()) {
-            (Some(b), _) => Step::Byte(b),
+        match (self.nearest_byte(z), token()) {
+            (Some((b, _)), _) => Step::Byte(b),
             (None, Some(j)) => Step::Token(j),
             (None, None) => Step::Done,
         }

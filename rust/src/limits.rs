@@ -96,6 +96,12 @@ pub const LAZY_GROUP_CACHE_BYTES: usize = 8 << 20;
 /// walk on its next use, never a different mask.
 pub const SLICE_CACHE_BYTES: usize = 64 << 20;
 
+/// Bytes of slice regions (`crate::lazy::slice::Region`) one tokenizer keeps for all its lazy
+/// guides: what a sliced state's shared first-token set is keyed by, a few KB per pre-tokenizer
+/// state met inside a string. Emptied when full; a dropped region is found again on its next
+/// use (a new serial: sets keyed by the old one are no longer met, never wrongly met).
+pub const REGION_CACHE_BYTES: usize = 4 << 20;
+
 /// Bytes of trie walks one tokenizer keeps for all its lazy guides, by the shape of the walked
 /// text state's byte closure (`crate::lazy::engine`: a number's few states, the same in every
 /// field of every schema): ~18 KB for a number's ~1,100 digit tokens on Llama 3. Emptied when full; a dropped walk is redone on its next use, identically.

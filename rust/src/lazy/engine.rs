@@ -77,6 +77,7 @@ use crate::limits::Deadline;
 use crate::pre_tokenizer::normal_form::NormalForm;
 use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::ContentTrie;
+use crate::regex::byte_dfa::DEAD;
 use crate::tokenizer::token_trie::TokenTrie;
 use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT};
@@ -368,6 +369,7 @@ pub(crate) struct Engine {
     walks_reused: AtomicUsize,
     /// First-token sets taken from [`TokenizerParts::first_sets`].
     first_sets_reused: AtomicUsize,
+    sliced_first_sets_reused: AtomicUsize,
     /// Slice groups a first-token set took as live through their hubs.
     settled_by_hubs: AtomicUsize,
     /// Nodes proved dead by their pair conditions ([`Engine::dead_by_pairs`]).
@@ -441,6 +443,11 @@ const WALK_CLOSURE_MIN_BYTES: usize = 8;
 const WALK_CLOSURE_STATES: usize = 32;
 const WALK_CLOSURE_EDGES: usize = 128;
 
+/// The second word of a shared first-token set's key ([`Engine::shared_first_key`]): the key of
+/// an unsliced state's byte closure, or of a sliced state's region and exits.
+const UNSLICED_KEY: u32 = 0;
+const SLICED_KEY: u32 = 1;
+
 /// The fewest gathered first tokens that [`sort_token_ids`] sorts through a bitset.
 const SORT_BY_BITSET_MIN: usize = 256;
 
@@ -479,6 +486,7 @@ impl Engine {
             sliced: AtomicUsize::new(0),
             walks_reused: AtomicUsize::new(0),
             first_sets_reused: AtomicUsize::new(0),
+            sliced_first_sets_reused: AtomicUsize::new(0),
             settled_by_hubs: AtomicUsize::new(0),
             dead_by_pairs: AtomicUsize::new(0),
             max_states,
@@ -538,6 +546,12 @@ impl Engine {
     #[cfg(test)]
     pub(crate) fn first_sets_reused(&self) -> usize {
         self.first_sets_reused.load(Ordering::Relaxed)
+    }
+
+    /// How many of those were sets of sliced text states.
+    #[cfg(test)]
+    pub(crate) fn sliced_first_sets_reused(&self) -> usize {
+        self.sliced_first_sets_reused.load(Ordering::Relaxed)
     }
 
     /// Drops the first-token sets every guide of the tokenizer shares, so that the next guides
@@ -1550,8 +1564,11 @@ impl Engine {
             return Ok(set);
         }
         let shared = self.shared_first_key(z, u)?;
-        if let Some(set) = shared.as_ref().and_then(|key| self.parts.first_sets.get(key)) {
+        if let Some((key, set)) = shared.as_ref().and_then(|key| Some((key, self.parts.first_sets.get(key)?))) {
             self.first_sets_reused.fetch_add(1, Ordering::Relaxed);
+            if key[1] == SLICED_KEY {
+                self.sliced_first_sets_reused.fetch_add(1, Ordering::Relaxed);
+            }
             self.charge(set.heap_bytes() + BYTES_PER_ENTRY)?;
             return Ok(self.first.insert_if_absent((z, u), set));
         }
@@ -1563,9 +1580,9 @@ impl Engine {
         Ok(set)
     }
 
-    /// What decides the first-token set of `(z, u)` when `z` is unsliced and its byte closure
-    /// small: a key equal for two text states, in any guides of the tokenizer, only when their
-    /// sets are equal; `None` where no such key is made.
+    /// What decides the first-token set of `(z, u)`: a key equal for two text states, in any
+    /// guides of the tokenizer, only when their sets are equal; `None` where no such key is
+    /// made.
     ///
     /// Why it decides the set: every way a node inside the piece goes on is a token or a
     /// byte-fallback byte (both [`TextSpace::byte`] steps, inside the byte closure), a boundary
@@ -1577,23 +1594,79 @@ impl Engine {
     /// The regex enters only through the closure and those bits. A grammar's special tokens
     /// leave the piece another way, so guides with any make no key.
     ///
+    /// An unsliced state's closure is spelled out when small. A sliced state's (a JSON string's
+    /// contents: 300-1,500 states on Llama 3, multi-byte characters and all) is, up to where
+    /// the bytes leave the slice, its slice's region (`crate::lazy::slice::Region`) from its
+    /// other components: the same in every guide, with `φ(s)` in place of each slice state
+    /// `s`, so its serial stands for it, and the regex enters through which `φ(s)` accept, the
+    /// piece starts after the region's boundaries (live or not), and the exits: which
+    /// `(s, byte)` the regex takes there, with the closure of the states they lead to spelled
+    /// out as above (`"` then `,` or `}`; a closure too large, such as `","` going on into
+    /// another string's contents, makes no key). Counted uses (each position its own region)
+    /// and regexes determinized on demand make none.
+    ///
     /// Why: a key, a literal or a number's piece has the same closure in every schema (`"name`,
     /// `":`, three digits), and its first visit in each fresh guide repeated the walk, the
-    /// grouping and the searches (~10-20 µs, the median step of a document on Llama 3).
+    /// grouping and the searches (~10-20 µs, the median step of a document on Llama 3); a
+    /// string's contents cost ~170 µs a first visit, in every string field of every guide.
     fn shared_first_key(&self, z: TextId, u: u32) -> Result<Option<Box<[u32]>>> {
         let stages = self.space.num_stages();
         if self.space.num_tokens() > 0 || stages == 0 || stages > 15 {
             return Ok(None);
         }
         let key = self.key(z);
-        if self.slice_use(key.regex_state())?.is_some() {
-            return Ok(None);
-        }
-        let Some(closure) = self.space.byte_closure(key, 0, WALK_CLOSURE_STATES, WALK_CLOSURE_EDGES) else {
+        let mut out = vec![u];
+        let mut region_starts = None;
+        let closure = match self.slice_use(key.regex_state())? {
+            None => {
+                out.push(UNSLICED_KEY);
+                self.space.byte_closure(key, 0, WALK_CLOSURE_STATES, WALK_CLOSURE_EDGES)
+            }
+            Some(slice) => {
+                // A grammar's automaton would build a state per exit byte tried.
+                if self.space.dfa().as_dfa().is_none() {
+                    return Ok(None);
+                }
+                let Some(region) = self.parts.slices.region(&slice, key) else {
+                    return Ok(None);
+                };
+                out.extend([SLICED_KEY, region.serial]);
+                // The region's states accept where their paired regex states do.
+                let dfa = self.space.dfa();
+                let n = slice.num_slice_states();
+                out.extend((0..n.div_ceil(32)).map(|w| {
+                    (w * 32..n.min(w * 32 + 32))
+                        .filter(|&s| slice.paired(s) != DEAD && dfa.is_accepting(slice.paired(s)))
+                        .fold(0, |bits, s| bits | 1 << (s % 32))
+                }));
+                // The exits the regex takes, and where they lead.
+                let mut starts = Vec::new();
+                let exits_at = out.len();
+                out.push(0);
+                for (i, &(s, b, ref after)) in region.exits.iter().enumerate() {
+                    let q = match slice.paired(s) {
+                        DEAD => DEAD,
+                        paired => dfa.next(paired, b),
+                    };
+                    if q != DEAD {
+                        out.push(i as u32);
+                        let after = &region.after[after.start as usize..after.end as usize];
+                        starts.extend(after.iter().map(|k| k.with_regex_state(q)));
+                    }
+                }
+                out[exits_at] = (out.len() - exits_at - 1) as u32;
+                let closure = self.space.byte_closure_of(&starts, WALK_CLOSURE_STATES, WALK_CLOSURE_EDGES);
+                if let Some(closure) = &closure {
+                    out.push(starts.len() as u32);
+                    out.extend(starts.iter().map(|&k| closure.number(k)));
+                }
+                region_starts = Some((region, slice));
+                closure
+            }
+        };
+        let Some(closure) = closure else {
             return Ok(None);
         };
-        let mut out = Vec::with_capacity(2 + closure.shape.len() + closure.states.len());
-        out.push(u);
         out.push(closure.states.len() as u32);
         out.extend_from_slice(&closure.shape);
         for &k in &closure.states {
@@ -1602,6 +1675,19 @@ impl Engine {
                 if let Some(zm) = self.space.mark(k, kind) {
                     let start = Node { text: self.text_id(zm)?, side: START, split: ROOT };
                     bits |= (1 | (self.live(start)? as u32) << 1) << (2 + 2 * kind);
+                }
+            }
+            out.push(bits);
+        }
+        // The piece starts after the region's boundaries: whether each is live.
+        if let Some((region, slice)) = region_starts {
+            let mut bits = 0u32;
+            for (i, &start) in region.piece_starts.iter().enumerate() {
+                let zm = start.with_regex_state(slice.paired(start.regex_state()));
+                let start = Node { text: self.text_id(zm)?, side: START, split: ROOT };
+                bits |= (self.live(start)? as u32) << (i % 32);
+                if i % 32 == 31 {
+                    out.push(std::mem::take(&mut bits));
                 }
             }
             out.push(bits);

@@ -81,6 +81,21 @@
 //! ([`SliceGroups::cont_hub`]): the piece start after a boundary where the split may end the
 //! piece. That took the three-string document's guides from 18.06 M to 14.95 M instructions.
 //!
+//! # Regions: first-token sets shared across guides
+//! A guide still judged its sliced states' groups itself (their hubs' roots, the exit walk,
+//! the groups left over): ~170 µs per first visit on Llama 3, at every string field of every
+//! guide, although two fields followed by the same text have the same set. A loop use's
+//! [`Region`] is what such a set depends on inside the string: the states of the slice's text
+//! space that bytes reach from `(s₀, m, n, f)` without a boundary (300-1,500 on Llama 3, each
+//! stepped by all 256 bytes once per tokenizer: ~1 ms), the piece starts after their
+//! boundaries, and where bytes the slice does not take leave it (`(s, byte)`, with the other
+//! components after that byte). A guide's state that loops on the slice has the region, with
+//! `φ(s)` for each slice state, as its byte closure up to the exits, so a key made of the
+//! region's serial, the exits its regex takes and what follows them decides its first-token
+//! set (`crate::lazy::engine::Engine::shared_first_key`). Past [`MAX_REGION_STATES`] (Qwen2,
+//! whose normal form splits the region's states further) a region is not made and sets are
+//! found per guide as before.
+//!
 //! # With a normalizer
 //! The normal form is a component of the text state (`crate::lazy::text`), and it differs after
 //! almost every letter (after `e` an acute accent would compose, after `q` it would not), so a
@@ -140,7 +155,7 @@ use super::groups::Walked;
 use super::slice_store::{SliceKey, SliceStore};
 use super::text::{TextKey, TextRegex, TextSpace};
 use crate::error::{Error, Result};
-use crate::limits::SLICE_CACHE_BYTES;
+use crate::limits::{REGION_CACHE_BYTES, SLICE_CACHE_BYTES};
 use crate::pre_tokenizer::normal_form::NormalForm;
 use crate::pre_tokenizer::piece_table::PieceTable;
 use crate::pre_tokenizer::text_automaton::ContentTrie;
@@ -214,6 +229,88 @@ pub(crate) type Hub = (TextKey, u32, u32);
 /// A group without a hub: its class is a lone token's (no token may follow it in the piece) or
 /// no witness token is allowed after it.
 pub(crate) const NO_HUB: u32 = u32::MAX;
+
+/// A loop use's *region*: the states of the slice's text space that bytes reach from one start
+/// `(s₀, m, n, f)` without a boundary, reduced to what a guide's first-token set there depends
+/// on besides its regex (see `crate::lazy::engine::Engine::shared_first_key`). A guide's state
+/// `(q, m, n, f)` that loops on the slice has the region's states, with `φ(s)` for each slice
+/// state `s`, as its byte closure inside the slice; the rest of its closure starts where bytes
+/// the slice does not take leave it, and those bytes lead, for the components other than the
+/// regex's, to the same states in every guide.
+pub(crate) struct Region {
+    /// Tells regions apart in the keys of shared first-token sets: unique among the regions
+    /// the tokenizer made.
+    pub(crate) serial: u32,
+    /// Where bytes the slice does not take leave the region: `(slice state, byte, range of
+    /// after)`, ascending, for the bytes the other components take from some region state with
+    /// that slice state.
+    pub(crate) exits: Box<[(u32, u8, Range<u32>)]>,
+    /// The states after an exit's byte, in the slice's space: their regex component stays the
+    /// slice state the byte left (a guide puts its own regex state there).
+    pub(crate) after: Box<[TextKey]>,
+    /// The distinct piece starts after a boundary at a region state, in the slice's space.
+    pub(crate) piece_starts: Box<[TextKey]>,
+}
+
+impl Region {
+    /// The region from `from` (a state of `slice`'s space), or `None` past
+    /// [`MAX_REGION_STATES`] states.
+    fn find(slice: &Slice, from: TextKey) -> Option<Region> {
+        let space = &slice.space;
+        let mut states = vec![from];
+        let mut seen: rustc_hash::FxHashSet<TextKey> = std::iter::once(from).collect();
+        let mut piece_starts = Vec::new();
+        let mut starts_seen = rustc_hash::FxHashSet::default();
+        let mut exits: std::collections::BTreeMap<(u32, u8), Vec<TextKey>> = Default::default();
+        let mut at = 0;
+        while let Some(&k) = states.get(at) {
+            at += 1;
+            let taken = space.bytes_taken(k.regex_state());
+            for b in 0..=255u8 {
+                if taken.contains(b) {
+                    if let Some(to) = space.byte(k, b) {
+                        if seen.insert(to) {
+                            if states.len() == MAX_REGION_STATES {
+                                return None;
+                            }
+                            states.push(to);
+                        }
+                    }
+                } else if let Some(to) = space.byte_beside_regex(k, b) {
+                    let after = exits.entry((k.regex_state(), b)).or_default();
+                    if !after.contains(&to) {
+                        after.push(to);
+                    }
+                }
+            }
+            for kind in 0..space.num_stages() {
+                if let Some(start) = space.mark(k, kind) {
+                    if starts_seen.insert(start) {
+                        piece_starts.push(start);
+                    }
+                }
+            }
+        }
+        let mut after = Vec::new();
+        let exits = (exits.into_iter())
+            .map(|((s, b), keys)| {
+                let range = after.len() as u32..(after.len() + keys.len()) as u32;
+                after.extend(keys);
+                (s, b, range)
+            })
+            .collect();
+        Some(Region { serial: 0, exits, after: after.into(), piece_starts: piece_starts.into() })
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.exits.len() * 16 + (self.after.len() + self.piece_starts.len()) * 16
+    }
+}
+
+/// States a [`Region`] may have: past them, a sliced state's first-token set is not shared.
+/// Llama 3's JSON string contents have 300-1,500 from each start; Qwen2's, whose normal form
+/// tells apart what follows most letters, pass 4,096 (stopped there after ~1 ms).
+const MAX_REGION_STATES: usize = 4096;
 
 impl SliceGroups {
     /// The groups of a walk from a slice's state, its targets in the order met; `words`: the
@@ -645,6 +742,17 @@ impl SliceUse {
         self.map.len() * 4
     }
 
+    /// The regex state a loop use pairs with slice state `s` ([`DEAD`] where none).
+    pub(crate) fn paired(&self, s: u32) -> u32 {
+        debug_assert!(!self.counts_chars());
+        self.map.get(s as usize).copied().unwrap_or(DEAD)
+    }
+
+    /// The slice's number of states.
+    pub(crate) fn num_slice_states(&self) -> u32 {
+        self.states
+    }
+
     /// Whether the use counts characters.
     fn counts_chars(&self) -> bool {
         self.counting != Counting::Loop
@@ -714,6 +822,10 @@ pub(crate) struct Slices {
     normal: Option<NormalSplit>,
     /// Keyed by (slice, counted, start in the slice's space).
     cache: BoundedCache<SliceKey, Arc<SliceGroups>>,
+    /// Loop uses' regions, keyed as `cache` (`None`: past [`MAX_REGION_STATES`]), and the
+    /// serial of the next one made.
+    regions: BoundedCache<SliceKey, Option<Arc<Region>>>,
+    next_region: std::sync::atomic::AtomicU32,
     /// The sets kept on disk between processes, with a cache directory.
     store: Option<SliceStore>,
     /// Sets walked, and sets read from `store`, by this process.
@@ -846,6 +958,7 @@ impl Slices {
         });
         let mut slices = Slices { pieces, contents, normal_form: normal, normal: split, store, ..Slices::none() };
         slices.cache = BoundedCache::new(SLICE_CACHE_BYTES);
+        slices.regions = BoundedCache::new(REGION_CACHE_BYTES);
         // Read, the four patterns' tables cost a few M instructions instead of four passes over
         // the trie (~80 M on Llama 3) in every process's first lazy compile.
         for (i, pattern) in SLICE_PATTERNS.iter().enumerate() {
@@ -906,6 +1019,8 @@ impl Slices {
             normal_form: None,
             normal: None,
             cache: BoundedCache::new(0),
+            regions: BoundedCache::new(0),
+            next_region: Default::default(),
             store: None,
             walked: AtomicUsize::new(0),
             loaded: AtomicUsize::new(0),
@@ -1043,6 +1158,25 @@ impl Slices {
         }
         let bytes = made.heap_bytes();
         self.cache.insert(key, Arc::new(made), bytes)
+    }
+
+    /// The region of a loop use from the pre-tokenizer, added-token and normal-form components
+    /// of `at` (see [`Region`]); `None` for a counted use or past [`MAX_REGION_STATES`].
+    pub(crate) fn region(&self, slice: &SliceUse, at: TextKey) -> Option<Arc<Region>> {
+        if slice.counts_chars() {
+            return None;
+        }
+        let s = &*slice.slice;
+        let key = (s.id, false, at.with_regex_state(s.dfa.start()));
+        if let Some(known) = self.regions.get(&key) {
+            return known;
+        }
+        let made = Region::find(s, key.2).map(|mut region| {
+            region.serial = self.next_region.fetch_add(1, Ordering::Relaxed);
+            Arc::new(region)
+        });
+        let bytes = 64 + made.as_ref().map_or(0, |region| region.heap_bytes());
+        self.regions.insert(key, made, bytes)
     }
 
     /// The successor of a node of `slice`'s text space on its way to a root (see

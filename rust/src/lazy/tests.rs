@@ -499,6 +499,39 @@ fn one_closure_before_other_pieces_keeps_its_own_first_tokens() {
     }
 }
 
+/// Sliced text states share first-token sets across guides by their slice's region and what
+/// follows the string (`Engine::shared_first_key`): strings closed by different text keep their
+/// own sets (`",` is one piece on these tokenizers, `"x` two, and `"` may end the text or not),
+/// every guide, compiled in every order on one `Compiler`, gives its eager masks, and later
+/// guides take sets earlier ones made. Strings followed by another string's contents in one
+/// piece (`","`) have no key.
+#[test]
+fn sliced_states_share_first_token_sets_by_region_and_exits() {
+    let body = r#"([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"#;
+    let regexes: Vec<String> = [r#""B""#, r#""B","#, r#""B"x"#, r#"\{"a":"B"\}"#, r#"\["B","B"\]"#]
+        .iter()
+        .map(|r| r.replace('B', body))
+        .collect();
+    for name in ["gpt2", "llama3"] {
+        let vocab = Arc::new(crate::testing::shared_vocabulary(name));
+        let eager_compiler = Compiler::new(vocab.clone(), Limits::default());
+        let eager: Vec<Guide> =
+            regexes.iter().map(|r| eager_compiler.compile_regex(r, Method::Cartesian).unwrap()).collect();
+        let walks: Vec<Vec<Vec<u32>>> =
+            eager.iter().map(|g| (0..6).map(|seed| g.random_walk(seed, 12).unwrap()).collect()).collect();
+        let mut reused = 0;
+        for rotation in 0..regexes.len() {
+            let compiler = Compiler::new(vocab.clone(), Limits::default());
+            for i in (0..regexes.len()).cycle().skip(rotation).take(regexes.len()) {
+                let lazy = compiler.compile_regex_lazy(&regexes[i]).unwrap();
+                assert_same_masks(&lazy, &eager[i], &walks[i], &regexes[i]);
+                reused += lazy.lazy_engine().unwrap().sliced_first_sets_reused();
+            }
+        }
+        assert!(reused >= 20, "{name}: {reused} sliced first-token sets reused");
+    }
+}
+
 /// A piece start is proved live by its shortest way alone (`Engine::live_by_clean_way`) only on
 /// a tokenizer where every piece of text has canonical tokens. Falcon has no token for `\x0b`:
 /// in `hello(\x0b|world)` the piece start after `hello` has a one-byte way that no tokens spell,

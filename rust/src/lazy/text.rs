@@ -462,24 +462,9 @@ impl TextSpace {
     /// choice with a plain `#[inline]`) its entry and exit were 45 % of its instructions.
     #[inline(always)]
     pub fn byte(&self, z: TextKey, b: u8) -> Option<TextKey> {
-        let q = self.dfa.next(z.q(), b);
-        if q == DEAD || b == TOKEN_MARKER {
-            return None;
-        }
-        let m = match &self.pieces {
-            Some(p) => match p.byte(z.m(), b) {
-                DEAD => return None,
-                m => m,
-            },
-            None => 0,
-        };
-        let next = TextKey::pack(q, m, self.contents.step(z.n(), b));
-        match self.normal {
-            None => Some(next),
-            Some(nf) => {
-                let (f, partial) = nf.byte(z.f(), z.partial(), b)?;
-                Some(next.with_normal(f, partial))
-            }
+        match self.dfa.next(z.q(), b) {
+            DEAD => None,
+            q => self.byte_beside_regex(z.with_regex_state(q), b),
         }
     }
 
@@ -533,14 +518,33 @@ impl TextSpace {
         max_states: usize,
         max_edges: usize,
     ) -> Option<ByteClosure> {
-        self.pieces.as_ref()?;
-        let TextRegex::Dfa(_) = &self.dfa else { return None };
         let first = self.bytes_taken(z.q());
         if first.len() < min_bytes {
             return None;
         }
-        let mut states = Vec::with_capacity(max_states);
-        states.push(z);
+        self.byte_closure_of(&[z], max_states, max_edges)
+    }
+
+    /// The byte closure of several states together ([`TextSpace::byte_closure`]'s, without
+    /// its `min_bytes`), numbered breadth first from `starts` in their order (a state met twice
+    /// numbered once): a sliced state's exits ([`crate::lazy::slice::Region`]).
+    pub(crate) fn byte_closure_of(
+        &self,
+        starts: &[TextKey],
+        max_states: usize,
+        max_edges: usize,
+    ) -> Option<ByteClosure> {
+        self.pieces.as_ref()?;
+        let TextRegex::Dfa(_) = &self.dfa else { return None };
+        let mut states: Vec<TextKey> = Vec::with_capacity(max_states);
+        for &z in starts {
+            if !states.contains(&z) {
+                if states.len() == max_states {
+                    return None;
+                }
+                states.push(z);
+            }
+        }
         let mut shape = Vec::with_capacity(4 * max_states);
         let mut edges = 0;
         let mut at = 0;
@@ -549,7 +553,7 @@ impl TextSpace {
             at += 1;
             let count_at = shape.len();
             shape.push(0);
-            let taken = if at == 1 { first } else { self.bytes_taken(k.q()) };
+            let taken = self.bytes_taken(k.q());
             if taken.len() > max_edges / 4 {
                 return None;
             }
@@ -575,6 +579,32 @@ impl TextSpace {
             }
         }
         Some(ByteClosure { states, shape: shape.into() })
+    }
+
+    /// [`TextSpace::byte`] of every component but the regex's, which stays `z`'s: where a
+    /// byte the slice does not take leaves a slice's text space for a guide's regex state
+    /// ([`crate::lazy::slice::Region`]). The components step alike in every space of the
+    /// tokenizer.
+    #[inline(always)]
+    pub(crate) fn byte_beside_regex(&self, z: TextKey, b: u8) -> Option<TextKey> {
+        if b == TOKEN_MARKER {
+            return None;
+        }
+        let m = match &self.pieces {
+            Some(p) => match p.byte(z.m(), b) {
+                DEAD => return None,
+                m => m,
+            },
+            None => 0,
+        };
+        let next = TextKey::pack(z.q(), m, self.contents.step(z.n(), b));
+        match self.normal {
+            None => Some(next),
+            Some(nf) => {
+                let (f, partial) = nf.byte(z.f(), z.partial(), b)?;
+                Some(next.with_normal(f, partial))
+            }
+        }
     }
 
     /// Whether some byte may follow `z` ([`TextSpace::byte`] takes it): stops at the first.

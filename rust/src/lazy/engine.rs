@@ -69,7 +69,7 @@ use std::sync::Arc;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::groups::{Group, GroupCache, Groups, Mapped, Walked};
-use super::slice::{Hub, SliceInputs, SliceUse, Slices, NO_HUB, SLICE_PATTERNS};
+use super::slice::{Hub, Region, SliceInputs, SliceUse, Slices, NO_HUB, SLICE_PATTERNS};
 use super::slice_store::{SliceStore, StoreInputs};
 use super::text::{Step, TextId, TextKey, TextSpace, WaySearch};
 use crate::error::{Error, Result};
@@ -369,6 +369,7 @@ pub(crate) struct Engine {
     walks_reused: AtomicUsize,
     /// First-token sets taken from [`TokenizerParts::first_sets`].
     first_sets_reused: AtomicUsize,
+    #[cfg(test)]
     sliced_first_sets_reused: AtomicUsize,
     /// Slice groups a first-token set took as live through their hubs.
     settled_by_hubs: AtomicUsize,
@@ -443,10 +444,9 @@ const WALK_CLOSURE_MIN_BYTES: usize = 8;
 const WALK_CLOSURE_STATES: usize = 32;
 const WALK_CLOSURE_EDGES: usize = 128;
 
-/// The second word of a shared first-token set's key ([`Engine::shared_first_key`]): the key of
-/// an unsliced state's byte closure, or of a sliced state's region and exits.
-const UNSLICED_KEY: u32 = 0;
-const SLICED_KEY: u32 = 1;
+/// The slice regions a shared first-token set's key may describe ([`Engine::shared_first_key`]):
+/// a string's contents, and the next string's after `","`.
+const KEY_REGIONS: usize = 4;
 
 /// The fewest gathered first tokens that [`sort_token_ids`] sorts through a bitset.
 const SORT_BY_BITSET_MIN: usize = 256;
@@ -486,6 +486,7 @@ impl Engine {
             sliced: AtomicUsize::new(0),
             walks_reused: AtomicUsize::new(0),
             first_sets_reused: AtomicUsize::new(0),
+            #[cfg(test)]
             sliced_first_sets_reused: AtomicUsize::new(0),
             settled_by_hubs: AtomicUsize::new(0),
             dead_by_pairs: AtomicUsize::new(0),
@@ -1564,9 +1565,10 @@ impl Engine {
             return Ok(set);
         }
         let shared = self.shared_first_key(z, u)?;
-        if let Some((key, set)) = shared.as_ref().and_then(|key| Some((key, self.parts.first_sets.get(key)?))) {
+        if let Some(set) = shared.as_ref().and_then(|key| self.parts.first_sets.get(key)) {
             self.first_sets_reused.fetch_add(1, Ordering::Relaxed);
-            if key[1] == SLICED_KEY {
+            #[cfg(test)]
+            if self.slice_use(self.key(z).regex_state())?.is_some() {
                 self.sliced_first_sets_reused.fetch_add(1, Ordering::Relaxed);
             }
             self.charge(set.heap_bytes() + BYTES_PER_ENTRY)?;
@@ -1594,79 +1596,78 @@ impl Engine {
     /// The regex enters only through the closure and those bits. A grammar's special tokens
     /// leave the piece another way, so guides with any make no key.
     ///
-    /// An unsliced state's closure is spelled out when small. A sliced state's (a JSON string's
-    /// contents: 300-1,500 states on Llama 3, multi-byte characters and all) is, up to where
-    /// the bytes leave the slice, its slice's region (`crate::lazy::slice::Region`) from its
-    /// other components: the same in every guide, with `φ(s)` in place of each slice state
-    /// `s`, so its serial stands for it, and the regex enters through which `φ(s)` accept, the
-    /// piece starts after the region's boundaries (live or not), and the exits: which
-    /// `(s, byte)` the regex takes there, with the closure of the states they lead to spelled
-    /// out as above (`"` then `,` or `}`; a closure too large, such as `","` going on into
-    /// another string's contents, makes no key). Counted uses (each position its own region)
-    /// and regexes determinized on demand make none.
+    /// The closure is spelled out state by state where it is small (at most
+    /// [`WALK_CLOSURE_STATES`] states, ASCII edges). A state taking more bytes must loop on a
+    /// slice, and then its closure, up to where bytes leave the slice, is its slice's region
+    /// (`crate::lazy::slice::Region`) from its other components: the same in every guide, with
+    /// `φ(s)` in place of each slice state `s`, so the region's serial stands for it, and the
+    /// regex enters through which `φ(s)` accept, the piece starts after the region's
+    /// boundaries (live or not), and the exits: which `(s, byte)` the regex takes, and the
+    /// states they lead to, from which the closure goes on (a string's contents, then `"` and
+    /// `,` or `}`; at a key's end, `":"` and the value's contents; at most [`KEY_REGIONS`]
+    /// regions). Other wide states (counted uses, whose positions are regions of their own),
+    /// grammars' automata and regions past their bound make no key.
     ///
     /// Why: a key, a literal or a number's piece has the same closure in every schema (`"name`,
     /// `":`, three digits), and its first visit in each fresh guide repeated the walk, the
     /// grouping and the searches (~10-20 µs, the median step of a document on Llama 3); a
-    /// string's contents cost ~170 µs a first visit, in every string field of every guide.
+    /// string's contents cost ~170 µs a first visit, and a key's end before them ~46 µs, in
+    /// every string field of every guide.
     fn shared_first_key(&self, z: TextId, u: u32) -> Result<Option<Box<[u32]>>> {
         let stages = self.space.num_stages();
         if self.space.num_tokens() > 0 || stages == 0 || stages > 15 {
             return Ok(None);
         }
-        let key = self.key(z);
-        let mut out = vec![u];
-        let mut region_starts = None;
-        let closure = match self.slice_use(key.regex_state())? {
-            None => {
-                out.push(UNSLICED_KEY);
-                self.space.byte_closure(key, 0, WALK_CLOSURE_STATES, WALK_CLOSURE_EDGES)
-            }
-            Some(slice) => {
-                // A grammar's automaton would build a state per exit byte tried.
-                if self.space.dfa().as_dfa().is_none() {
-                    return Ok(None);
-                }
-                let Some(region) = self.parts.slices.region(&slice, key) else {
-                    return Ok(None);
-                };
-                out.extend([SLICED_KEY, region.serial]);
-                // The region's states accept where their paired regex states do.
-                let dfa = self.space.dfa();
-                let n = slice.num_slice_states();
-                out.extend((0..n.div_ceil(32)).map(|w| {
-                    (w * 32..n.min(w * 32 + 32))
-                        .filter(|&s| slice.paired(s) != DEAD && dfa.is_accepting(slice.paired(s)))
-                        .fold(0, |bits, s| bits | 1 << (s % 32))
-                }));
-                // The exits the regex takes, and where they lead.
-                let mut starts = Vec::new();
-                let exits_at = out.len();
-                out.push(0);
-                for (i, &(s, b, ref after)) in region.exits.iter().enumerate() {
-                    let q = match slice.paired(s) {
-                        DEAD => DEAD,
-                        paired => dfa.next(paired, b),
-                    };
-                    if q != DEAD {
-                        out.push(i as u32);
-                        let after = &region.after[after.start as usize..after.end as usize];
-                        starts.extend(after.iter().map(|k| k.with_regex_state(q)));
-                    }
-                }
-                out[exits_at] = (out.len() - exits_at - 1) as u32;
-                let closure = self.space.byte_closure_of(&starts, WALK_CLOSURE_STATES, WALK_CLOSURE_EDGES);
-                if let Some(closure) = &closure {
-                    out.push(starts.len() as u32);
-                    out.extend(starts.iter().map(|&k| closure.number(k)));
-                }
-                region_starts = Some((region, slice));
-                closure
-            }
+        // A grammar's automaton would build a state per exit byte tried.
+        let Some(dfa) = self.space.dfa().as_dfa() else {
+            return Ok(None);
         };
+        let mut regions: Vec<(Arc<Region>, SliceUse)> = Vec::new();
+        let mut failed = None;
+        let closure = self.space.byte_closure_of(&[self.key(z)], WALK_CLOSURE_STATES, WALK_CLOSURE_EDGES, |k| {
+            let slice = match self.slice_use(k.regex_state()) {
+                Ok(slice) => slice?,
+                Err(e) => {
+                    failed = Some(e);
+                    return None;
+                }
+            };
+            let region = self.parts.slices.region(&slice, k)?;
+            if regions.len() == KEY_REGIONS {
+                return None;
+            }
+            let mut description = vec![region.serial];
+            // The region's states accept where their paired regex states do.
+            let n = slice.num_slice_states();
+            description.extend((0..n.div_ceil(32)).map(|w| {
+                (w * 32..n.min(w * 32 + 32))
+                    .filter(|&s| slice.paired(s) != DEAD && dfa.is_accepting(slice.paired(s)))
+                    .fold(0, |bits, s| bits | 1 << (s % 32))
+            }));
+            // The exits the regex takes, and the states they lead to.
+            let mut next = Vec::new();
+            for (i, &(s, b, ref after)) in region.exits.iter().enumerate() {
+                let q = match slice.paired(s) {
+                    DEAD => DEAD,
+                    paired => dfa.next(paired, b),
+                };
+                if q != DEAD {
+                    description.push(i as u32);
+                    let after = &region.after[after.start as usize..after.end as usize];
+                    next.extend(after.iter().map(|k| k.with_regex_state(q)));
+                }
+            }
+            regions.push((region, slice));
+            Some((description, next))
+        });
+        if let Some(e) = failed {
+            return Err(e);
+        }
         let Some(closure) = closure else {
             return Ok(None);
         };
+        let mut out = Vec::with_capacity(2 + closure.shape.len() + closure.states.len());
+        out.push(u);
         out.push(closure.states.len() as u32);
         out.extend_from_slice(&closure.shape);
         for &k in &closure.states {
@@ -1679,8 +1680,8 @@ impl Engine {
             }
             out.push(bits);
         }
-        // The piece starts after the region's boundaries: whether each is live.
-        if let Some((region, slice)) = region_starts {
+        // The piece starts after each region's boundaries: whether each is live.
+        for (region, slice) in &regions {
             let mut bits = 0u32;
             for (i, &start) in region.piece_starts.iter().enumerate() {
                 let zm = start.with_regex_state(slice.paired(start.regex_state()));

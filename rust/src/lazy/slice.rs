@@ -92,7 +92,9 @@
 //! components after that byte). A guide's state that loops on the slice has the region, with
 //! `φ(s)` for each slice state, as its byte closure up to the exits, so a key made of the
 //! region's serial, the exits its regex takes and what follows them decides its first-token
-//! set (`crate::lazy::engine::Engine::shared_first_key`). Past [`MAX_REGION_STATES`] (Qwen2,
+//! set (`crate::lazy::engine::Engine::shared_first_key`); so does a key's end whose closure
+//! runs on into a string's contents (`":"` is one piece, and may go on with punctuation inside
+//! the string), with the region in place of those. Past [`MAX_REGION_STATES`] (Qwen2,
 //! whose normal form splits the region's states further) a region is not made and sets are
 //! found per guide as before.
 //!

@@ -503,8 +503,8 @@ fn one_closure_before_other_pieces_keeps_its_own_first_tokens() {
 /// follows the string (`Engine::shared_first_key`): strings closed by different text keep their
 /// own sets (`",` is one piece on these tokenizers, `"x` two, and `"` may end the text or not),
 /// every guide, compiled in every order on one `Compiler`, gives its eager masks, and later
-/// guides take sets earlier ones made. Strings followed by another string's contents in one
-/// piece (`","`) have no key.
+/// guides take sets earlier ones made, at string contents and at a key's end before them
+/// (`{"a":` then `"`, one piece with what follows), and between two strings (`","`).
 #[test]
 fn sliced_states_share_first_token_sets_by_region_and_exits() {
     let body = r#"([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"#;

@@ -47,6 +47,10 @@ const F_SHIFT: u32 = Q_BITS + M_BITS + N_BITS;
 const PARTIAL_SHIFT: u32 = F_SHIFT + F_BITS;
 const _: () = assert!(PARTIAL_SHIFT + PARTIAL_BITS <= 128);
 
+/// In a byte closure's shape, where a state's edge count would be: the state is described by
+/// the closure's caller instead ([`TextSpace::byte_closure_of`]).
+pub(crate) const WIDE_STATE: u32 = u32::MAX;
+
 /// A text state's byte closure ([`TextSpace::byte_closure`]).
 pub(crate) struct ByteClosure {
     /// The states, breadth first from the text state (number 0).
@@ -522,28 +526,39 @@ impl TextSpace {
         if first.len() < min_bytes {
             return None;
         }
-        self.byte_closure_of(&[z], max_states, max_edges)
+        self.byte_closure_of(&[z], max_states, max_edges, |_| None)
     }
 
     /// The byte closure of several states together ([`TextSpace::byte_closure`]'s, without
     /// its `min_bytes`), numbered breadth first from `starts` in their order (a state met twice
-    /// numbered once): a sliced state's exits ([`crate::lazy::slice::Region`]).
+    /// numbered once). A state taking more than a quarter of `max_edges` bytes is left to
+    /// `wide`: its description (in the shape after [`WIDE_STATE`]) and the states the closure
+    /// goes on from after it (their numbers follow), or `None` to give up (a sliced state's
+    /// region: `crate::lazy::engine::Engine::shared_first_key`).
     pub(crate) fn byte_closure_of(
         &self,
         starts: &[TextKey],
         max_states: usize,
         max_edges: usize,
+        mut wide: impl FnMut(TextKey) -> Option<(Vec<u32>, Vec<TextKey>)>,
     ) -> Option<ByteClosure> {
         self.pieces.as_ref()?;
         let TextRegex::Dfa(_) = &self.dfa else { return None };
         let mut states: Vec<TextKey> = Vec::with_capacity(max_states);
-        for &z in starts {
-            if !states.contains(&z) {
+        // The number of `to`, numbered now if new: a linear search, closures are a few states
+        // (bounded by `max_states`).
+        let number = |states: &mut Vec<TextKey>, to: TextKey| {
+            let j = states.iter().position(|&k| k == to).unwrap_or(states.len());
+            if j == states.len() {
                 if states.len() == max_states {
                     return None;
                 }
-                states.push(z);
+                states.push(to);
             }
+            Some(j as u32)
+        };
+        for &z in starts {
+            number(&mut states, z)?;
         }
         let mut shape = Vec::with_capacity(4 * max_states);
         let mut edges = 0;
@@ -551,12 +566,19 @@ impl TextSpace {
         while at < states.len() {
             let k = states[at];
             at += 1;
-            let count_at = shape.len();
-            shape.push(0);
             let taken = self.bytes_taken(k.q());
             if taken.len() > max_edges / 4 {
-                return None;
+                let (description, next) = wide(k)?;
+                shape.push(WIDE_STATE);
+                shape.extend(description);
+                shape.push(next.len() as u32);
+                for to in next {
+                    shape.push(number(&mut states, to)?);
+                }
+                continue;
             }
+            let count_at = shape.len();
+            shape.push(0);
             for b in taken.iter() {
                 let Some(to) = self.byte(k, b) else { continue };
                 if !b.is_ascii() {
@@ -566,14 +588,7 @@ impl TextSpace {
                 if edges > max_edges {
                     return None;
                 }
-                // A linear search: closures are a few states (bounded by `max_states`).
-                let j = states.iter().position(|&k| k == to).unwrap_or(states.len()) as u32;
-                if j as usize == states.len() {
-                    if states.len() == max_states {
-                        return None;
-                    }
-                    states.push(to);
-                }
+                let j = number(&mut states, to)?;
                 shape[count_at] += 1;
                 shape.push((b as u32) << 16 | j);
             }

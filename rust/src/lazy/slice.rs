@@ -94,9 +94,9 @@
 //! region's serial, the exits its regex takes and what follows them decides its first-token
 //! set (`crate::lazy::engine::Engine::shared_first_key`); so does a key's end whose closure
 //! runs on into a string's contents (`":"` is one piece, and may go on with punctuation inside
-//! the string), with the region in place of those. Past [`MAX_REGION_STATES`] (Qwen2,
-//! whose normal form splits the region's states further) a region is not made and sets are
-//! found per guide as before.
+//! the string), with the region in place of those. Past [`MAX_REGION_STATES`], and with a
+//! normal form (Qwen2's splits the region's states past that bound), a region is not made and
+//! sets are found per guide as before.
 //!
 //! # With a normalizer
 //! The normal form is a component of the text state (`crate::lazy::text`), and it differs after
@@ -263,7 +263,8 @@ impl Region {
         let mut seen: rustc_hash::FxHashSet<TextKey> = std::iter::once(from).collect();
         let mut piece_starts = Vec::new();
         let mut starts_seen = rustc_hash::FxHashSet::default();
-        let mut exits: std::collections::BTreeMap<(u32, u8), Vec<TextKey>> = Default::default();
+        // `(slice state, byte, state after)`, sorted and deduplicated at the end.
+        let mut left: Vec<(u32, u8, TextKey)> = Vec::new();
         let mut at = 0;
         while let Some(&k) = states.get(at) {
             at += 1;
@@ -279,10 +280,7 @@ impl Region {
                         }
                     }
                 } else if let Some(to) = space.byte_beside_regex(k, b) {
-                    let after = exits.entry((k.regex_state(), b)).or_default();
-                    if !after.contains(&to) {
-                        after.push(to);
-                    }
+                    left.push((k.regex_state(), b, to));
                 }
             }
             for kind in 0..space.num_stages() {
@@ -293,12 +291,14 @@ impl Region {
                 }
             }
         }
-        let mut after = Vec::new();
-        let exits = (exits.into_iter())
-            .map(|((s, b), keys)| {
-                let range = after.len() as u32..(after.len() + keys.len()) as u32;
-                after.extend(keys);
-                (s, b, range)
+        left.sort_unstable();
+        left.dedup();
+        let after: Vec<TextKey> = left.iter().map(|&(_, _, to)| to).collect();
+        let exits = (left.chunk_by(|x, y| (x.0, x.1) == (y.0, y.1)))
+            .scan(0u32, |start, run| {
+                let range = *start..*start + run.len() as u32;
+                *start = range.end;
+                Some((run[0].0, run[0].1, range))
             })
             .collect();
         Some(Region { serial: 0, exits, after: after.into(), piece_starts: piece_starts.into() })
@@ -310,8 +310,9 @@ impl Region {
 }
 
 /// States a [`Region`] may have: past them, a sliced state's first-token set is not shared.
-/// Llama 3's JSON string contents have 300-1,500 from each start; Qwen2's, whose normal form
-/// tells apart what follows most letters, pass 4,096 (stopped there after ~1 ms).
+/// Llama 3's JSON string contents have 300-1,500 from each start. Qwen2's, whose normal form
+/// tells apart what follows most letters, passed 4,096 from each of ~70 starts, so regions are
+/// not made with a normal form.
 const MAX_REGION_STATES: usize = 4096;
 
 impl SliceGroups {
@@ -1165,7 +1166,8 @@ impl Slices {
     /// The region of a loop use from the pre-tokenizer, added-token and normal-form components
     /// of `at` (see [`Region`]); `None` for a counted use or past [`MAX_REGION_STATES`].
     pub(crate) fn region(&self, slice: &SliceUse, at: TextKey) -> Option<Arc<Region>> {
-        if slice.counts_chars() {
+        // With a normal form the region's states pass the bound (see [`MAX_REGION_STATES`]).
+        if slice.counts_chars() || self.normal_form.is_some() {
             return None;
         }
         let s = &*slice.slice;

@@ -97,9 +97,10 @@ pub const LAZY_GROUP_CACHE_BYTES: usize = 8 << 20;
 pub const SLICE_CACHE_BYTES: usize = 64 << 20;
 
 /// Bytes of slice regions (`crate::lazy::slice::Region`) one tokenizer keeps for all its lazy
-/// guides: what a sliced state's shared first-token set is keyed by, a few KB per pre-tokenizer
-/// state met inside a string. Emptied when full; a dropped region is found again on its next
-/// use (a new serial: sets keyed by the old one are no longer met, never wrongly met).
+/// guides: what a sliced state's shared first-token set is keyed by, ~20 KB per pre-tokenizer
+/// state a string starts from (a few dozen on Llama 3). Emptied when full; a dropped region is
+/// found again on its next use (a new serial: sets keyed by the old one are no longer met,
+/// never wrongly met).
 pub const REGION_CACHE_BYTES: usize = 4 << 20;
 
 /// Bytes of trie walks one tokenizer keeps for all its lazy guides, by the shape of the walked

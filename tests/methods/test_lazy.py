@@ -127,12 +127,15 @@ def test_sliced_states_equal_eager(pt, tokenizer_under_test, name):
     require_shared(f"the {name} tokenizer")
     tut = tokenizer_under_test(name)
     eager = tut.compiler.compile_regex(LOOPS)
-    first = tut.compiler.compile_regex(LOOPS, lazy=True)
+    # A Compiler of its own: the session's shares first-token sets that earlier tests' guides
+    # made, and a first guide of it might then walk no slice at all.
+    compiler = tut.fresh_compiler(max_product_states=250_000, max_compile_seconds=20.0)
+    first = compiler.compile_regex(LOOPS, lazy=True)
     walked = _compare_sliced(tut, first, eager, LOOP_TEXTS, range(4), 64, f"[{name}] guide 0")
     assert walked > 0, "the first guide took some of its text states' groups from a slice"
     # The second guide takes the first-token sets of the strings' contents that the first made
     # (shared by the `Compiler` through slice regions), so it walks fewer sliced states.
-    second = tut.compiler.compile_regex(LOOPS, lazy=True)
+    second = compiler.compile_regex(LOOPS, lazy=True)
     again = _compare_sliced(tut, second, eager, LOOP_TEXTS, range(4), 64, f"[{name}] guide 1")
     assert again < walked, (again, walked)
 
@@ -286,7 +289,9 @@ def test_threads_filling_one_compilers_slices_see_eager_masks(pt, tokenizer_unde
         order = want[k % len(want) :] + want[: k % len(want)]
         for i, (g, w) in enumerate(zip(masks, order)):
             assert len(g) == len(w) and all(np.array_equal(a, b) for a, b in zip(g, w)), f"thread {k}, walk {i}"
-        assert guide.stats()["lazy_sliced_text_states"] > 0, guide.stats()
+    # The first guide to reach a string's contents walks its slice; the others may take the
+    # first-token sets it made (shared through slice regions) and walk none.
+    assert any(guide.stats()["lazy_sliced_text_states"] > 0 for guide, _ in got), [g.stats() for g, _ in got]
 
 
 def test_memo_limit_is_reported_by_name_and_the_guide_stays_usable(pt, mistral):

@@ -11,7 +11,9 @@
 //! kept as its token ids, not as a bitset: 4 bytes a token instead of 16 KB on a 128k vocabulary,
 //! and a first visit copies the few ids out of the caller's buffer instead of allocating,
 //! zeroing and copying a whole mask (~1.7 µs of a lazy guide's first visit on Llama 3, see
-//! `docs/design.md` §8).
+//! `docs/design.md` §8). A lazy guide's narrow states hand over their ids as they make them, so
+//! that the buffer is not scanned for them; a mask dense in its first words is copied without
+//! collecting ids first.
 //!
 //! Slots are made on demand ([`crate::util::concurrent::Slots`]), so a lazy guide, whose states
 //! are numbered as decoders reach them, uses the same cache.
@@ -31,6 +33,14 @@ use crate::util::concurrent::Slots;
 /// bytes).
 const SPARSE_DIVISOR: usize = 8;
 
+/// The most tokens a mask of `words` words is kept as ids.
+pub(crate) fn max_ids(words: usize) -> usize {
+    words / SPARSE_DIVISOR
+}
+
+/// Words [`Cached::of`] counts first, to tell a dense mask at once.
+const DENSE_PROBE_WORDS: usize = 64;
+
 /// Words [`Cached::of`] tests for zero at once.
 const SCAN_BLOCK: usize = 16;
 
@@ -45,7 +55,12 @@ enum Cached {
 impl Cached {
     /// The compact form of `mask`: its ids when it has few tokens, else a copy of its words.
     fn of(mask: &[u32]) -> Cached {
-        let most = mask.len() / SPARSE_DIVISOR;
+        let most = max_ids(mask.len());
+        // A dense mask (a string's contents) has more than `most` tokens in its first words:
+        // counted there, it is copied without collecting `most` ids first.
+        if bitset::count_past(&mask[..mask.len().min(DENSE_PROBE_WORDS)], most) > most {
+            return Cached::Bits(mask.into());
+        }
         let mut ids = Vec::new();
         // The ids of `words`, the first at word `at`; `false` past `most`.
         let mut take = |at: usize, words: &[u32]| {
@@ -140,27 +155,37 @@ impl MaskCache {
     /// `out` (outside any lock) and then cached when the budget allows. `compute` must write
     /// every word of `out`, which holds whatever the caller left there (as
     /// `crate::guide::Guide::write_mask` does: zeroing it here as well cost a second 16 KB
-    /// memset per first visit on a 128k vocabulary).
+    /// memset per first visit on a 128k vocabulary). It may return the mask's ids, ascending,
+    /// when it knows them: a mask of few tokens is then kept without scanning `out`.
     pub fn write_or_compute<E>(
         &self,
         state: usize,
         out: &mut [u32],
-        compute: impl FnOnce(&mut [u32]) -> Result<(), E>,
+        compute: impl FnOnce(&mut [u32]) -> Result<Option<Vec<u32>>, E>,
     ) -> Result<(), E> {
         if self.write(state, out) {
             return Ok(());
         }
-        compute(out)?;
-        self.store(state, out);
+        let ids = compute(out)?;
+        self.store(state, out, ids);
         Ok(())
     }
 
-    /// Caches `mask` as the mask of `state` unless it is cached already or the budget is spent.
-    fn store(&self, state: usize, mask: &[u32]) {
+    /// Caches `mask` (whose ids are `ids`, when known) as the mask of `state` unless it is
+    /// cached already or the budget is spent.
+    fn store(&self, state: usize, mask: &[u32], ids: Option<Vec<u32>>) {
         if self.slots.get(state).is_some() {
             return;
         }
-        let cached = Cached::of(mask);
+        let cached = match ids {
+            Some(ids) if ids.len() <= max_ids(mask.len()) => {
+                debug_assert!(
+                    ids.windows(2).all(|w| w[0] < w[1]) && ids.iter().all(|&t| bitset::contains(mask, t as usize))
+                );
+                Cached::Ids(ids.into_boxed_slice())
+            }
+            _ => Cached::of(mask),
+        };
         let size = cached.bytes();
         let reserved = self.bytes.fetch_add(size, Ordering::Relaxed) + size;
         if reserved > self.max_bytes {
@@ -184,7 +209,7 @@ mod tests {
         cache.write_or_compute(state, &mut out, |m| {
             assert!(!cached, "recomputed a cached mask");
             m.copy_from_slice(words);
-            Ok(())
+            Ok(None)
         })?;
         Ok(out)
     }
@@ -229,6 +254,37 @@ mod tests {
     }
 
     #[test]
+    fn known_ids_are_kept_as_given_and_dense_masks_as_words() {
+        // 512 words: at most 64 ids. The ids a computation reports are kept, and give back its
+        // mask; past 64 the words are kept.
+        let cache = MaskCache::new(usize::MAX);
+        for (state, tokens) in [(0usize, 3usize), (1, 64), (2, 65)] {
+            let ids: Vec<u32> = (0..tokens as u32).map(|i| i * 97 + 5).collect();
+            let mut mask = vec![0u32; 512];
+            ids.iter().for_each(|&t| bitset::set(&mut mask, t as usize));
+            let mut out = vec![u32::MAX; 512];
+            cache
+                .write_or_compute(state, &mut out, |m| {
+                    m.copy_from_slice(&mask);
+                    Ok::<_, ()>(Some(ids.clone()))
+                })
+                .unwrap();
+            assert_eq!(cache.words(state).is_none(), tokens <= 64, "{tokens} tokens");
+            let mut again = vec![u32::MAX; 512];
+            assert!(cache.write(state, &mut again));
+            assert_eq!(again, mask, "{tokens} tokens");
+        }
+        // Dense in its first words (every token below 2,048, the probe's 64 words): words.
+        let mut mask = vec![0u32; 512];
+        (0..2048).step_by(3).for_each(|t| bitset::set(&mut mask, t));
+        let cached = Cached::of(&mask);
+        assert!(matches!(cached, Cached::Bits(_)));
+        let mut out = vec![0u32; 512];
+        cached.write(&mut out);
+        assert_eq!(out, mask);
+    }
+
+    #[test]
     fn concurrent_fills_count_each_slot_once() {
         let cache = MaskCache::new(usize::MAX);
         std::thread::scope(|s| {
@@ -236,9 +292,9 @@ mod tests {
                 s.spawn(|| {
                     for state in 0..64 {
                         let mut out = [0u32; 16];
-                        let fill = |m: &mut [u32]| -> Result<(), ()> {
+                        let fill = |m: &mut [u32]| -> Result<Option<Vec<u32>>, ()> {
                             m.iter_mut().for_each(|w| *w = state as u32 + 1);
-                            Ok(())
+                            Ok(None)
                         };
                         cache.write_or_compute(state, &mut out, fill).unwrap();
                         assert_eq!(out, [state as u32 + 1; 16]);

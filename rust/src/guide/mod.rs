@@ -264,6 +264,13 @@ impl Guide {
     /// Writes the mask of `state` into `out` (`mask_words()` words), every word of it: `out` may
     /// hold anything before.
     pub fn write_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
+        self.write_mask_and_ids(state, out).map(drop)
+    }
+
+    /// [`Guide::write_mask`], and the mask's ids, ascending, where the automaton knows them
+    /// without reading `out` back (a lazy guide's narrow states).
+    fn write_mask_and_ids(&self, state: u32, out: &mut [u32]) -> Result<Option<Vec<u32>>> {
+        let mut ids = None;
         match &self.automaton {
             Automaton::Product(p) => p.write_mask(state, out),
             Automaton::PreTokenized(p) => p.write_mask(state, out),
@@ -273,15 +280,20 @@ impl Guide {
                     bitset::set(out, t as usize);
                 }
             }
-            Automaton::Lazy(l) => l.automaton.write_mask(state, out)?,
+            Automaton::Lazy(l) => ids = l.automaton.write_mask(state, out, mask_cache::max_ids(out.len()))?,
             Automaton::MaxMatch(m) => m.write_mask(state, out)?,
         }
         if self.is_final(state) {
             for &e in self.vocab.eos_token_ids() {
                 bitset::set(out, e as usize);
             }
+            if let Some(ids) = &mut ids {
+                ids.extend_from_slice(self.vocab.eos_token_ids());
+                ids.sort_unstable();
+                ids.dedup();
+            }
         }
-        Ok(())
+        Ok(ids)
     }
 
     /// The mask of `state`: borrowed from the cache when it holds the mask's words, else written
@@ -308,7 +320,7 @@ impl Guide {
     /// Writes the mask of `state` into `out` (`mask_words()` words): a copy of the cached mask,
     /// or computed into `out` and then cached when the budget allows.
     pub fn copy_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
-        self.masks.write_or_compute(state as usize, out, |m| self.write_mask(state, m))
+        self.masks.write_or_compute(state as usize, out, |m| self.write_mask_and_ids(state, m))
     }
 
     /// Sorted allowed token ids (EOS included on final states).

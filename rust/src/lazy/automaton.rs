@@ -25,6 +25,7 @@ use crate::tokenizer_dfa::lone_tokens::ROOT;
 use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START};
 use crate::util::bitset;
 use crate::util::concurrent::Interner;
+use crate::util::token_set::TokenSet;
 
 /// A member of a state: a text state and a lone-token split node.
 type Member = (TextId, u32);
@@ -121,20 +122,38 @@ impl LazyAutomaton {
         Ok(out)
     }
 
-    /// The mask without EOS (see the module docs).
-    pub(crate) fn write_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
-        self.engine.timed(|| self.fill_mask(state, out))
+    /// The mask without EOS (see the module docs), and its ids, ascending, where every set it
+    /// was made of is sparse and they number at most `max_ids` (a key's, a literal's, a
+    /// number's state): the caller's mask cache then keeps those instead of scanning the 16 KB
+    /// it was written to.
+    pub(crate) fn write_mask(&self, state: u32, out: &mut [u32], max_ids: usize) -> Result<Option<Vec<u32>>> {
+        self.engine.timed(|| self.fill_mask(state, out, max_ids))
     }
 
-    fn fill_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
+    fn fill_mask(&self, state: u32, out: &mut [u32], max_ids: usize) -> Result<Option<Vec<u32>>> {
         let engine = &self.engine;
         let parts = engine.parts();
         let (members, side) = self.members(state);
         out.fill(0);
+        // The ids set so far, while every set has been sparse and small enough.
+        let mut ids: Option<Vec<u32>> = Some(Vec::new());
+        let add_set = |set: &TokenSet, out: &mut [u32], ids: &mut Option<Vec<u32>>| {
+            set.or_into(out);
+            match (set.as_sparse(), ids.as_mut()) {
+                (Some(set), Some(ids)) if ids.len() + set.len() <= max_ids => ids.extend_from_slice(set),
+                _ => *ids = None,
+            }
+        };
+        let add = |t: u32, out: &mut [u32], ids: &mut Option<Vec<u32>>| {
+            bitset::set(out, t as usize);
+            if let Some(ids) = ids {
+                ids.push(t);
+            }
+        };
         match engine.side(side) {
             Side::PieceStart => {
                 for &(z, u) in members {
-                    engine.first_tokens(z, u)?.or_into(out);
+                    add_set(&*engine.first_tokens(z, u)?, out, &mut ids);
                 }
             }
             Side::InPiece(c) => {
@@ -144,12 +163,13 @@ impl LazyAutomaton {
                     // A narrow state's few first tokens (a key literal's, a number's) are looked
                     // up one by one: clearing the lone tokens and `F(c)` word by word from the
                     // whole mask would cost more.
-                    for t in sets.iter().filter_map(|set| set.as_sparse()).flatten() {
-                        if !bitset::contains(&parts.lone, *t as usize) && !parts.tok.forbids(c, *t) {
-                            bitset::set(out, *t as usize);
+                    for &t in sets.iter().filter_map(|set| set.as_sparse()).flatten() {
+                        if !bitset::contains(&parts.lone, t as usize) && !parts.tok.forbids(c, t) {
+                            add(t, out, &mut ids);
                         }
                     }
                 } else {
+                    ids = None;
                     sets.iter().for_each(|set| set.or_into(out));
                     for (o, &l) in out.iter_mut().zip(parts.lone.iter()) {
                         *o &= !l;
@@ -159,7 +179,7 @@ impl LazyAutomaton {
                 for &(z, u) in members {
                     if u == NONE {
                         for (t, _) in engine.fallback_moves(z, side)? {
-                            bitset::set(out, t as usize);
+                            add(t, out, &mut ids);
                         }
                     }
                 }
@@ -168,7 +188,7 @@ impl LazyAutomaton {
             Side::InChar(_) => {
                 for &(z, _) in members {
                     for (t, _) in engine.fallback_moves(z, side)? {
-                        bitset::set(out, t as usize);
+                        add(t, out, &mut ids);
                     }
                 }
             }
@@ -177,17 +197,21 @@ impl LazyAutomaton {
             for &(z, u) in members {
                 for zm in self.boundaries(z, u, side)? {
                     if engine.live(Node { text: zm, side: START, split: ROOT })? {
-                        engine.first_tokens(zm, ROOT)?.or_into(out);
+                        add_set(&*engine.first_tokens(zm, ROOT)?, out, &mut ids);
                     }
                 }
             }
         }
         for (j, &id) in self.tokens.iter().enumerate() {
             if !self.token_successors(members, side, j)?.is_empty() {
-                bitset::set(out, id as usize);
+                add(id, out, &mut ids);
             }
         }
-        Ok(())
+        Ok(ids.map(|mut ids| {
+            ids.sort_unstable();
+            ids.dedup();
+            ids
+        }))
     }
 
     /// The live members after the grammar's special token `j`, from each member that may take it.

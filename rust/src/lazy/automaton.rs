@@ -196,7 +196,7 @@ impl LazyAutomaton {
         if matches!(engine.side(side), Side::InPiece(_) | Side::AfterLone) {
             for &(z, u) in members {
                 for zm in self.boundaries(z, u, side)? {
-                    if engine.live(Node { text: zm, side: START, split: ROOT })? {
+                    if engine.live(Node::piece_start(zm))? {
                         add_set(&*engine.first_tokens(zm, ROOT)?, out, &mut ids);
                     }
                 }
@@ -302,7 +302,7 @@ impl LazyAutomaton {
         if matches!(side_kind, Side::InPiece(_) | Side::AfterLone) {
             for &(z, u) in members {
                 for zm in self.boundaries(z, u, side)? {
-                    if engine.live(Node { text: zm, side: START, split: ROOT })? {
+                    if engine.live(Node::piece_start(zm))? {
                         reach(zm, ROOT, &mut out)?;
                     }
                 }

@@ -131,6 +131,14 @@ pub(crate) struct Node {
     pub(crate) split: u32,
 }
 
+impl Node {
+    /// The node at a piece start in text state `text`: after a boundary, or where text starts
+    /// afresh with a pre-tokenizer.
+    pub(crate) fn piece_start(text: TextId) -> Node {
+        Node { text, side: START, split: ROOT }
+    }
+}
+
 /// How a node's tokenizer side constrains the next token.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) enum Side {
@@ -761,7 +769,7 @@ impl Engine {
     /// special token.
     pub(crate) fn text_start(&self, z: TextId) -> Node {
         match self.space.num_stages() > 0 {
-            true => Node { text: z, side: START, split: ROOT },
+            true => Node::piece_start(z),
             false => Node { text: z, side: self.parts.tok.initial(), split: NONE },
         }
     }
@@ -890,7 +898,7 @@ impl Engine {
             return Ok(None);
         }
         match self.space.mark(z, kind) {
-            Some(zm) => Ok(Some(Node { text: self.text_id(zm)?, side: START, split: ROOT })),
+            Some(zm) => Ok(Some(Node::piece_start(self.text_id(zm)?))),
             None => Ok(None),
         }
     }
@@ -1674,8 +1682,7 @@ impl Engine {
             let mut bits = self.space.accepting(k) as u32 | (self.space.spells_content(k) as u32) << 1;
             for kind in 0..stages {
                 if let Some(zm) = self.space.mark(k, kind) {
-                    let start = Node { text: self.text_id(zm)?, side: START, split: ROOT };
-                    bits |= (1 | (self.live(start)? as u32) << 1) << (2 + 2 * kind);
+                    bits |= (1 | (self.live(Node::piece_start(self.text_id(zm)?))? as u32) << 1) << (2 + 2 * kind);
                 }
             }
             out.push(bits);
@@ -1685,8 +1692,7 @@ impl Engine {
             let mut bits = 0u32;
             for (i, &start) in region.piece_starts.iter().enumerate() {
                 let zm = start.with_regex_state(slice.paired(start.regex_state()));
-                let start = Node { text: self.text_id(zm)?, side: START, split: ROOT };
-                bits |= (self.live(start)? as u32) << (i % 32);
+                bits |= (self.live(Node::piece_start(self.text_id(zm)?))? as u32) << (i % 32);
                 if i % 32 == 31 {
                     out.push(std::mem::take(&mut bits));
                 }
@@ -1906,7 +1912,7 @@ impl Engine {
             for kind in 0..self.space.num_stages() {
                 let Some(zm) = self.space.mark(self.key(to), kind) else { continue };
                 let zm = self.text_id(zm)?;
-                if seen.insert((zm, ROOT)) && self.live(Node { text: zm, side: START, split: ROOT })? {
+                if seen.insert((zm, ROOT)) && self.live(Node::piece_start(zm))? {
                     queue.push_back((zm, ROOT));
                 }
             }

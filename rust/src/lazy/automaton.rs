@@ -146,8 +146,9 @@ impl LazyAutomaton {
         };
         let add = |t: u32, out: &mut [u32], ids: &mut Option<Vec<u32>>| {
             bitset::set(out, t as usize);
-            if let Some(ids) = ids {
-                ids.push(t);
+            match ids {
+                Some(ids) if ids.len() < max_ids => ids.push(t),
+                _ => *ids = None,
             }
         };
         match engine.side(side) {

@@ -155,8 +155,9 @@ impl MaskCache {
     /// `out` (outside any lock) and then cached when the budget allows. `compute` must write
     /// every word of `out`, which holds whatever the caller left there (as
     /// `crate::guide::Guide::write_mask` does: zeroing it here as well cost a second 16 KB
-    /// memset per first visit on a 128k vocabulary). It may return the mask's ids, ascending,
-    /// when it knows them: a mask of few tokens is then kept without scanning `out`.
+    /// memset per first visit on a 128k vocabulary). It may return the mask's ids (in any order,
+    /// repeats allowed) when it knows them: a mask of few tokens is then kept without scanning
+    /// `out`.
     pub fn write_or_compute<E>(
         &self,
         state: usize,
@@ -178,10 +179,10 @@ impl MaskCache {
             return;
         }
         let cached = match ids {
-            Some(ids) if ids.len() <= max_ids(mask.len()) => {
-                debug_assert!(
-                    ids.windows(2).all(|w| w[0] < w[1]) && ids.iter().all(|&t| bitset::contains(mask, t as usize))
-                );
+            Some(mut ids) if ids.len() <= max_ids(mask.len()) => {
+                ids.sort_unstable();
+                ids.dedup();
+                debug_assert!(ids.iter().all(|&t| bitset::contains(mask, t as usize)));
                 Cached::Ids(ids.into_boxed_slice())
             }
             _ => Cached::of(mask),
@@ -262,11 +263,13 @@ mod tests {
             let ids: Vec<u32> = (0..tokens as u32).map(|i| i * 97 + 5).collect();
             let mut mask = vec![0u32; 512];
             ids.iter().for_each(|&t| bitset::set(&mut mask, t as usize));
+            // Reported in no order, the first repeated.
+            let reported: Vec<u32> = ids.iter().rev().copied().chain(ids.first().copied()).collect();
             let mut out = vec![u32::MAX; 512];
             cache
                 .write_or_compute(state, &mut out, |m| {
                     m.copy_from_slice(&mask);
-                    Ok::<_, ()>(Some(ids.clone()))
+                    Ok::<_, ()>(Some(reported.clone()))
                 })
                 .unwrap();
             assert_eq!(cache.words(state).is_none(), tokens <= 64, "{tokens} tokens");

@@ -267,8 +267,8 @@ impl Guide {
         self.write_mask_and_ids(state, out).map(drop)
     }
 
-    /// [`Guide::write_mask`], and the mask's ids, ascending, where the automaton knows them
-    /// without reading `out` back (a lazy guide's narrow states).
+    /// [`Guide::write_mask`], and the mask's ids (in no order, maybe repeated) where the
+    /// automaton knows them without reading `out` back (a lazy guide's narrow states).
     fn write_mask_and_ids(&self, state: u32, out: &mut [u32]) -> Result<Option<Vec<u32>>> {
         let mut ids = None;
         match &self.automaton {
@@ -289,8 +289,6 @@ impl Guide {
             }
             if let Some(ids) = &mut ids {
                 ids.extend_from_slice(self.vocab.eos_token_ids());
-                ids.sort_unstable();
-                ids.dedup();
             }
         }
         Ok(ids)

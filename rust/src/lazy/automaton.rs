@@ -122,10 +122,10 @@ impl LazyAutomaton {
         Ok(out)
     }
 
-    /// The mask without EOS (see the module docs), and its ids, ascending, where every set it
-    /// was made of is sparse and they number at most `max_ids` (a key's, a literal's, a
-    /// number's state): the caller's mask cache then keeps those instead of scanning the 16 KB
-    /// it was written to.
+    /// The mask without EOS (see the module docs), and its ids (in no order, maybe repeated)
+    /// where every set it was made of is sparse and they number at most `max_ids` (a key's, a
+    /// literal's, a number's state): the caller's mask cache then keeps those instead of
+    /// scanning the 16 KB it was written to.
     pub(crate) fn write_mask(&self, state: u32, out: &mut [u32], max_ids: usize) -> Result<Option<Vec<u32>>> {
         self.engine.timed(|| self.fill_mask(state, out, max_ids))
     }
@@ -208,11 +208,7 @@ impl LazyAutomaton {
                 add(id, out, &mut ids);
             }
         }
-        Ok(ids.map(|mut ids| {
-            ids.sort_unstable();
-            ids.dedup();
-            ids
-        }))
+        Ok(ids)
     }
 
     /// The live members after the grammar's special token `j`, from each member that may take it.

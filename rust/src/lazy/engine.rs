@@ -1922,13 +1922,18 @@ impl Engine {
 
     /// The byte-fallback moves from `(z, side)`: `(token, successor)` for each byte whose
     /// successor is live.
+    ///
+    /// Only the bytes the regex takes from `z` are tried, and the tokenizer is stepped only
+    /// for those the text takes: all 256 through both were 42 % of the instructions of
+    /// Mistral-7B's median first visits, where a narrow state takes a byte or two.
     pub(crate) fn fallback_moves(&self, z: TextId, side: u32) -> Result<Vec<(u32, Node)>> {
         let tok = &*self.parts.tok;
         let Some(fallback) = tok.fallback_tokens() else { return Ok(Vec::new()) };
         let key = self.key(z);
         let mut out = Vec::new();
-        for b in 0..=255u8 {
-            if let (Some(to), Some(next)) = (self.space.byte(key, b), tok.step_byte(side, b)) {
+        for b in self.space.bytes_taken(key.regex_state()).iter() {
+            let Some(to) = self.space.byte(key, b) else { continue };
+            if let Some(next) = tok.step_byte(side, b) {
                 let n = Node { text: self.text_id(to)?, side: next, split: NONE };
                 if self.live(n)? {
                     out.push((fallback[b as usize], n));

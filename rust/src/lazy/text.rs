@@ -51,6 +51,21 @@ const _: () = assert!(PARTIAL_SHIFT + PARTIAL_BITS <= 128);
 /// the closure's caller instead ([`TextSpace::byte_closure_of`]).
 pub(crate) const WIDE_STATE: u32 = u32::MAX;
 
+/// How far [`TextSpace::byte_closure_of`] goes before it gives up.
+#[derive(Clone, Copy)]
+pub(crate) struct ClosureBounds {
+    pub(crate) max_states: usize,
+    pub(crate) max_edges: usize,
+    /// A state taking more bytes is *wide*: left to the caller (a free class's closure would
+    /// soon pass any bound).
+    pub(crate) wide_bytes: usize,
+    /// Give up at a byte outside ASCII.
+    pub(crate) ascii_only: bool,
+}
+
+/// The states up to which [`TextSpace::byte_closure_of`] numbers a state by a linear search.
+const LINEAR_CLOSURE_STATES: usize = 32;
+
 /// A text state's byte closure ([`TextSpace::byte_closure`]).
 pub(crate) struct ByteClosure {
     /// The states, breadth first from the text state (number 0).
@@ -526,48 +541,67 @@ impl TextSpace {
         if first.len() < min_bytes {
             return None;
         }
-        self.byte_closure_of(&[z], max_states, max_edges, |_| None)
+        self.byte_closure_of(
+            &[z],
+            ClosureBounds { max_states, max_edges, wide_bytes: max_edges / 4, ascii_only: true },
+            |_| None,
+        )
     }
 
     /// The byte closure of several states together ([`TextSpace::byte_closure`]'s, without
-    /// its `min_bytes`), numbered breadth first from `starts` in their order (a state met twice
-    /// numbered once). A state taking more than a quarter of `max_edges` bytes is left to
-    /// `wide`: its description (in the shape after [`WIDE_STATE`]) and the states the closure
+    /// its `min_bytes`, within `bounds`), numbered breadth first from `starts` in their order
+    /// (a state met twice numbered once). A state taking more than `bounds.wide_bytes` bytes is
+    /// left to `wide`: its description (in the shape after [`WIDE_STATE`]) and the states the closure
     /// goes on from after it (their numbers follow), or `None` to give up (a sliced state's
     /// region: `crate::lazy::engine::Engine::shared_first_key`).
     pub(crate) fn byte_closure_of(
         &self,
         starts: &[TextKey],
-        max_states: usize,
-        max_edges: usize,
+        bounds: ClosureBounds,
         mut wide: impl FnMut(TextKey) -> Option<(Vec<u32>, Vec<TextKey>)>,
     ) -> Option<ByteClosure> {
+        let ClosureBounds { max_states, max_edges, wide_bytes, ascii_only } = bounds;
         self.pieces.as_ref()?;
         let TextRegex::Dfa(_) = &self.dfa else { return None };
-        let mut states: Vec<TextKey> = Vec::with_capacity(max_states);
-        // The number of `to`, numbered now if new: a linear search, closures are a few states
-        // (bounded by `max_states`).
-        let number = |states: &mut Vec<TextKey>, to: TextKey| {
-            let j = states.iter().position(|&k| k == to).unwrap_or(states.len());
-            if j == states.len() {
-                if states.len() == max_states {
-                    return None;
+        let mut states: Vec<TextKey> = Vec::with_capacity(LINEAR_CLOSURE_STATES);
+        // Past `LINEAR_CLOSURE_STATES`, the states' numbers by state.
+        let mut index: FxHashMap<TextKey, u32> = FxHashMap::default();
+        // The number of `to`, numbered now if new: a linear search while the closure is a few
+        // states (a key's, a number's), a map beyond (a date's Unicode digits: 157 states and
+        // 1,800 edges, where the linear search was most of the key's 150 µs).
+        let mut number = |states: &mut Vec<TextKey>, to: TextKey| {
+            let found = if states.len() <= LINEAR_CLOSURE_STATES {
+                states.iter().position(|&k| k == to)
+            } else {
+                if index.is_empty() {
+                    index.extend(states.iter().enumerate().map(|(j, &k)| (k, j as u32)));
                 }
-                states.push(to);
+                index.get(&to).map(|&j| j as usize)
+            };
+            if let Some(j) = found {
+                return Some(j as u32);
             }
-            Some(j as u32)
+            if states.len() == max_states {
+                return None;
+            }
+            let j = states.len() as u32;
+            states.push(to);
+            if !index.is_empty() {
+                index.insert(to, j);
+            }
+            Some(j)
         };
         for &z in starts {
             number(&mut states, z)?;
         }
-        let mut shape = Vec::with_capacity(4 * max_states);
+        let mut shape = Vec::with_capacity(4 * LINEAR_CLOSURE_STATES);
         let mut edges = 0;
         let mut at = 0;
         while at < states.len() {
             let k = states[at];
             at += 1;
             let taken = self.bytes_taken(k.q());
-            if taken.len() > max_edges / 4 {
+            if taken.len() > wide_bytes {
                 let (description, next) = wide(k)?;
                 shape.push(WIDE_STATE);
                 shape.extend(description);
@@ -581,7 +615,7 @@ impl TextSpace {
             shape.push(0);
             for b in taken.iter() {
                 let Some(to) = self.byte(k, b) else { continue };
-                if !b.is_ascii() {
+                if ascii_only && !b.is_ascii() {
                     return None;
                 }
                 edges += 1;

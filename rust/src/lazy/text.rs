@@ -56,12 +56,18 @@ pub(crate) const WIDE_STATE: u32 = u32::MAX;
 pub(crate) struct ClosureBounds {
     pub(crate) max_states: usize,
     pub(crate) max_edges: usize,
-    /// A state taking more bytes is *wide*: left to the caller (a free class's closure would
-    /// soon pass any bound).
+    /// A state taking more bytes, or more than [`WIDE_ASCII_BYTES`] ASCII ones, is *wide*:
+    /// left to the caller (a free class's closure would soon pass any bound, and a class of
+    /// 32 ASCII characters or more may loop on a slice).
     pub(crate) wide_bytes: usize,
     /// Give up at a byte outside ASCII.
     pub(crate) ascii_only: bool,
 }
+
+/// The ASCII bytes past which a state is wide in any byte closure ([`ClosureBounds`]): a
+/// class of more may be a derived slice's (`crate::lazy::slice`), and spelled out, a counted
+/// use of it (`[a-zA-Z0-9]{1,100}`) would build thousands of edges before giving up.
+const WIDE_ASCII_BYTES: usize = 32;
 
 /// The states up to which [`TextSpace::byte_closure_of`] numbers a state by a linear search.
 const LINEAR_CLOSURE_STATES: usize = 32;
@@ -601,7 +607,7 @@ impl TextSpace {
             let k = states[at];
             at += 1;
             let taken = self.bytes_taken(k.q());
-            if taken.len() > wide_bytes {
+            if taken.len() > wide_bytes || taken.ascii_len() > WIDE_ASCII_BYTES {
                 let (description, next) = wide(k)?;
                 shape.push(WIDE_STATE);
                 shape.extend(description);

@@ -30,6 +30,11 @@ impl ByteSet {
         self.0.iter().map(|w| w.count_ones() as usize).sum()
     }
 
+    /// The bytes below 0x80.
+    pub fn ascii_len(&self) -> usize {
+        (self.0[0].count_ones() + self.0[1].count_ones()) as usize
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0 == [0; 4]
     }

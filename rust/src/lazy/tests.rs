@@ -350,6 +350,25 @@ fn hub_chains_are_successors_in_the_guide() {
     }
 }
 
+/// Byte-fallback moves (`Engine::fallback_moves`, tried only for the bytes the regex takes):
+/// on Mistral-7B, characters with no token of their own (`ꙮ`, `𝄞`) are spelled by byte tokens
+/// beside ones that have tokens, inside a string and alone; the lazy masks are the eager ones
+/// along random walks and a spelling that takes them.
+#[test]
+fn byte_fallback_moves_give_the_eager_masks() {
+    let vocab = mistral();
+    let compiler = Compiler::new(vocab.clone(), Limits::default());
+    for regex in [r#""(ꙮ|𝄞|[a-zé ])*""#, "(ꙮ|x)𝄞?"] {
+        let lazy = compiler.compile_regex_lazy(regex).unwrap();
+        let text = if regex.starts_with('"') { "\"a ꙮé𝄞b\"" } else { "ꙮ𝄞" };
+        assert_gives_the_eager_masks(&compiler, &lazy, regex, text.as_bytes());
+        let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+        let walk = spelling(&eager, text.as_bytes(), eager.initial_state()).unwrap();
+        let lead = vocab.token_id("<0xEA>").expect("a byte token");
+        assert!(walk.contains(&lead), "{regex}: the premise, ꙮ spelled by byte tokens");
+    }
+}
+
 /// Keys and literals: most candidates at a narrow text state are non-canonical prefixes of the
 /// canonical token (` t`, ` tr`, ` tru` before ` true`), whose class nodes
 /// `Engine::dead_by_pairs` proves dead without a search; the masks stay the eager ones, along

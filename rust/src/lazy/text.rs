@@ -58,7 +58,7 @@ pub(crate) struct ClosureBounds {
     pub(crate) max_edges: usize,
     /// A state taking more bytes, or more than [`WIDE_ASCII_BYTES`] ASCII ones, is *wide*:
     /// left to the caller (a free class's closure would soon pass any bound, and a class of
-    /// 32 ASCII characters or more may loop on a slice).
+    /// more than 32 ASCII characters may loop on a slice).
     pub(crate) wide_bytes: usize,
     /// Give up at a byte outside ASCII.
     pub(crate) ascii_only: bool,
@@ -556,8 +556,8 @@ impl TextSpace {
 
     /// The byte closure of several states together ([`TextSpace::byte_closure`]'s, without
     /// its `min_bytes`, within `bounds`), numbered breadth first from `starts` in their order
-    /// (a state met twice numbered once). A state taking more than `bounds.wide_bytes` bytes is
-    /// left to `wide`: its description (in the shape after [`WIDE_STATE`]) and the states the closure
+    /// (a state met twice numbered once). A state taking more than `bounds.wide_bytes` bytes,
+    /// or more than 32 ASCII ones, is left to `wide`: its description (in the shape after [`WIDE_STATE`]) and the states the closure
     /// goes on from after it (their numbers follow), or `None` to give up (a sliced state's
     /// region: `crate::lazy::engine::Engine::shared_first_key`).
     pub(crate) fn byte_closure_of(

@@ -97,6 +97,16 @@ impl Matcher {
         }
     }
 
+    /// [`Matcher::write_mask`] when the mask is cached (or the matcher terminated): `true`; else
+    /// `false` with `out` untouched. Computes nothing (see [`Guide::write_cached_mask`]).
+    pub fn write_cached_mask(&self, out: &mut [u32]) -> bool {
+        if self.terminated {
+            self.write_mask(out).is_ok()
+        } else {
+            self.guide.write_cached_mask(self.state(), out)
+        }
+    }
+
     pub fn allowed_tokens(&self) -> Result<Vec<u32>> {
         let mut m = vec![0u32; self.guide.mask_words()];
         self.write_mask(&mut m)?;

@@ -315,6 +315,13 @@ impl Guide {
         self.masks.words(state as usize)
     }
 
+    /// Writes the cached mask of `state` into `out` (`mask_words()` words) and returns `true`;
+    /// `false`, with `out` untouched, when it is not cached. Computes nothing, so a binding may
+    /// call it without releasing its interpreter lock.
+    pub fn write_cached_mask(&self, state: u32, out: &mut [u32]) -> bool {
+        self.masks.write(state as usize, out)
+    }
+
     /// Writes the mask of `state` into `out` (`mask_words()` words): a copy of the cached mask,
     /// or computed into `out` and then cached when the budget allows.
     pub fn copy_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {

@@ -86,10 +86,15 @@ impl PyMatcher {
         let row = &mut slice[index as usize * words..(index as usize + 1) * words];
         // SAFETY: i32 and u32 have the same size and alignment; any bit pattern is valid for both.
         let row: &mut [u32] = unsafe { std::slice::from_raw_parts_mut(row.as_mut_ptr().cast::<u32>(), row.len()) };
+        // A cached mask is a copy, made with the GIL held: releasing and taking it back cost
+        // more than the copy.
+        let inner = &self.inner;
+        if inner.write_cached_mask(row) {
+            return Ok(());
+        }
         // Computed (a lazy guide's first visit) straight into the row, without the GIL: the
         // borrow of `array` keeps the row alive and numpy's borrow checker keeps other Rust
         // borrows off it meanwhile.
-        let inner = &self.inner;
         bitmask.py().detach(move || inner.write_mask(row)).map_err(to_py)
     }
 }

@@ -15,15 +15,6 @@
 //! that the buffer is not scanned for them; a mask dense in its first words is copied without
 //! collecting ids first.
 //!
-//! A large mask (a 128k vocabulary's 16 KB) whose ids the computation did not hand over, and
-//! which took under `KEEP_AT_ONCE` (10 µs) to compute, is kept on its *second* computation. Keeping it
-//! cost a fresh allocation, its page faults and a copy on each first visit (~19 % of the time
-//! of a lazy guide's median first visits on Llama 3), while most states a document reaches are
-//! visited once (11,585 of 13,066 along issue 17's Llama 3 documents); a lazy guide's first-token sets are
-//! memoized, so a second computation ORs them again in a few microseconds. A slow computation
-//! (a string's contents: the visits after it copy) and a small mask (Mistral-7B's 4 KB, cheap
-//! to copy) are kept at once. Measurements in `docs/design.md` §8 (stop 64).
-//!
 //! Slots are made on demand ([`crate::util::concurrent::Slots`]), so a lazy guide, whose states
 //! are numbered as decoders reach them, uses the same cache.
 //!
@@ -34,7 +25,6 @@
 //!   made before a slot is filled and returned when another thread filled it first).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
 
 use crate::util::bitset;
 use crate::util::concurrent::Slots;
@@ -47,12 +37,6 @@ const SPARSE_DIVISOR: usize = 8;
 pub(crate) fn max_ids(words: usize) -> usize {
     words / SPARSE_DIVISOR
 }
-
-/// A mask that took this long to compute is kept on its first computation.
-const KEEP_AT_ONCE: Duration = Duration::from_micros(10);
-
-/// A mask of fewer words is kept on its first computation: copying it costs little.
-const KEEP_AT_ONCE_BELOW_WORDS: usize = 2048;
 
 /// Words [`Cached::of`] counts first, to tell a dense mask at once.
 const DENSE_PROBE_WORDS: usize = 64;
@@ -129,15 +113,13 @@ impl Cached {
 /// See the module docs.
 pub struct MaskCache {
     slots: Slots<Cached>,
-    /// States whose mask was computed once and not kept (see the module docs).
-    computed_once: Slots<()>,
     bytes: AtomicUsize,
     max_bytes: usize,
 }
 
 impl MaskCache {
     pub fn new(max_bytes: usize) -> MaskCache {
-        MaskCache { slots: Slots::default(), computed_once: Slots::default(), bytes: AtomicUsize::new(0), max_bytes }
+        MaskCache { slots: Slots::default(), bytes: AtomicUsize::new(0), max_bytes }
     }
 
     /// Bytes held by cached masks.
@@ -170,8 +152,7 @@ impl MaskCache {
     }
 
     /// Writes the mask of `state` into `out`: the cached one, or one computed by `compute` into
-    /// `out` (outside any lock) and then cached when the budget allows (a large, quick one without
-    /// its ids on its second computation, see the module docs). `compute` must write
+    /// `out` (outside any lock) and then cached when the budget allows. `compute` must write
     /// every word of `out`, which holds whatever the caller left there (as
     /// `crate::guide::Guide::write_mask` does: zeroing it here as well cost a second 16 KB
     /// memset per first visit on a 128k vocabulary). It may return the mask's ids (in any order,
@@ -186,31 +167,24 @@ impl MaskCache {
         if self.write(state, out) {
             return Ok(());
         }
-        let started = Instant::now();
         let ids = compute(out)?;
-        let at_once = out.len() < KEEP_AT_ONCE_BELOW_WORDS || started.elapsed() >= KEEP_AT_ONCE;
-        self.store(state, out, ids, at_once);
+        self.store(state, out, ids);
         Ok(())
     }
 
     /// Caches `mask` (whose ids are `ids`, when known) as the mask of `state` unless it is
-    /// cached already, the budget is spent, or its ids are unknown, it is not to be kept
-    /// `at_once`, and this is its first computation.
-    fn store(&self, state: usize, mask: &[u32], ids: Option<Vec<u32>>, at_once: bool) {
+    /// cached already or the budget is spent.
+    fn store(&self, state: usize, mask: &[u32], ids: Option<Vec<u32>>) {
         if self.slots.get(state).is_some() {
             return;
         }
-        let ids = ids.map(|mut ids| {
-            ids.sort_unstable();
-            ids.dedup();
-            ids
-        });
         let cached = match ids {
-            Some(ids) if ids.len() <= max_ids(mask.len()) => {
+            Some(mut ids) if ids.len() <= max_ids(mask.len()) => {
+                ids.sort_unstable();
+                ids.dedup();
                 debug_assert!(ids.iter().all(|&t| bitset::contains(mask, t as usize)));
                 Cached::Ids(ids.into_boxed_slice())
             }
-            _ if !at_once && self.computed_once.try_set(state, ()).1 => return,
             _ => Cached::of(mask),
         };
         let size = cached.bytes();
@@ -311,49 +285,6 @@ mod tests {
         let mut out = vec![0u32; 512];
         cached.write(&mut out);
         assert_eq!(out, mask);
-    }
-
-    #[test]
-    fn a_large_mask_without_ids_is_kept_on_its_second_computation() {
-        // 4,096 words (a 128k vocabulary): at most 512 ids are kept as ids.
-        let words = 4096;
-        let dense: Vec<u32> = (0..words).map(|i| i as u32 * 7).collect();
-        let mut sparse = vec![0u32; words];
-        bitset::set(&mut sparse, 100_000);
-        let cache = MaskCache::new(usize::MAX);
-        let compute = |state: usize, mask: &[u32], ids: Option<Vec<u32>>, pause: Duration| {
-            let mut out = vec![u32::MAX; words];
-            let mut computed = false;
-            cache
-                .write_or_compute(state, &mut out, |m| {
-                    std::thread::sleep(pause);
-                    m.copy_from_slice(mask);
-                    computed = true;
-                    Ok::<_, ()>(ids)
-                })
-                .unwrap();
-            assert_eq!(out, mask);
-            computed
-        };
-        let quick = Duration::ZERO;
-        // Without ids: computed twice, then copied.
-        assert!(compute(0, &dense, None, quick));
-        assert_eq!((cache.cached_bytes(), cache.words(0)), (0, None));
-        assert!(compute(0, &dense, None, quick));
-        assert_eq!(cache.words(0), Some(&dense[..]));
-        assert!(!compute(0, &dense, None, quick));
-        // The same for a sparse one whose ids are not reported (then kept as ids).
-        assert!(compute(1, &sparse, None, quick));
-        assert!(compute(1, &sparse, None, quick));
-        assert_eq!(cache.cached_bytes(), words * 4 + 4);
-        assert!(!compute(1, &sparse, None, quick));
-        // Reported ids: kept at once.
-        assert!(compute(2, &sparse, Some(vec![100_000]), quick));
-        assert!(!compute(2, &sparse, None, quick));
-        // A computation slower than `KEEP_AT_ONCE`: kept at once.
-        assert!(compute(3, &dense, None, KEEP_AT_ONCE * 2));
-        assert_eq!(cache.words(3), Some(&dense[..]));
-        assert!(!compute(3, &dense, None, quick));
     }
 
     #[test]

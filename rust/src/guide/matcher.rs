@@ -120,3 +120,48 @@ impl Matcher {
         self.guide.forced_tokens(self.state())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tokenizer::vocab::Vocabulary;
+    use crate::{Compiler, Limits};
+
+    /// `write_cached_mask` writes what `write_mask` computed, only once it is cached, leaves
+    /// `out` alone otherwise, and writes EOS alone once the matcher has terminated.
+    #[test]
+    fn a_cached_mask_is_written_only_once_cached() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/python/propertok/data/mistral7b-tokenizer.json");
+        let json = std::fs::read_to_string(path).expect("the embedded Mistral-7B tokenizer");
+        let vocab = Arc::new(Vocabulary::from_json(&json, None, None).expect("vocabulary"));
+        let guide = Arc::new(Compiler::new(vocab, Limits::default()).compile_regex_lazy("ab|cd").unwrap());
+        let words = guide.mask_words();
+        let mut m = Matcher::new(guide.clone());
+        let mut uncached = 0;
+        loop {
+            // The compile may have filled the first state's mask.
+            let mut untouched = vec![u32::MAX; words];
+            if !m.write_cached_mask(&mut untouched) {
+                uncached += 1;
+                assert!(untouched.iter().all(|&w| w == u32::MAX), "state {}: `out` written", m.state());
+            }
+            let mut computed = vec![0; words];
+            m.write_mask(&mut computed).unwrap();
+            let mut cached = vec![u32::MAX; words];
+            assert!(m.write_cached_mask(&mut cached), "state {}: cached", m.state());
+            assert_eq!(cached, computed, "state {}", m.state());
+            if m.is_accepting() {
+                break;
+            }
+            let eos = guide.eos_token_ids();
+            let next = bitset::iter_ones(&computed).map(|t| t as u32).find(|t| !eos.contains(t)).unwrap();
+            assert!(m.accept_token(next).unwrap());
+        }
+        assert!(uncached > 0, "the premise: a state not cached before its first mask");
+        assert!(m.accept_token(guide.eos_token_ids()[0]).unwrap() && m.is_terminated());
+        let mut terminated = vec![u32::MAX; words];
+        assert!(m.write_cached_mask(&mut terminated));
+        let eos: Vec<u32> = bitset::iter_ones(&terminated).map(|t| t as u32).collect();
+        assert_eq!(eos, guide.eos_token_ids());
+    }
+}

@@ -151,7 +151,7 @@ class Adapter:
 class PropertokAdapter(Adapter):
     def __init__(self, tok, eos_ids, vocab_size, method):
         super().__init__(tok, eos_ids, vocab_size)
-        # "cartesian" takes the default (eager until lazy guides meet their targets); "lazy" and
+        # "cartesian" takes the default (lazy since stop 65, eager before); "lazy" and
         # "eager" ask for one explicitly, so a run compares them whatever the default is.
         # "prefetch" is "lazy" with ``Compiler(prefetch_seconds=--prefetch-seconds)``.
         lazy = {"lazy": True, "prefetch": True, "eager": False}.get(method)

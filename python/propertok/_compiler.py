@@ -28,11 +28,12 @@ class Compiler(_core.Compiler):
         ``whitespace``, ``strict`` and ``resources`` (other documents ``$ref`` may point to) go
         to the converter.
 
-        With ``lazy=True`` and no ``max_recursion_depth``, recursion has no bound: a ``$ref``
-        cycle and a free value (``{}``, ``true``) are rules of a pushdown automaton
+        With ``lazy=True`` given and no ``max_recursion_depth``, recursion has no bound: a
+        ``$ref`` cycle and a free value (``{}``, ``true``) are rules of a pushdown automaton
         (``propertok.json_schema.schema_to_rules``), as ``compile_grammar`` runs nesting
-        grammars; a schema without either compiles exactly as before. Otherwise
-        ``max_recursion_depth`` (default 3) unrolls recursion into the regex."""
+        grammars; a schema without either compiles exactly as before. Otherwise, ``lazy`` left
+        to its default included, ``max_recursion_depth`` (default 3) unrolls recursion into the
+        regex, whose guide is lazy as ``compile_regex``'s is by default."""
         from .json_schema import schema_to_regex, schema_to_rules
 
         if lazy and method == "cartesian" and "max_recursion_depth" not in options:

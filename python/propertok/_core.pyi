@@ -256,14 +256,15 @@ class Compiler:
         ``"auto"`` (direct when within those limits, else cartesian; ``guide.method`` says which);
         or ``"agnostic"`` (every token sequence that decodes to a match, what Outlines does).
 
-        ``lazy`` (``"cartesian"`` only; default ``True`` with an NFC / NFKC normalizer, whose eager
-        guides of free text are ~5,000 times larger, and with WordPiece, ``False`` elsewhere for
-        now): build each state the first time a decoder reaches it, memoized in the guide and
-        shared by every matcher and thread, instead of every state up front. The masks are the same bit for bit; a lazy compile costs
-        milliseconds where an eager one on a 128k-vocabulary tokenizer costs up to seconds, but
-        its memo can grow past the eager guide's size on wide pre-tokenized states. ``lazy=True``
-        with another method is a ``ValueError``; ``Guide.materialize()`` turns a lazy guide into
-        an eager one.
+        ``lazy`` (``"cartesian"`` only; default ``True``): build each state the first time a
+        decoder reaches it, memoized in the guide and shared by every matcher and thread,
+        instead of every state up front. The masks are the same bit for bit; a lazy compile
+        costs about a millisecond where an eager one on a 128k-vocabulary tokenizer costs up to
+        seconds (with an NFC / NFKC normalizer, or WordPiece, an eager guide of free text does
+        not fit its limits at all), while a state's first visit costs microseconds to
+        milliseconds (a JSON string's opening). ``lazy=False`` asks for the eager guide (for
+        ``Guide.to_bytes`` or whole-guide statistics); ``lazy=True`` with another method is a
+        ``ValueError``; ``Guide.materialize()`` turns a lazy guide into an eager one.
 
         A WordPiece (BERT) tokenizer's guides read the regex against the text its tokens decode
         to, words joined by one space (see the README's "Tokenizer support"); they are lazy by

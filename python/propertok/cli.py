@@ -95,8 +95,8 @@ def _parser() -> argparse.ArgumentParser:
                       help="cartesian (default), direct (explicit token DFA), auto (direct when small enough), agnostic")
     laziness = comp.add_mutually_exclusive_group()
     laziness.add_argument("--lazy", dest="lazy", action="store_true", default=None,
-                          help="build states as decoding reaches them (cartesian only; the default with --grammar "
-                          "and on NFC / NFKC tokenizers); states and sequences are then not counted")
+                          help="build states as decoding reaches them (cartesian only, the default); states and "
+                          "sequences are then not counted")
     laziness.add_argument("--eager", dest="lazy", action="store_false",
                           help="build every state up front, then count states, transitions and sequences")
     comp.add_argument("--json", action="store_true", help="print one JSON object")
@@ -135,7 +135,8 @@ def _demo(args: argparse.Namespace) -> int:
             construction = compiler.tokenizer_dfa_construction  # builds (or loads) the DFA alone
             print(f"  tokenizer DFA      {_ms(time.perf_counter() - start)} "
                   f"(once per tokenizer, {construction})")
-        guide, compile_s = _timed_compile(compiler, args.regex, method)
+        # Eager: the demo prints the whole automaton, which a lazy guide builds only as decoded.
+        guide, compile_s = _timed_compile(compiler, args.regex, method, lazy=False)
         counts[method] = _print_guide(vocab, guide, compile_s)
     if len(counts) == 2 and None not in counts.values():
         print()

@@ -36,7 +36,7 @@ use crate::tokenizer::always_split::tokens_always_split;
 use crate::tokenizer::bpe::MergeTable;
 use crate::tokenizer::normalization::{allowed_chars, normal_form};
 use crate::tokenizer::token_trie::TokenTrie;
-use crate::tokenizer::vocab::{Normalization, TokenizerKind, Vocabulary};
+use crate::tokenizer::vocab::{TokenizerKind, Vocabulary};
 use crate::tokenizer_dfa::lone_tokens::{lone_tokens, LoneSplits};
 use crate::tokenizer_dfa::TokenizerDfa;
 
@@ -296,16 +296,6 @@ impl Compiler {
     /// `cache_dir`, in that order; `None` before its first lazy guide.
     pub fn slice_sets_made(&self) -> Option<(usize, usize)> {
         Some(self.lazy_parts.get()?.as_ref().ok()?.slices.sets_made())
-    }
-
-    /// Whether a canonical compile that does not choose builds a lazy guide: with an NFC / NFKC
-    /// normalizer, where the eager product of free text takes every state of the normal form's
-    /// automaton (~5,000 times the text states; a JSON string passes `max_guide_bytes` on Qwen2);
-    /// and with WordPiece, whose eager guides of free text pass `max_direct_transitions`.
-    /// Elsewhere eager stays the default until lazy guides meet issue 17's mask targets.
-    pub fn lazy_by_default(&self) -> bool {
-        self.vocab.kind() == TokenizerKind::WordPiece
-            || self.vocab.pre_tokenizer().is_some_and(|p| p.normalization != Normalization::None)
     }
 
     /// Compiles a regex (full match) into a lazy canonical guide: its states are built the

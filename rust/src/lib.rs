@@ -36,9 +36,9 @@
 //! ## Which method when?
 //! * `cartesian` (the default): canonical masks for every supported tokenizer; the mask is a
 //!   per-state bitset minus the forbidden set of the last token's class.
-//!   [`Compiler::compile_regex_lazy`] builds the same guide lazily (milliseconds to the first
-//!   mask where the eager product takes up to seconds on 128k vocabularies; opt-in for now, see
-//!   `docs/design.md` §8).
+//!   [`Compiler::compile_regex_lazy`] builds the same guide lazily (a millisecond to the first
+//!   mask where the eager product takes up to seconds on 128k vocabularies; the Python
+//!   binding's default, see `docs/design.md` §8).
 //! * `direct`: the same language as an explicit token DFA; smaller and faster per step for
 //!   small guides, refused past [`Limits::max_direct_states`] / `max_direct_transitions`.
 //!   `auto` picks it when it fits.

@@ -30,9 +30,9 @@ from oracle import require_shared
 REGEX = r'\{"name": "[^"\\]{0,16}", "age": (0|[1-9][0-9]{0,2}), "ok": (true|false)\}'
 
 
-def test_lazy_is_opt_in_for_cartesian_only(pt, mistral):
+def test_lazy_is_the_default_for_cartesian_only(pt, mistral):
     c = mistral.compiler
-    assert not c.compile_regex(REGEX).is_lazy
+    assert c.compile_regex(REGEX).is_lazy
     assert c.compile_regex(REGEX, lazy=True).is_lazy
     assert not c.compile_regex(REGEX, lazy=False).is_lazy
     for method in ("agnostic", "auto"):
@@ -41,7 +41,8 @@ def test_lazy_is_opt_in_for_cartesian_only(pt, mistral):
     with pytest.raises(ValueError, match=r"lazy=True needs method='cartesian'"):
         c.compile_regex(REGEX, method="direct", lazy=True)
     assert c.compile_json_schema({"type": "boolean"}, lazy=True).is_lazy
-    assert not c.compile_json_schema({"type": "boolean"}).is_lazy
+    assert c.compile_json_schema({"type": "boolean"}).is_lazy
+    assert not c.compile_json_schema({"type": "boolean"}, lazy=False).is_lazy
     guide = c.compile_regex(REGEX, lazy=True)
     assert "lazy=True" in repr(guide)
     stats = guide.stats()
@@ -54,7 +55,7 @@ SMALL = r'\{"name": "[A-Za-zé中 ]{1,3}", "age": [0-9]{1,3}\}'
 
 def test_materialize_gives_the_eager_guide(pt, mistral):
     lazy = mistral.compiler.compile_regex(SMALL, lazy=True)
-    eager = mistral.compiler.compile_regex(SMALL)
+    eager = mistral.compiler.compile_regex(SMALL, lazy=False)
     built = lazy.materialize()
     assert not built.is_lazy and built.num_states == eager.num_states
     assert built.first_difference(eager) is None
@@ -126,7 +127,7 @@ LOOP_TEXTS = [
 def test_sliced_states_equal_eager(pt, tokenizer_under_test, name):
     require_shared(f"the {name} tokenizer")
     tut = tokenizer_under_test(name)
-    eager = tut.compiler.compile_regex(LOOPS)
+    eager = tut.compiler.compile_regex(LOOPS, lazy=False)
     # A Compiler of its own: the session's shares first-token sets that earlier tests' guides
     # made, and a first guide of it might then walk no slice at all.
     compiler = tut.fresh_compiler(max_product_states=250_000, max_compile_seconds=20.0)
@@ -163,7 +164,7 @@ COUNTED_TEXTS = ['""', '"abc"', '"ab cd "', '"Köln!"', '"東京タワー"', '"\
 def test_counted_sliced_states_equal_eager(pt, tokenizer_under_test):
     require_shared("the gpt2 tokenizer")
     tut = tokenizer_under_test("gpt2")
-    eager = tut.compiler.compile_regex(COUNTED)
+    eager = tut.compiler.compile_regex(COUNTED, lazy=False)
     lazy = tut.compiler.compile_regex(COUNTED, lazy=True)
     assert _compare_sliced(tut, lazy, eager, COUNTED_TEXTS, range(16), 16, "counted") > 0
 
@@ -220,7 +221,7 @@ def test_lazy_equals_eager_on_shared_regexes(pt, tokenizer_under_test, name, n):
 
 
 def test_threads_sharing_a_fresh_guide_see_sequential_masks(pt, mistral):
-    eager = mistral.compiler.compile_regex(REGEX)
+    eager = mistral.compiler.compile_regex(REGEX, lazy=False)
     walks = [eager.random_walk(seed, 40) for seed in range(16)]
     want = [_masks_along(eager, w) for w in walks]
     for _ in range(3):
@@ -267,7 +268,7 @@ def test_threads_filling_one_compilers_slices_see_eager_masks(pt, tokenizer_unde
     once and must see the eager masks."""
     require_shared("the gpt2 tokenizer")
     tut = tokenizer_under_test("gpt2")
-    eager = tut.compiler.compile_regex(LOOPS)
+    eager = tut.compiler.compile_regex(LOOPS, lazy=False)
     walks = [tut.oracle.canonical(text) for text in LOOP_TEXTS] + [eager.random_walk(s, 48) for s in range(5)]
     want = [_masks_along(eager, w) for w in walks]
     compiler = tut.fresh_compiler()
@@ -296,7 +297,7 @@ def test_threads_filling_one_compilers_slices_see_eager_masks(pt, tokenizer_unde
 
 def test_memo_limit_is_reported_by_name_and_the_guide_stays_usable(pt, mistral):
     after_compile = mistral.compiler.compile_regex(REGEX, lazy=True).stats()["lazy_memo_bytes"]
-    eager = mistral.compiler.compile_regex(REGEX)
+    eager = mistral.compiler.compile_regex(REGEX, lazy=False)
     tight = pt.Compiler(mistral.vocab, max_guide_bytes=after_compile + 64)
     guide = tight.compile_regex(REGEX, lazy=True)
     m = guide.matcher()
@@ -316,7 +317,7 @@ def test_a_large_regex_is_determinized_on_demand(pt, mistral):
     eager guide along walks, and ``materialize()`` builds the eager guide from the regex."""
     regex = r"\{" + ", ".join(f'"field_{i}_{"x" * 140}": (true|false|"[a-z]?")' for i in range(64)) + r"\}"
     c = mistral.compiler
-    lazy, eager = c.compile_regex(regex, lazy=True), c.compile_regex(regex)
+    lazy, eager = c.compile_regex(regex, lazy=True), c.compile_regex(regex, lazy=False)
     assert lazy.stats()["lazy_text_automaton"] == "DFA on demand"
     assert c.compile_regex(SMALL, lazy=True).stats()["lazy_text_automaton"] == "minimal DFA"
     for seed in range(6):
@@ -373,7 +374,7 @@ def test_slice_sets_kept_in_the_cache_dir_give_the_eager_masks(pt, mistral, tmp_
     the vocabulary again, with the eager guide's masks."""
     regex = r'\{"note": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"\}'
     ids = mistral.oracle.canonical('{"note": "Grüß 2024, \\"x\\" at 10:30 東京"}')
-    eager = mistral.compiler.compile_regex(regex)
+    eager = mistral.compiler.compile_regex(regex, lazy=False)
     made = []
     for round in range(2):
         compiler = pt.Compiler(mistral.vocab, cache_dir=str(tmp_path))

@@ -243,8 +243,8 @@ def test_lazy_equals_eager_with_marks(pt, tokenizer_under_test):
 
 def test_normalizing_tokenizers_compile_lazily_by_default(pt, tokenizer_under_test):
     """The eager product of a free-text field takes every state of the normal form's automaton
-    (a JSON string passes ``max_guide_bytes`` on Qwen2), so canonical compiles are lazy unless
-    asked otherwise; other methods and tokenizers keep their defaults."""
+    (a JSON string passes ``max_guide_bytes`` on Qwen2): canonical compiles are lazy unless
+    asked otherwise, as on every tokenizer; other methods are eager."""
     require_shared("the qwen2 tokenizer")
     tut = tokenizer_under_test("qwen2")
     assert tut.compiler.compile_regex(JSON_STRING).is_lazy
@@ -254,4 +254,5 @@ def test_normalizing_tokenizers_compile_lazily_by_default(pt, tokenizer_under_te
     with pytest.raises(pt.LimitExceeded, match="max_guide_bytes"):
         tut.fresh_compiler(max_guide_bytes=64 << 20).compile_regex(JSON_STRING, lazy=False)
     gpt2 = tokenizer_under_test("gpt2")
-    assert not gpt2.compiler.compile_regex(JSON_STRING).is_lazy
+    assert gpt2.compiler.compile_regex(JSON_STRING).is_lazy
+    assert not gpt2.compiler.compile_regex(JSON_STRING, lazy=False).is_lazy

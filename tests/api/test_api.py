@@ -178,8 +178,10 @@ def test_mask_consistent_with_allowed_tokens(mistral, pattern):
             assert guide.next_state(s, eos) == s
 
 
-def test_mask_keeps_guide_alive(mistral):
-    guide = mistral.compiler.compile_regex(BOOLEAN)  # a fresh guide, not the cached one
+@pytest.mark.parametrize("lazy", [True, False])
+def test_mask_keeps_guide_alive(mistral, lazy):
+    guide = mistral.compiler.compile_regex(BOOLEAN, lazy=lazy)  # a fresh guide, not the cached one
+    assert guide.count_sequences() == 2  # (builds every state of a lazy guide)
     masks = [guide.mask(s) for s in range(guide.num_states)]
     copies = [m.copy() for m in masks]
     del guide
@@ -194,6 +196,7 @@ def test_releasing_freed_memory_keeps_guides_and_masks(pt, mistral):
     """``_core._release_freed_memory`` (mimalloc's collect, used before resident-set readings)
     returns only freed pages: live guides and the mask views they handed out stay intact."""
     guide = mistral.compiler.compile_regex(BOOLEAN)
+    assert guide.count_sequences() == 2  # (builds every state of the lazy guide)
     masks = [guide.mask(s) for s in range(guide.num_states)]
     copies = [m.copy() for m in masks]
     dropped = [mistral.compiler.compile_regex(BOOLEAN) for _ in range(8)]

@@ -28,15 +28,18 @@ class Compiler(_core.Compiler):
         ``whitespace``, ``strict`` and ``resources`` (other documents ``$ref`` may point to) go
         to the converter.
 
-        With ``lazy=True`` given and no ``max_recursion_depth``, recursion has no bound: a
-        ``$ref`` cycle and a free value (``{}``, ``true``) are rules of a pushdown automaton
-        (``propertok.json_schema.schema_to_rules``), as ``compile_grammar`` runs nesting
-        grammars; a schema without either compiles exactly as before. Otherwise, ``lazy`` left
-        to its default included, ``max_recursion_depth`` (default 3) unrolls recursion into the
-        regex, whose guide is lazy as ``compile_regex``'s is by default."""
+        In a lazy guide (the default with ``"cartesian"``) without ``max_recursion_depth``,
+        recursion has no bound: a ``$ref`` cycle and a free value (``{}``, ``true``) are rules
+        of a pushdown automaton (``propertok.json_schema.schema_to_rules``), as
+        ``compile_grammar`` runs nesting grammars; a schema without either is one regex, the
+        same as ``schema_to_regex``'s. Otherwise (``lazy=False``, another method, a
+        ``max_recursion_depth``, or a WordPiece tokenizer, whose guides have no pushdown form
+        and default to the bound) ``max_recursion_depth`` (default 3) unrolls recursion into
+        the regex."""
         from .json_schema import schema_to_regex, schema_to_rules
 
-        if lazy and method == "cartesian" and "max_recursion_depth" not in options:
+        unbounded = lazy if lazy is not None else self.vocabulary.kind != "wordpiece"
+        if unbounded and method == "cartesian" and "max_recursion_depth" not in options:
             rules = schema_to_rules(schema, **options)
             if len(rules) == 1:
                 return self.compile_regex(rules[0][1], method, lazy=True)

@@ -326,7 +326,7 @@ class Compiler:
     ) -> "Guide":
         """A lazy guide of a pushdown automaton's rules, ``(name, regex)`` with the first the
         start and calls to rule ``i`` written ``(?-u:\\xFE\\x{80+i/64}\\x{80+i%64})``: what
-        ``compile_json_schema(..., lazy=True)`` builds for recursive schemas. Internal."""
+        ``compile_json_schema`` builds for recursive schemas (lazy, by default). Internal."""
     def guide_from_bytes(self, data: bytes) -> "Guide":
         """Load a guide saved by ``Guide.to_bytes()`` for the same tokenizer; ``ValueError`` for
         truncated, corrupted, other-version or other-tokenizer data."""

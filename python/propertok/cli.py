@@ -66,7 +66,7 @@ def _parser() -> argparse.ArgumentParser:
 
     comp = commands.add_parser(
         "compile", help="compile a regex, a JSON schema or a grammar; print sizes, timing and samples",
-        description="Compile REGEX, the JSON schema of --schema FILE (converted to a regex by "
+        description="Compile REGEX, the JSON schema of --schema FILE (converted by "
         "propertok.json_schema) or the Lark / GBNF grammar of --grammar FILE (by "
         "propertok.grammar_to_regex) into a guide; print its size, the timings and sample outputs.")
     comp.add_argument("regex", metavar="REGEX", nargs="?", help="the regex (full match); or --schema / --grammar")
@@ -79,7 +79,8 @@ def _parser() -> argparse.ArgumentParser:
     comp.add_argument("--whitespace", metavar="R", default=r"[ ]?",
                       help="with --schema: regex allowed between JSON tokens (default '[ ]?')")
     comp.add_argument("--max-recursion-depth", metavar="N", type=int,
-                      help="with --schema: expansions of one $ref per path, nesting of free values (default 3); "
+                      help="with --schema: expansions of one $ref per path, nesting of free values (default: "
+                      "unbounded in a lazy guide, 3 with --eager); "
                       "with --grammar: nesting of each self-embedding rule inside itself (default: unbounded in a lazy "
                       "guide, refused with --eager)")
     comp.add_argument("--resource", metavar="URI=FILE", action="append", default=[],
@@ -170,13 +171,17 @@ def _print_guide(vocab: Any, guide: Any, compile_s: float) -> Optional[int]:
 def _compile(args: argparse.Namespace) -> int:
     if sum(x is not None for x in (args.regex, args.schema, args.grammar)) != 1:
         raise ValueError("give one of REGEX, --schema FILE or --grammar FILE")
-    schema_report = _grammar_regex(args) if args.grammar is not None else _schema_regex(args)
     vocab, path, load_s = _load_vocabulary(args.tokenizer)
+    schema_report = _grammar_regex(args) if args.grammar is not None else _schema_regex(args, vocab.kind)
     compiler = pt.Compiler(vocab)
     if args.grammar is not None:  # lazy by default, as compile_grammar; special tokens need it
         start = time.perf_counter()
         guide = compiler.compile_grammar(args.grammar_text, args.syntax, args.method, lazy=args.lazy, start=args.start,
                                          max_recursion_depth=args.max_recursion_depth)
+        compile_s = time.perf_counter() - start
+    elif args.regex is None:  # a schema that recurses: its rules, as compile_json_schema compiles them
+        start = time.perf_counter()
+        guide = compiler._compile_rule_regexes(args.schema_rules)
         compile_s = time.perf_counter() - start
     else:
         guide, compile_s = _timed_compile(compiler, args.regex, args.method, args.lazy)
@@ -204,8 +209,11 @@ def _compile(args: argparse.Namespace) -> int:
     if schema_report:
         source = "grammar" if "grammar" in schema_report else "schema"
         print(f"{source:<11} {schema_report[source]}")
-        if args.regex is None:
+        if args.regex is None and source == "grammar":
             print("regex       none: the grammar names special tokens or nests rules, which no regex says")
+        elif args.regex is None:
+            print(f"regex       none: the schema recurses or has free values, {len(args.schema_rules)} rules of a "
+                  "pushdown automaton (--max-recursion-depth N or --eager unroll them into a regex)")
         else:
             print(f"regex       {len(args.regex)} characters, converted in {_ms(schema_report['convert_seconds'])}"
                   + (f": {args.regex!r}" if len(args.regex) <= 200 else ""))
@@ -245,11 +253,14 @@ def _grammar_regex(args: argparse.Namespace) -> dict:
     return {"grammar": args.grammar, "syntax": syntax, "convert_seconds": time.perf_counter() - start}
 
 
-def _schema_regex(args: argparse.Namespace) -> dict:
-    """With --schema: convert it, store the regex in ``args.regex``, return what to report."""
+def _schema_regex(args: argparse.Namespace, tokenizer_kind: str) -> dict:
+    """With --schema: convert it, store the regex in ``args.regex`` (``None`` when it recurses
+    without bound, its rules then in ``args.schema_rules``), return what to report. Unbounded
+    exactly where ``Compiler.compile_json_schema`` is: a lazy cartesian guide without
+    --max-recursion-depth, on a tokenizer other than WordPiece."""
     if args.schema is None:
         return {}
-    from .json_schema import schema_to_regex
+    from .json_schema import schema_to_regex, schema_to_rules
 
     text = _read_input(args.schema)
     start = time.perf_counter()
@@ -266,10 +277,17 @@ def _schema_regex(args: argparse.Namespace) -> dict:
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            depth = 3 if args.max_recursion_depth is None else args.max_recursion_depth
-            args.regex = schema_to_regex(text, whitespace=args.whitespace,
-                                         max_recursion_depth=depth, strict=strict,
-                                         resources=resources)
+            unbounded = (args.lazy is not False and args.method == "cartesian" and args.max_recursion_depth is None
+                         and tokenizer_kind != "wordpiece")
+            if unbounded:
+                args.schema_rules = schema_to_rules(text, whitespace=args.whitespace, strict=strict,
+                                                    resources=resources)
+                args.regex = args.schema_rules[0][1] if len(args.schema_rules) == 1 else None
+            else:
+                depth = 3 if args.max_recursion_depth is None else args.max_recursion_depth
+                args.regex = schema_to_regex(text, whitespace=args.whitespace,
+                                             max_recursion_depth=depth, strict=strict,
+                                             resources=resources)
     except ValueError as e:
         raise ValueError(str(e).replace("pass strict=False", "use --lax")
                          .replace("leave strict unset", "leave out --strict")) from None

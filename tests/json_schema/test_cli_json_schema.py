@@ -39,6 +39,35 @@ def test_compile_schema_json_report(tmp_path, capsys, pt, mistral):
         assert json.loads(sample["text"])["ok"] in (True, False)
 
 
+def test_compile_recursive_schema_unbounded_unless_bounded(tmp_path, capsys, pt, mistral):
+    """As ``Compiler.compile_json_schema``: a recursive schema is the rules of a pushdown
+    automaton in the default (lazy) guide, and one regex with --max-recursion-depth or --eager."""
+    from propertok.json_schema import schema_to_regex
+
+    nested = {"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}, "maxItems": 2}}, "$ref": "#/$defs/n"}
+    path = tmp_path / "nested.json"
+    path.write_text(json.dumps(nested))
+    base = ["compile", "--schema", str(path), "--whitespace", "", "--tokenizer", str(mistral.path)]
+    status, out, _ = run(base + ["--json"], capsys)
+    report = json.loads(out)
+    assert status == 0 and report["regex"] is None and report["lazy"] is True
+    for sample in report["samples"]:
+        assert isinstance(json.loads(sample["text"]), list)
+        assert mistral.oracle.is_canonical(sample["token_ids"])
+    status, out, _ = run(base, capsys)
+    assert status == 0 and "2 rules of a pushdown automaton" in out
+    guide = pt.Compiler(mistral.vocab).compile_json_schema(nested, whitespace="")
+    deep = mistral.oracle.canonical("[" * 9 + "]" * 9)
+    state = guide.initial_state
+    for t in deep:
+        state = guide.next_state(state, t)
+    assert guide.is_final(state)
+    for extra in (["--max-recursion-depth", "2"], ["--eager"]):
+        status, out, _ = run(base + ["--json"] + extra, capsys)
+        depth = 2 if "--max-recursion-depth" in extra else 3
+        assert status == 0 and json.loads(out)["regex"] == schema_to_regex(nested, whitespace="", max_recursion_depth=depth)
+
+
 def test_compile_schema_from_stdin_text_report(capsys, monkeypatch, mistral):
     status, out, _ = run(["compile", "--schema", "-", "--tokenizer", str(mistral.path)], capsys,
                          stdin=json.dumps({"enum": ["a", "b"]}), monkeypatch=monkeypatch)

@@ -108,6 +108,11 @@ def test_bounds_and_refusals(mistral):
     assert walk(unbounded, o.canonical(two))[0]
     with pytest.raises(NotImplementedError, match="nests without bound|walks every state"):
         unbounded.count_sequences()
+    # The default guide is lazy and unbounded; an eager one keeps max_recursion_depth's default, 3.
+    three = o.canonical(json.dumps(tree(random.Random(5), 3), separators=(", ", ": ")))
+    default, eager = compiler.compile_json_schema(TREE), compiler.compile_json_schema(TREE, lazy=False)
+    assert default.is_lazy and walk(default, three)[0]
+    assert not eager.is_lazy and walk(eager, o.canonical(two))[0] and not walk(eager, three)[0]
     from propertok.json_schema import UnsupportedSchemaError, schema_to_rules
 
     merged = {"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n", "minItems": 1}}}, "$ref": "#/$defs/n"}

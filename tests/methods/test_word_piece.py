@@ -171,6 +171,16 @@ def test_bert_specific_cases(pt):
     with pytest.raises(NotImplementedError, match=r"(?i)lazy"):
         compiler.compile_regex(r"there", lazy=True).to_bytes()
     assert compiler.compile_regex(r"there").materialize().first_difference(compiler.compile_regex(r"there", lazy=False)) is None
+    # A recursive schema: WordPiece guides have no pushdown form, so the default keeps the
+    # depth bound (3) of the regex route instead of failing; unbounded recursion is refused.
+    nested = {"$defs": {"n": {"type": "array", "items": {"$ref": "#/$defs/n"}}}, "$ref": "#/$defs/n"}
+    ids = {t: tok.token_to_id(t) for t in "[]"}
+    guide = compiler.compile_json_schema(nested)
+    assert guide.is_lazy
+    assert walk(guide, [ids["["], ids["["], ids["]"], ids["]"]])
+    assert not walk(guide, [ids["["]] * 4 + [ids["]"]] * 4)
+    with pytest.raises(NotImplementedError, match=r"(?i)wordpiece"):
+        compiler.compile_json_schema(nested, lazy=True)
 
 
 def synthetic_tokenizer(seed: int):

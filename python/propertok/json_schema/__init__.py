@@ -236,7 +236,7 @@ def schema_to_rules(
     recursion: ``[(name, regex), ...]``, the first the whole value. A ``$ref`` that recurses
     (its target is being expanded already) and a free value (``{}``, ``true``, no ``type``) are
     *calls* to a rule of their own, written as marker bytes (``(?-u:\\xFE..)``) that no JSON
-    text contains; ``Compiler.compile_json_schema(..., lazy=True)`` compiles them
+    text contains; ``Compiler.compile_json_schema`` compiles them (lazy, by default)
     (``rust/src/lazy/pushdown.rs``). A schema without recursion or free values is one rule, the
     regex of :func:`schema_to_regex`. Options and errors as :func:`schema_to_regex`; a recursive
     ``$ref`` with other keywords beside it is expanded up to three times on a path, and raises

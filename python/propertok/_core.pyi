@@ -448,4 +448,6 @@ class Matcher:
     def fill_next_token_bitmask(self, bitmask: npt.NDArray[np.int32], index: int = 0) -> None:
         """Write the allowed-token mask into row ``index`` of an int32 C-contiguous array of shape
         ``(batch, ceil(vocab_size/32))``; ``ValueError`` for a wrong shape, dtype or layout.
-        A terminated matcher allows only EOS."""
+        A terminated matcher allows only EOS. Only row ``index`` is written, so several threads
+        may fill different rows of one bitmask at once (the GIL is released while a mask is
+        computed); filling one row from two threads at once is the caller's race."""

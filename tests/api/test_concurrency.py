@@ -71,6 +71,55 @@ def test_one_guide_shared_by_many_matchers(mistral):
         assert all(pool.map(job, walks * ROUNDS))
 
 
+def test_threads_fill_rows_of_one_bitmask(pt, mistral):
+    """A batch's rows filled by a thread pool, one row per thread, each from its own fresh lazy
+    guide: the GIL is released while a first visit computes its mask, so fills into one bitmask
+    overlap, and each row must be what a sequential run writes. The numpy borrow checker the
+    binding used held the whole array for the call: an overlapping fill panicked inside it
+    (``AlreadyBorrowed``)."""
+    regexes = REGEXES + [r'"[^"\\]{0,40}"', r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+@[a-z]+\.com"]
+    walks = {r: mistral.compiler.compile_regex(r).random_walk(7) for r in regexes}
+    expected = {}
+    for r, walk in walks.items():
+        m = mistral.compiler.compile_regex(r).matcher()
+        expected[r] = []
+        for t in walk + [None]:
+            expected[r].append(m.allowed_tokens().tolist())
+            if t is not None:
+                assert m.accept_token(t)
+    bitmask = pt.allocate_token_bitmask(THREADS, mistral.vocab.vocab_size)
+    lock = threading.Lock()
+    in_fill = overlaps = 0
+
+    def job(i):
+        nonlocal in_fill, overlaps
+        mine = []
+        for k in range(ROUNDS):
+            r = regexes[(i + k) % len(regexes)]
+            m = mistral.compiler.compile_regex(r).matcher()
+            for t in walks[r] + [None]:
+                with lock:
+                    overlaps += in_fill > 0
+                    in_fill += 1
+                m.fill_next_token_bitmask(bitmask, i)
+                with lock:
+                    in_fill -= 1
+                mine.append((r, np.flatnonzero(np.unpackbits(bitmask[i].view(np.uint8), bitorder="little")).tolist()))
+                if t is not None:
+                    assert m.accept_token(t)
+        return mine
+
+    with ThreadPoolExecutor(THREADS) as pool:
+        results = list(pool.map(job, range(THREADS)))
+    assert overlaps > 0  # fills did run at the same time
+    for i, mine in enumerate(results):
+        rows = {}
+        for r, row in mine:
+            rows.setdefault(r, []).append(row)
+        for r, got in rows.items():
+            assert got == expected[r] * (len(got) // len(expected[r])), (i, r)
+
+
 def test_compile_releases_the_gil(pt, mistral):
     """A counting thread makes progress while a (deliberately large) compile runs."""
     compiler = pt.Compiler(mistral.vocab)  # fresh: its first canonical compile builds the tokenizer DFA

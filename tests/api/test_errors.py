@@ -229,6 +229,8 @@ def test_matcher_refusals(mistral):
         (lambda w: np.zeros((1, 2 * w), dtype=np.int32)[:, ::2], r"(?i)contiguous"),
         (lambda w: np.zeros((w, 3), dtype=np.int32).T, r"(?i)contiguous"),
         (lambda w: np.zeros((1, 1, w), dtype=np.int32), r"(?i)shape|dimension|2-?d"),
+        (lambda w: np.broadcast_to(np.zeros(w, dtype=np.int32), (1, w)), r"(?i)writeable|read-only"),
+        (lambda w: np.frombuffer(bytearray(4 * w + 1), dtype=np.int32, offset=1).reshape(1, w), r"(?i)aligned"),
     ],
 )
 def test_bad_bitmask(mistral, pt, make, fragment):

@@ -1,6 +1,8 @@
 //! `propertok._core.Matcher`.
 
-use numpy::{PyArray1, PyReadwriteArray2, PyUntypedArrayMethods};
+use std::ptr::NonNull;
+
+use numpy::{npyffi, PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
@@ -61,42 +63,63 @@ impl PyMatcher {
     #[pyo3(signature = (bitmask, index=0))]
     fn fill_next_token_bitmask(&self, bitmask: Bound<'_, PyAny>, index: isize) -> PyResult<()> {
         let words = self.inner.guide().mask_words();
-        let mut array: PyReadwriteArray2<i32> = bitmask.extract().map_err(|_| {
-            PyValueError::new_err(format!(
-                "bitmask must be a writeable 2-D numpy array of dtype int32 with shape (batch, {words}); got {}",
-                describe_array(&bitmask)
-            ))
-        })?;
-        let shape = array.shape().to_vec();
-        if shape[1] != words {
-            return Err(PyValueError::new_err(format!(
-                "bitmask has {} words per row; this guide needs ceil(vocab_size/32) = {words}",
-                shape[1]
-            )));
-        }
-        if index < 0 || index as usize >= shape[0] {
-            return Err(PyValueError::new_err(format!("index {index} is out of range for a batch of {}", shape[0])));
-        }
-        if !array.is_c_contiguous() {
-            return Err(PyValueError::new_err(
-                "bitmask must be C-contiguous (row-major); use np.ascontiguousarray or allocate_token_bitmask",
-            ));
-        }
-        let slice = array.as_slice_mut().map_err(|_| PyValueError::new_err("bitmask must be C-contiguous"))?;
-        let row = &mut slice[index as usize * words..(index as usize + 1) * words];
-        // SAFETY: i32 and u32 have the same size and alignment; any bit pattern is valid for both.
-        let row: &mut [u32] = unsafe { std::slice::from_raw_parts_mut(row.as_mut_ptr().cast::<u32>(), row.len()) };
+        let start = bitmask_row(&bitmask, words, index)?;
+        // SAFETY: `start` is row `index`'s first of `words` writable, aligned u32 slots (u32 and
+        // int32 share size and alignment; any bit pattern is valid). `bitmask` keeps the array
+        // and its data alive for the call, and `row` does not outlive it; this call makes no
+        // other reference to the row (see `bitmask_row` for concurrent callers).
+        let row = unsafe { std::slice::from_raw_parts_mut(start.as_ptr(), words) };
         // A cached mask is a copy, made with the GIL held: releasing and taking it back cost
         // more than the copy.
         let inner = &self.inner;
         if inner.write_cached_mask(row) {
             return Ok(());
         }
-        // Computed (a lazy guide's first visit) straight into the row, without the GIL: the
-        // borrow of `array` keeps the row alive and numpy's borrow checker keeps other Rust
-        // borrows off it meanwhile.
+        // Computed (a lazy guide's first visit) straight into the row, without the GIL.
         bitmask.py().detach(move || inner.write_mask(row)).map_err(to_py)
     }
+}
+
+/// The first word of row `index` of `bitmask`, a writeable, aligned, C-contiguous int32 array of
+/// shape `(batch, words)`; a `ValueError` naming what is wrong otherwise.
+///
+/// The row is taken from the array's data pointer rather than through `numpy`'s borrow
+/// checker, which tracks borrows per array: two threads filling different rows of one bitmask,
+/// each having released the GIL while its mask is computed, made the second borrow fail (a
+/// panic inside `numpy`'s extraction), and the checker's bookkeeping cost ~0.3 µs a call.
+/// Writing only row `index` keeps concurrent fills of distinct rows apart, as in a batch filled
+/// by a thread pool; filling one row from two threads at once, or resizing the array with
+/// `refcheck=False` meanwhile, is the caller's race, as with any numpy buffer.
+fn bitmask_row(bitmask: &Bound<'_, PyAny>, words: usize, index: isize) -> PyResult<NonNull<u32>> {
+    let wrong = || {
+        PyValueError::new_err(format!(
+            "bitmask must be a writeable 2-D numpy array of dtype int32 with shape (batch, {words}); got {}",
+            describe_array(bitmask)
+        ))
+    };
+    let array = bitmask.cast::<PyArray2<i32>>().map_err(|_| wrong())?;
+    // SAFETY: `array` is a live numpy array (checked above); its flags are plain fields.
+    let flags = unsafe { (*array.as_array_ptr()).flags };
+    if flags & npyffi::NPY_ARRAY_WRITEABLE == 0 {
+        return Err(wrong());
+    }
+    let (rows, row_words) = (array.shape()[0], array.shape()[1]);
+    if row_words != words {
+        return Err(PyValueError::new_err(format!(
+            "bitmask has {row_words} words per row; this guide needs ceil(vocab_size/32) = {words}"
+        )));
+    }
+    if index < 0 || index as usize >= rows {
+        return Err(PyValueError::new_err(format!("index {index} is out of range for a batch of {rows}")));
+    }
+    if flags & npyffi::NPY_ARRAY_C_CONTIGUOUS == 0 || flags & npyffi::NPY_ARRAY_ALIGNED == 0 {
+        return Err(PyValueError::new_err(
+            "bitmask must be C-contiguous (row-major) and aligned; use np.ascontiguousarray or allocate_token_bitmask",
+        ));
+    }
+    // `index < rows`, so the offset stays inside the array's `rows × words` elements.
+    NonNull::new(array.data().cast::<u32>().wrapping_add(index as usize * words))
+        .ok_or_else(|| PyValueError::new_err("bitmask has no data"))
 }
 
 fn describe_array(obj: &Bound<'_, PyAny>) -> String {

@@ -267,16 +267,31 @@ impl Deadline {
         Deadline::after_seconds(None)
     }
 
+    /// [`Deadline::check`], and whether `at_least` has passed since the clock started (one
+    /// reading of the clock for both).
+    #[inline]
+    pub fn check_past(&self, stage: &str, at_least: Duration) -> Result<bool> {
+        let elapsed = self.started.elapsed();
+        match self.limit {
+            Some(limit) if elapsed > limit => Err(self.exceeded(limit, stage)),
+            _ => Ok(elapsed > at_least),
+        }
+    }
+
     /// `Err(LimitExceeded)` naming `stage` once the limit has passed.
     #[inline]
     pub fn check(&self, stage: &str) -> Result<()> {
         match self.limit {
-            Some(limit) if self.started.elapsed() > limit => Err(Error::LimitExceeded {
-                limit: "max_compile_seconds",
-                value: format!("{}", limit.as_secs_f64()),
-                what: format!("wall-clock time of {}; it was still in {stage}", self.what),
-            }),
+            Some(limit) if self.started.elapsed() > limit => Err(self.exceeded(limit, stage)),
             _ => Ok(()),
+        }
+    }
+
+    fn exceeded(&self, limit: Duration, stage: &str) -> Error {
+        Error::LimitExceeded {
+            limit: "max_compile_seconds",
+            value: format!("{}", limit.as_secs_f64()),
+            what: format!("wall-clock time of {}; it was still in {stage}", self.what),
         }
     }
 }

@@ -11,8 +11,10 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import numpy as np
+from oracle import require_shared
 
 REGEXES = [
     r"boolean: ((true)|(false))",
@@ -118,6 +120,54 @@ def test_threads_fill_rows_of_one_bitmask(pt, mistral):
             rows.setdefault(r, []).append(row)
         for r, got in rows.items():
             assert got == expected[r] * (len(got) // len(expected[r])), (i, r)
+
+
+def test_a_long_first_visit_releases_the_gil(pt, tokenizer_under_test, tmp_path):
+    """A fill keeps the GIL while its work is short and releases it once the work turns out long
+    (``rust/src/python/detach.rs``): here the first mask inside a JSON string on a Compiler whose
+    slice cache is empty, which walks the string's slice (~10 ms on Llama 3). A spinning Python
+    thread advances meanwhile, and the mask is the one a warm Compiler gives."""
+    require_shared("the llama3 tokenizer")
+    tut = tokenizer_under_test("llama3")
+    # The session's tokenizer DFA without its slice sets: those are walked.
+    session_cache = Path(tut._cache_kwargs()["cache_dir"])
+    for dfa in session_cache.glob("tokenizer-dfa-*.bin"):
+        (tmp_path / dfa.name).symlink_to(dfa)
+    compiler = pt.Compiler(tut.vocab_any_eos, cache_dir=str(tmp_path))
+    regex = r'"[^"\\]*"'
+    quote = tut.oracle.canonical('"')
+    m = compiler.compile_regex(regex).matcher()
+    assert m.accept_tokens(quote)
+    warm = tut.fresh_compiler().compile_regex(regex).matcher()
+    assert warm.accept_tokens(quote)
+    # The spinner notes the time at each turn. Had the fill kept the GIL, the spinner could
+    # not turn before the call returned, nor for a switch interval (5 ms) after it took the GIL
+    # back from the spinner (the sleep below), so no turn falls in the first 3 ms of the fill.
+    stamps: list = []
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            stamps.append(time.perf_counter())
+
+    bitmask = pt.allocate_token_bitmask(1, tut.vocab.vocab_size)
+    spinner = threading.Thread(target=spin)
+    spinner.start()
+    try:
+        time.sleep(0.01)
+        start = time.perf_counter()
+        m.fill_next_token_bitmask(bitmask)
+        elapsed = time.perf_counter() - start
+    finally:
+        stop.set()
+        spinner.join()
+    walked = compiler.tokenizer_dfa_stats()["slice_sets_walked"]
+    assert walked > 0 and elapsed > 0.003, "not the long first visit this test needs"
+    early = sum(start < t < start + 0.003 for t in stamps)
+    assert early > 0, f"the spinning thread did not turn in the first 3 ms of a {elapsed * 1e3:.1f} ms fill: the GIL was held"
+    expected = pt.allocate_token_bitmask(1, tut.vocab.vocab_size)
+    warm.fill_next_token_bitmask(expected)
+    assert np.array_equal(bitmask, expected)
 
 
 def test_compile_releases_the_gil(pt, mistral):

@@ -152,6 +152,13 @@ impl Guide {
     pub fn is_lazy(&self) -> bool {
         matches!(self.automaton, Automaton::Lazy(_) | Automaton::MaxMatch(_))
     }
+    /// Whether a call's work on this guide either stays short or tells
+    /// [`crate::util::long_work`] when it turns out long: an eager guide's masks and steps are
+    /// bounded by the vocabulary (microseconds), and the lazy engine notifies at its clock
+    /// checks and before its long steps. A lazy WordPiece guide does not.
+    pub fn reports_long_work(&self) -> bool {
+        !matches!(self.automaton, Automaton::MaxMatch(_))
+    }
     /// Bytes a lazy guide's memo holds (an estimate), and its limit (`max_guide_bytes`).
     pub fn lazy_memo_bytes(&self) -> Option<(usize, usize)> {
         match &self.automaton {

@@ -84,6 +84,7 @@ use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT};
 use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START};
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::util::concurrent::{BoundedCache, Interner, ShardedMap};
+use crate::util::long_work;
 use crate::util::token_set::TokenSet;
 
 /// Sorts distinct token ids below `words * 32`: a long list (a number position's ~1,100 digit
@@ -390,6 +391,21 @@ pub(crate) struct Engine {
     bytes: AtomicUsize,
 }
 
+/// Tokens a trie walk takes before it counts as long work ([`long_work`]): a wide text state's
+/// walk (a string's contents, ~120,000 tokens on Llama 3) takes milliseconds, and a narrow one
+/// a few dozen tokens.
+const LONG_WALK_TOKENS: usize = 2048;
+
+/// `walked.push(t, to, class)`, telling the caller its work is long at the walk's
+/// [`LONG_WALK_TOKENS`]th token.
+#[inline]
+fn push_walked(walked: &mut Walked, t: u32, to: TextKey, class: u32) {
+    walked.push(t, to, class);
+    if walked.num_tokens() == LONG_WALK_TOKENS {
+        long_work::notify();
+    }
+}
+
 thread_local! {
     /// The clock of the guide call this thread is inside ([`Engine::timed`]). Per thread, not
     /// per engine: a call's work runs on its caller's thread, and every engine method it
@@ -538,10 +554,18 @@ impl Engine {
         call()
     }
 
-    /// `Err(LimitExceeded)` once the clock of the current call ([`Engine::timed`]) has run out.
+    /// `Err(LimitExceeded)` once the clock of the current call ([`Engine::timed`]) has run out;
+    /// past [`long_work::LONG_AFTER`] on it, tells the caller the work is long.
     #[inline]
     fn check_clock(&self, stage: &str) -> Result<()> {
-        CALL_DEADLINE.with(|d| d.get().map_or(Ok(()), |deadline| deadline.check(stage)))
+        CALL_DEADLINE.with(|d| {
+            d.get().map_or(Ok(()), |deadline| {
+                if deadline.check_past(stage, long_work::LONG_AFTER)? {
+                    long_work::notify();
+                }
+                Ok(())
+            })
+        })
     }
     pub(crate) fn parts(&self) -> &TokenizerParts {
         &self.parts
@@ -841,7 +865,7 @@ impl Engine {
             key,
             |z| self.space.bytes_taken(z.regex_state()),
             |k, b| Ok::<_, std::convert::Infallible>(self.space.byte(k, b)),
-            |t, to| walked.push(t, to, class_or_lone(tok, t)),
+            |t, to| push_walked(walked, t, to, class_or_lone(tok, t)),
         )
         .unwrap_or_else(|never| match never {})
     }
@@ -856,7 +880,7 @@ impl Engine {
                 key,
                 |z| self.space.bytes_taken(z.regex_state()),
                 |k, b| Ok::<_, std::convert::Infallible>(self.space.byte(k, b)),
-                |t, to| walked.push(t, to, class_or_lone(tok, t)),
+                |t, to| push_walked(walked, t, to, class_or_lone(tok, t)),
             )
             .unwrap_or_else(|never| match never {})
     }

@@ -345,6 +345,11 @@ impl Walked {
         self.push_key(to, (class as u64) << 32 | token as u64);
     }
 
+    /// The tokens pushed so far.
+    pub(crate) fn num_tokens(&self) -> usize {
+        self.found.len()
+    }
+
     /// Room for `n` more pushes.
     pub(crate) fn reserve(&mut self, n: usize) {
         self.found.reserve(n);

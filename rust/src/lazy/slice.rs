@@ -168,6 +168,7 @@ use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT};
 use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START};
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::util::concurrent::{compute_once, BoundedCache};
+use crate::util::long_work;
 use crate::util::serialize::{Reader, Sink};
 
 /// The languages sliced, widest first (a regex state takes the first it loops on): any line; a
@@ -1061,7 +1062,8 @@ impl Slices {
                 return None;
             }
             let slice = compute_once(&derived.slice, || {
-                // Past the limit the class keeps no slice (its states are walked in full).
+                long_work::notify(); // read from disk or a pass over the trie: milliseconds
+                                     // Past the limit the class keeps no slice (its states are walked in full).
                 if self.derived_built.fetch_add(1, Ordering::Relaxed) >= MAX_DERIVED_SLICES {
                     self.derived_built.fetch_sub(1, Ordering::Relaxed);
                     return None;
@@ -1119,6 +1121,8 @@ impl Slices {
         if let Some(known) = self.cache.get(&key) {
             return known;
         }
+        // Read from disk or walked: milliseconds.
+        long_work::notify();
         if let Some(found) = self.store.as_ref().and_then(|store| store.load(&key, parts)) {
             self.loaded.fetch_add(1, Ordering::Relaxed);
             let bytes = found.heap_bytes();
@@ -1175,6 +1179,7 @@ impl Slices {
         if let Some(known) = self.regions.get(&key) {
             return known;
         }
+        long_work::notify(); // ~1 ms: every state stepped by all 256 bytes
         let made = Region::find(s, key.2).map(|mut region| {
             region.serial = self.next_region.fetch_add(1, Ordering::Relaxed);
             Arc::new(region)

@@ -6,6 +6,7 @@ use numpy::{npyffi, PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use super::detach::detach_when_long;
 use super::to_py;
 use crate::guide::matcher::Matcher;
 
@@ -27,9 +28,14 @@ impl PyMatcher {
     fn accept_token(&mut self, py: Python<'_>, token_id: i64) -> PyResult<bool> {
         let t = u32::try_from(token_id)
             .map_err(|_| PyValueError::new_err(format!("token id {token_id} is out of range")))?;
-        // A lazy guide may build the successor state here: without the GIL.
+        // A lazy guide may build the successor state here: without the GIL once that turns out
+        // long (see `detach`).
         let inner = &mut self.inner;
-        py.detach(move || inner.accept_token(t)).map_err(to_py)
+        match inner.guide().reports_long_work() {
+            true => detach_when_long(py, move || inner.accept_token(t)),
+            false => py.detach(move || inner.accept_token(t)),
+        }
+        .map_err(to_py)
     }
     fn accept_tokens(&mut self, py: Python<'_>, token_ids: Vec<i64>) -> PyResult<bool> {
         for t in token_ids {
@@ -75,8 +81,15 @@ impl PyMatcher {
         if inner.write_cached_mask(row) {
             return Ok(());
         }
-        // Computed (a lazy guide's first visit) straight into the row, without the GIL.
-        bitmask.py().detach(move || inner.write_mask(row)).map_err(to_py)
+        // Computed (a lazy guide's first visit) straight into the row; without the GIL once
+        // the work turns out long (most first visits take a few microseconds, less than
+        // releasing and retaking the GIL costs them; see `detach`).
+        let py = bitmask.py();
+        match inner.guide().reports_long_work() {
+            true => detach_when_long(py, move || inner.write_mask(row)),
+            false => py.detach(move || inner.write_mask(row)),
+        }
+        .map_err(to_py)
     }
 }
 

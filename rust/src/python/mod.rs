@@ -8,6 +8,7 @@
 
 mod byte_dfa;
 mod compiler;
+mod detach;
 mod grammar;
 mod guide;
 mod json_schema;

@@ -1,0 +1,85 @@
+//! A hook a caller may set around one call, run at most once, the first time the call's work
+//! turns out long.
+//!
+//! Why: a binding releases its interpreter lock around work that may be long, so that other
+//! threads run meanwhile. A lazy guide's first visit may take milliseconds (a trie walk, a
+//! region, a slice set), but most take 3-10 µs, and releasing the lock costs each of them
+//! twice: ~0.1-0.3 µs to release and retake it when no other thread wants it, and up to
+//! CPython's switch interval (5 ms) to get it back when another Python thread is running, which
+//! holds it until then. With the hook, the lock is kept for work that stays short and released
+//! at the first sign that it is not: the lazy engine calls [`notify`] at its clock checks once
+//! the call has run [`LONG_AFTER`], and before the steps known to be long, whatever the time.
+//!
+//! # Invariants
+//! * The hook is per thread and per call: [`with_hook`] sets it for the call on the caller's
+//!   thread and clears it when the call returns or unwinds; work on other threads never runs it.
+//! * It runs at most once per [`with_hook`]: [`notify`] takes it out before running it.
+//!
+//! # Costs
+//! [`notify`] is a thread-local read when no hook is set (every call outside a binding).
+
+use std::cell::Cell;
+use std::time::Duration;
+
+/// How long a call's work runs before its clock checks call [`notify`]. A shorter bound
+/// released the lock for more first visits, each of which, with another Python thread running,
+/// waited up to 5 ms to get it back: along 100 of issue 17's Llama 3 documents with one such
+/// thread, 20 µs gave 121-128 steps over 1 ms and 100 µs 50-61 (`docs/design.md` §9).
+pub const LONG_AFTER: Duration = Duration::from_micros(100);
+
+thread_local! {
+    static HOOK: Cell<Option<fn()>> = const { Cell::new(None) };
+}
+
+/// Runs `call` with `hook` as this thread's hook (see the module docs); the hook set before, if
+/// any, is put back afterwards.
+pub fn with_hook<T>(hook: fn(), call: impl FnOnce() -> T) -> T {
+    struct Restore(Option<fn()>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            HOOK.with(|h| h.set(self.0));
+        }
+    }
+    let _restore = Restore(HOOK.with(|h| h.replace(Some(hook))));
+    call()
+}
+
+/// The current call's work is long: runs this thread's hook, if one is set and has not run.
+#[inline]
+pub fn notify() {
+    if let Some(hook) = HOOK.with(Cell::take) {
+        hook();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+
+    fn count() {
+        RUNS.fetch_add(1, Ordering::SeqCst);
+    }
+
+    #[test]
+    fn runs_once_inside_the_call_and_on_its_thread_only() {
+        notify(); // no hook: nothing
+        let runs = with_hook(count, || {
+            std::thread::spawn(notify).join().unwrap(); // another thread: not its hook
+            let before = RUNS.load(Ordering::SeqCst);
+            notify();
+            notify();
+            RUNS.load(Ordering::SeqCst) - before
+        });
+        assert_eq!(runs, 1);
+        let after = RUNS.load(Ordering::SeqCst);
+        notify(); // cleared when the call returned
+        assert_eq!(RUNS.load(Ordering::SeqCst), after);
+        // Cleared when the call unwinds too.
+        let _ = std::panic::catch_unwind(|| with_hook(count, || panic!("unwinds")));
+        notify();
+        assert_eq!(RUNS.load(Ordering::SeqCst), after);
+    }
+}

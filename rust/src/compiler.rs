@@ -39,6 +39,11 @@ use crate::tokenizer::token_trie::TokenTrie;
 use crate::tokenizer::vocab::{TokenizerKind, Vocabulary};
 use crate::tokenizer_dfa::lone_tokens::{lone_tokens, LoneSplits};
 use crate::tokenizer_dfa::TokenizerDfa;
+use crate::util::long_work;
+
+/// A lazy compile of a pattern longer than this tells its caller the work is long
+/// ([`long_work`]) before parsing it: its NFA alone takes a millisecond or more.
+const LONG_PATTERN_BYTES: usize = 16 * 1024;
 
 /// See the module docs. `Send + Sync`: compile from as many threads as you like.
 pub struct Compiler {
@@ -251,6 +256,11 @@ impl Compiler {
     /// What every lazy guide of this tokenizer shares: the tokens a guide may use (as a trie and
     /// as a bitset), the lone tokens and their splits, the pre-tokenizer explored in full.
     pub(crate) fn lazy_parts(&self) -> Result<&Arc<TokenizerParts>> {
+        if self.lazy_parts.get().is_none() {
+            // The tokenizer DFA and tries: built or read here (0.1-10 s), or waited for while
+            // another thread does.
+            long_work::notify();
+        }
         self.lazy_parts
             .get_or_init(|| {
                 let tok = self.tokenizer_dfa()?.clone();
@@ -298,6 +308,14 @@ impl Compiler {
         Some(self.lazy_parts.get()?.as_ref().ok()?.slices.sets_made())
     }
 
+    /// Whether [`Compiler::compile_regex_lazy`] tells [`long_work`] when its work turns out
+    /// long (the lazy parts' first build, a long pattern, outlined rules, a large subset
+    /// construction, and the engine's clock checks): a binding may then keep its interpreter
+    /// lock for the usual sub-millisecond compile. A WordPiece guide's compile does not.
+    pub fn lazy_compiles_report_long_work(&self) -> bool {
+        self.vocab.kind() != TokenizerKind::WordPiece
+    }
+
     /// Compiles a regex (full match) into a lazy canonical guide: its states are built the
     /// first time a decoder reaches them (see `crate::lazy`); the same language as
     /// `compile_regex(pattern, Method::Cartesian)`.
@@ -338,11 +356,15 @@ impl Compiler {
         }
         let parts = self.lazy_parts()?.clone();
         let deadline = self.deadline();
+        if pattern.len() > LONG_PATTERN_BYTES {
+            long_work::notify();
+        }
         let hir = parse_regex(pattern)?;
         let (max_dfa_states, max_states) =
             (self.limits.max_byte_dfa_states, self.limits.max_product_states.min(TextSpace::MAX_REGEX_STATES));
         let regex: TextRegex = match outline(&hir, outline_options)? {
             Some(rules) => {
+                long_work::notify(); // large counted repetitions: rules of many automata
                 let automata = &self.rule_automata;
                 TextRegex::Grammar(Box::new(PushdownDfa::of_outlined_regex(
                     pattern,

@@ -21,6 +21,7 @@
 use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
+use crate::util::long_work;
 
 /// Limits checked while compiling (and, for the mask cache, while decoding). See the module docs.
 #[derive(Clone, Copy, Debug)]
@@ -270,7 +271,7 @@ impl Deadline {
     /// [`Deadline::check`], and whether `at_least` has passed since the clock started (one
     /// reading of the clock for both).
     #[inline]
-    pub fn check_past(&self, stage: &str, at_least: Duration) -> Result<bool> {
+    fn check_past(&self, stage: &str, at_least: Duration) -> Result<bool> {
         let elapsed = self.started.elapsed();
         match self.limit {
             Some(limit) if elapsed > limit => Err(self.exceeded(limit, stage)),
@@ -278,13 +279,14 @@ impl Deadline {
         }
     }
 
-    /// `Err(LimitExceeded)` naming `stage` once the limit has passed.
+    /// `Err(LimitExceeded)` naming `stage` once the limit has passed; past
+    /// [`long_work::LONG_AFTER`], tells the caller the work is long.
     #[inline]
     pub fn check(&self, stage: &str) -> Result<()> {
-        match self.limit {
-            Some(limit) if self.started.elapsed() > limit => Err(self.exceeded(limit, stage)),
-            _ => Ok(()),
+        if self.check_past(stage, long_work::LONG_AFTER)? {
+            long_work::notify();
         }
+        Ok(())
     }
 
     fn exceeded(&self, limit: Duration, stage: &str) -> Error {

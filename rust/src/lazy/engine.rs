@@ -391,10 +391,10 @@ pub(crate) struct Engine {
     bytes: AtomicUsize,
 }
 
-/// Tokens a trie walk takes before it counts as long work ([`long_work`]): a wide text state's
-/// walk (a string's contents, ~120,000 tokens on Llama 3) takes milliseconds, and a narrow one
-/// a few dozen tokens.
-const LONG_WALK_TOKENS: usize = 2048;
+/// Tokens a trie walk takes before it counts as long work ([`long_work`]), about a millisecond's
+/// worth: a wide text state's walk (a string's contents, ~120,000 tokens on Llama 3) takes
+/// several, a narrow one a few dozen tokens.
+const LONG_WALK_TOKENS: usize = 16_384;
 
 /// `walked.push(t, to, class)`, telling the caller its work is long at the walk's
 /// [`LONG_WALK_TOKENS`]th token.
@@ -555,17 +555,11 @@ impl Engine {
     }
 
     /// `Err(LimitExceeded)` once the clock of the current call ([`Engine::timed`]) has run out;
-    /// past [`long_work::LONG_AFTER`] on it, tells the caller the work is long.
+    /// past [`long_work::LONG_AFTER`] on it, tells the caller the work is long
+    /// ([`Deadline::check`]).
     #[inline]
     fn check_clock(&self, stage: &str) -> Result<()> {
-        CALL_DEADLINE.with(|d| {
-            d.get().map_or(Ok(()), |deadline| {
-                if deadline.check_past(stage, long_work::LONG_AFTER)? {
-                    long_work::notify();
-                }
-                Ok(())
-            })
-        })
+        CALL_DEADLINE.with(|d| d.get().map_or(Ok(()), |deadline| deadline.check(stage)))
     }
     pub(crate) fn parts(&self) -> &TokenizerParts {
         &self.parts

@@ -6,6 +6,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
+use super::detach::detach_when_long;
 use super::guide::PyGuide;
 use super::to_py;
 use super::vocab::PyVocabulary;
@@ -92,13 +93,18 @@ impl PyCompiler {
         // a normalizer or WordPiece the eager guide of free text does not fit its limits.
         let lazy = lazy_for(lazy, method, true)?;
         let compiler = self.inner.clone();
-        let guide = py
-            .detach(move || match method {
+        let guide = if lazy && compiler.lazy_compiles_report_long_work() {
+            // Most take under a millisecond: the GIL is released once the work turns out long
+            // (see `detach`).
+            detach_when_long(py, move || compiler.compile_regex_lazy(&pattern))
+        } else {
+            py.detach(move || match method {
                 Some(Method::Cartesian) if lazy => compiler.compile_regex_lazy(&pattern),
                 Some(m) => compiler.compile_regex(&pattern, m),
                 None => compiler.compile_regex_auto(&pattern),
             })
-            .map_err(to_py)?;
+        }
+        .map_err(to_py)?;
         Ok(PyGuide { inner: Arc::new(guide) })
     }
     /// Compiles a Lark or GBNF grammar; see `propertok.Compiler.compile_grammar` in the stubs.

@@ -7,9 +7,9 @@
 //! thread keeps it until then: with one spinning thread, the median mask along 60 of issue 17's
 //! Llama 3 documents took 5.1 ms instead of 8 µs. [`detach_when_long`] keeps the GIL and
 //! registers a hook with the core that releases it the first time the work is long (see
-//! `crate::util::long_work`): past [`long_work::LONG_AFTER`] of a lazy guide's call, or before a
-//! step known to take milliseconds (a wide trie walk, a region, a slice set). The GIL is taken
-//! back when the call returns or unwinds.
+//! `crate::util::long_work`): past [`long_work::LONG_AFTER`] (1 ms) of a lazy guide's call or
+//! compile, or before a step known to take longer (a wide trie walk, a region, a slice set, the
+//! tokenizer's lazy parts). The GIL is taken back when the call returns or unwinds.
 //!
 //! Only the core's lazy engine tells when its work is long; a binding method uses this for
 //! calls into that engine only (other guides keep `Python::detach`, or need no release).

@@ -32,6 +32,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::regex::byte_nfa::ByteNfa;
+use crate::util::long_work;
 
 /// Marks a missing transition (in every DFA table of the crate).
 pub const DEAD: u32 = u32::MAX;
@@ -57,6 +58,10 @@ pub(crate) struct SubsetLimits {
     /// (~40 ns a unit on 2 cores), which a caller with a cheaper way out may bound.
     pub max_work: usize,
 }
+
+/// Work (NFA edges read, states closed) past which a construction tells its caller the work is
+/// long ([`long_work`]): ~40 ns a unit, so ~1 ms.
+const LONG_WORK: usize = 25_000;
 
 /// Which of [`SubsetLimits`] stopped a construction.
 #[derive(Debug, PartialEq, Eq)]
@@ -110,7 +115,11 @@ pub(crate) fn determinize(nfa: &ByteNfa, limits: &SubsetLimits) -> Result<Subset
         for &q in ids {
             edges.extend(nfa.edges(q).iter().map(|e| (e.lo, e.hi, e.to)));
         }
+        let before = builder.work;
         builder.work += edges.len();
+        if before < LONG_WORK && builder.work >= LONG_WORK {
+            long_work::notify();
+        }
         // Cut 0..=255 where any edge starts or ends; each interval has one target set.
         let mut cut = [false; 257];
         for &(lo, hi, _) in &edges {

@@ -7,8 +7,9 @@
 //! twice: ~0.1-0.3 µs to release and retake it when no other thread wants it, and up to
 //! CPython's switch interval (5 ms) to get it back when another Python thread is running, which
 //! holds it until then. With the hook, the lock is kept for work that stays short and released
-//! at the first sign that it is not: the lazy engine calls [`notify`] at its clock checks once
-//! the call has run [`LONG_AFTER`], and before the steps known to be long, whatever the time.
+//! at the first sign that it is not: a [`crate::limits::Deadline`] check past [`LONG_AFTER`] (the
+//! lazy engine's clock checks, a compile's), a large subset construction, and the steps known to
+//! be long, whatever the time, call [`notify`].
 //!
 //! # Invariants
 //! * The hook is per thread and per call: [`with_hook`] sets it for the call on the caller's
@@ -21,11 +22,13 @@
 use std::cell::Cell;
 use std::time::Duration;
 
-/// How long a call's work runs before its clock checks call [`notify`]. A shorter bound
-/// released the lock for more first visits, each of which, with another Python thread running,
-/// waited up to 5 ms to get it back: along 100 of issue 17's Llama 3 documents with one such
-/// thread, 20 µs gave 121-128 steps over 1 ms and 100 µs 50-61 (`docs/design.md` §9).
-pub const LONG_AFTER: Duration = Duration::from_micros(100);
+/// How long a call's work runs before its clock checks call [`notify`]: a millisecond, a fifth
+/// of the switch interval for which CPython itself lets a thread keep the lock. A shorter
+/// bound released the lock for more first visits, each of which, with another Python thread
+/// running, waited up to 5 ms to get it back: along 100 of issue 17's Llama 3 documents with
+/// one such thread, 20 µs gave 121-128 steps over 1 ms, 100 µs 50-61 and 1 ms 13-14; and a
+/// lazy compile (0.2-0.5 ms) passed 100 µs (`docs/design.md` §9).
+pub const LONG_AFTER: Duration = Duration::from_millis(1);
 
 thread_local! {
     static HOOK: Cell<Option<fn()>> = const { Cell::new(None) };

@@ -34,6 +34,10 @@ compete for the 2 cores; a compile past ``--timeout`` kills the worker, counted 
   not canonical. Canonical BPE token sequences are prefix-closed, so a non-canonical prefix has no
   canonical completion.
 
+``--busy-thread`` runs a spinning Python thread beside each worker's measured work, as an
+engine's other Python threads would: a library that releases the GIL during a call waits to take
+it back, up to the interpreter's switch interval (5 ms).
+
 Writes ``--json`` (per-item records and summaries) and ``--markdown`` (the tables of
 ``benches/RESULTS.md``'s "Peer comparison" section) and prints the markdown.
 """
@@ -72,6 +76,10 @@ PREFETCH_SECONDS = float(os.environ.get("PROPERTOK_BENCH_PREFETCH_SECONDS", "0.0
 # guides' slice group sets, as a server with `$PROPERTOK_CACHE_DIR` has them); none by default,
 # so that setup is a cold build and every slice group set is walked in the run.
 CACHE_DIR = os.environ.get("PROPERTOK_BENCH_CACHE_DIR") or None
+# `--busy-thread`: each worker runs a second Python thread that never blocks (an engine's other
+# Python work), so that a library which releases the GIL waits to take it back, up to the
+# switch interval (5 ms).
+BUSY_THREAD = os.environ.get("PROPERTOK_BENCH_BUSY_THREAD") == "1"
 
 
 def tokenizer_path(tok: str) -> Path:
@@ -372,6 +380,14 @@ def worker_main(lib, tok, eos_ids, vocab_size, conn):
     except Exception as e:  # noqa: BLE001
         conn.send(("setup_error", f"{type(e).__name__}: {e}\n{traceback.format_exc()}"))
         return
+    if BUSY_THREAD:
+        import threading
+
+        def spin():
+            while True:
+                pass
+
+        threading.Thread(target=spin, daemon=True).start()
     bm = ad.bm
     row = bm[0] if not hasattr(bm, "numpy") else bm.numpy()[0]  # a view on the same memory
     eos = list(eos_ids)
@@ -1050,6 +1066,8 @@ def main():
     ap.add_argument("--cache-dir", default="",
                     help="propertok's Compiler(cache_dir=...) in the measured workers (default: none, a cold "
                          "tokenizer DFA build and every slice group set walked in the run)")
+    ap.add_argument("--busy-thread", action="store_true",
+                    help="run a spinning Python thread beside each library's measured work (after setup)")
     ap.add_argument("--glaive", type=int, default=200, help="Glaiveai2K regexes (default 200)")
     ap.add_argument("--github", type=int, default=100, help="Github_* regexes (default 100)")
     ap.add_argument("--ids", default="", help="comma-separated schema ids instead of the sample")
@@ -1070,6 +1088,7 @@ def main():
     args = ap.parse_args()
     os.environ["PROPERTOK_BENCH_PREFETCH_SECONDS"] = str(args.prefetch_seconds)
     os.environ["PROPERTOK_BENCH_CACHE_DIR"] = args.cache_dir
+    os.environ["PROPERTOK_BENCH_BUSY_THREAD"] = "1" if args.busy_thread else ""
 
     if args.render:
         print(markdown(json.loads(Path(args.render).read_text(encoding="utf-8"))))

@@ -308,10 +308,11 @@ impl Compiler {
         Some(self.lazy_parts.get()?.as_ref().ok()?.slices.sets_made())
     }
 
-    /// Whether [`Compiler::compile_regex_lazy`] tells [`long_work`] when its work turns out
-    /// long (the lazy parts' first build, a long pattern, outlined rules, a large subset
-    /// construction, and the engine's clock checks): a binding may then keep its interpreter
-    /// lock for the usual sub-millisecond compile. A WordPiece guide's compile does not.
+    /// Whether [`Compiler::compile_regex_lazy`] and [`Compiler::compile_rule_regexes`] tell
+    /// [`long_work`] when their work turns out long (the lazy parts' first build, a long
+    /// pattern or rule set, outlined rules, a large subset construction, regex-automata's
+    /// determinizer, and deadline checks): a binding may then keep its interpreter lock for the
+    /// usual sub-millisecond compile. A WordPiece guide's compile does not.
     pub fn lazy_compiles_report_long_work(&self) -> bool {
         self.vocab.kind() != TokenizerKind::WordPiece
     }
@@ -464,6 +465,11 @@ impl Compiler {
         deadline: Deadline,
     ) -> Result<Guide> {
         let parts = self.lazy_parts()?.clone();
+        if rules.iter().map(|(name, regex)| name.len() + regex.as_ref().map_or(0, String::len)).sum::<usize>()
+            > LONG_PATTERN_BYTES
+        {
+            long_work::notify();
+        }
         // Large repeated operands as rules of their own (`crate::regex::outline`); not under a
         // nesting bound, which counts every frame, outlined calls included.
         let outlined = match max_depth {

@@ -1062,8 +1062,9 @@ impl Slices {
                 return None;
             }
             let slice = compute_once(&derived.slice, || {
-                long_work::notify(); // read from disk or a pass over the trie: milliseconds
-                                     // Past the limit the class keeps no slice (its states are walked in full).
+                // Read from disk or made by a pass over the trie: milliseconds.
+                long_work::notify();
+                // Past the limit the class keeps no slice (its states are walked in full).
                 if self.derived_built.fetch_add(1, Ordering::Relaxed) >= MAX_DERIVED_SLICES {
                     self.derived_built.fetch_sub(1, Ordering::Relaxed);
                     return None;

@@ -146,7 +146,14 @@ impl PyCompiler {
         max_recursion_depth: Option<u32>,
     ) -> PyResult<PyGuide> {
         let compiler = self.inner.clone();
-        let guide = py.detach(move || compiler.compile_rule_regexes(&rules, max_recursion_depth)).map_err(to_py)?;
+        let compile = move || compiler.compile_rule_regexes(&rules, max_recursion_depth);
+        // Usually a millisecond or two, with the GIL kept until the work turns out long (see
+        // `compile_regex`).
+        let guide = match self.inner.lazy_compiles_report_long_work() {
+            true => detach_when_long(py, compile),
+            false => py.detach(compile),
+        }
+        .map_err(to_py)?;
         Ok(PyGuide { inner: Arc::new(guide) })
     }
     /// Loads a guide saved with `Guide.to_bytes()` for this compiler's tokenizer.

@@ -11,8 +11,8 @@
 //! compile, or before a step known to take longer (a wide trie walk, a region, a slice set, the
 //! tokenizer's lazy parts). The GIL is taken back when the call returns or unwinds.
 //!
-//! Only the core's lazy engine tells when its work is long; a binding method uses this for
-//! calls into that engine only (other guides keep `Python::detach`, or need no release).
+//! Only calls whose core work reports when it is long use this (`Guide::reports_long_work`,
+//! `Compiler::lazy_compiles_report_long_work`); the others keep `Python::detach`.
 
 use std::cell::Cell;
 use std::ptr::null_mut;

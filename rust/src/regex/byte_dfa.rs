@@ -48,6 +48,7 @@ use regex_syntax::hir::Hir;
 use crate::error::{Error, Result};
 use crate::regex::byte_nfa::ByteNfa;
 use crate::regex::determinize::{determinize, Exceeded, SubsetDfa, SubsetLimits};
+use crate::util::long_work;
 use crate::util::random::SplitMix64;
 
 pub use crate::regex::determinize::DEAD;
@@ -247,6 +248,8 @@ impl ByteDfa {
     /// regex-automata's determiniser, which handles look-around (`^`, `$`, `\b`); its DFA
     /// copied into our table.
     fn determinized_by_regex_automata(nfa: &thompson::NFA, budget: &Budget) -> Result<ByteDfa> {
+        // Its work cannot be watched from here (see `crate::util::long_work`): taken as long.
+        long_work::notify();
         let ra = dense::Builder::new()
             .configure(
                 dense::Config::new()

@@ -11,7 +11,7 @@ import sys
 import numpy as np
 import pytest
 
-from oracle import needs_shared, tokenizer_path
+from oracle import tokenizer_path
 from synthetic import MergeTableBPE, no_eos_tokenizer_json
 
 SIMPLE = "[a-z]{1,3}"

@@ -268,25 +268,18 @@ impl Deadline {
         Deadline::after_seconds(None)
     }
 
-    /// [`Deadline::check`], and whether `at_least` has passed since the clock started (one
-    /// reading of the clock for both).
+    /// `Err(LimitExceeded)` naming `stage` once the limit has passed; tells the caller the
+    /// work is long past [`long_work::LONG_AFTER`] of its call ([`long_work::notify_past`]).
     #[inline]
-    fn check_past(&self, stage: &str, at_least: Duration) -> Result<bool> {
+    pub fn check(&self, stage: &str) -> Result<()> {
         let elapsed = self.started.elapsed();
         match self.limit {
             Some(limit) if elapsed > limit => Err(self.exceeded(limit, stage)),
-            _ => Ok(elapsed > at_least),
+            _ => {
+                long_work::notify_past(self.started, elapsed);
+                Ok(())
+            }
         }
-    }
-
-    /// `Err(LimitExceeded)` naming `stage` once the limit has passed; past
-    /// [`long_work::LONG_AFTER`], tells the caller the work is long.
-    #[inline]
-    pub fn check(&self, stage: &str) -> Result<()> {
-        if self.check_past(stage, long_work::LONG_AFTER)? {
-            long_work::notify();
-        }
-        Ok(())
     }
 
     fn exceeded(&self, limit: Duration, stage: &str) -> Error {

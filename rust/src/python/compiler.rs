@@ -6,7 +6,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::detach::detach_when_long;
+use super::detach::detach_for;
 use super::guide::PyGuide;
 use super::to_py;
 use super::vocab::PyVocabulary;
@@ -93,10 +93,10 @@ impl PyCompiler {
         // a normalizer or WordPiece the eager guide of free text does not fit its limits.
         let lazy = lazy_for(lazy, method, true)?;
         let compiler = self.inner.clone();
-        let guide = if lazy && compiler.lazy_compiles_report_long_work() {
+        let guide = if lazy {
             // Most take under a millisecond: the GIL is released once the work turns out long
             // (see `detach`).
-            detach_when_long(py, move || compiler.compile_regex_lazy(&pattern))
+            detach_for(py, compiler.lazy_compiles_report_long_work(), move || compiler.compile_regex_lazy(&pattern))
         } else {
             py.detach(move || match method {
                 Some(Method::Cartesian) if lazy => compiler.compile_regex_lazy(&pattern),
@@ -149,11 +149,7 @@ impl PyCompiler {
         let compile = move || compiler.compile_rule_regexes(&rules, max_recursion_depth);
         // Usually a millisecond or two, with the GIL kept until the work turns out long (see
         // `compile_regex`).
-        let guide = match self.inner.lazy_compiles_report_long_work() {
-            true => detach_when_long(py, compile),
-            false => py.detach(compile),
-        }
-        .map_err(to_py)?;
+        let guide = detach_for(py, self.inner.lazy_compiles_report_long_work(), compile).map_err(to_py)?;
         Ok(PyGuide { inner: Arc::new(guide) })
     }
     /// Loads a guide saved with `Guide.to_bytes()` for this compiler's tokenizer.

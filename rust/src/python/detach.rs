@@ -53,7 +53,17 @@ impl Drop for Reattach {
 /// Runs `call` with the GIL held until the core tells the work is long, then without it (see
 /// the module docs). `Send` bounds as `Python::detach`'s on stable Rust: `call` holds no
 /// Python reference, which would be unsound to touch without the GIL.
-pub(crate) fn detach_when_long<T: Send>(_py: Python<'_>, call: impl FnOnce() -> T + Send) -> T {
+fn detach_when_long<T: Send>(_py: Python<'_>, call: impl FnOnce() -> T + Send) -> T {
     let _reattach = Reattach;
     long_work::with_hook(release, call)
+}
+
+/// `call`: [`detach_when_long`] where its work reports when it is long
+/// (`Guide::reports_long_work`, `Compiler::lazy_compiles_report_long_work`), else without the
+/// GIL throughout.
+pub(crate) fn detach_for<T: Send>(py: Python<'_>, reports_long_work: bool, call: impl FnOnce() -> T + Send) -> T {
+    match reports_long_work {
+        true => detach_when_long(py, call),
+        false => py.detach(call),
+    }
 }

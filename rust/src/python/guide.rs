@@ -8,6 +8,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
+use super::detach::detach_for;
 use super::matcher::PyMatcher;
 use super::to_py;
 use crate::guide::matcher::Matcher;
@@ -81,16 +82,22 @@ impl PyGuide {
     fn allowed_tokens<'py>(&self, py: Python<'py>, state: i64) -> PyResult<Bound<'py, PyArray1<i32>>> {
         let s = self.state(state)?;
         let g = self.inner.clone();
-        let v: Vec<i32> =
-            py.detach(move || g.allowed_tokens(s)).map_err(to_py)?.into_iter().map(|t| t as i32).collect();
+        let v: Vec<i32> = detach_for(py, g.reports_long_work(), move || g.allowed_tokens(s))
+            .map_err(to_py)?
+            .into_iter()
+            .map(|t| t as i32)
+            .collect();
         Ok(PyArray1::from_vec(py, v))
     }
     fn mask<'py>(slf: Bound<'py, Self>, state: i64) -> PyResult<Bound<'py, PyArray1<u32>>> {
         let this = slf.get();
         let s = this.state(state)?;
-        // Computed (a lazy guide's first visit can take milliseconds) without the GIL.
+        // A lazy guide's first visit can take milliseconds: without the GIL once it turns out long.
         let g = this.inner.clone();
-        let owned = slf.py().detach(move || g.mask(s).map(|m| matches!(m, Cow::Owned(_)).then(|| m.into_owned())));
+        let reports = g.reports_long_work();
+        let owned = detach_for(slf.py(), reports, move || {
+            g.mask(s).map(|m| matches!(m, Cow::Owned(_)).then(|| m.into_owned()))
+        });
         let words = match owned.map_err(to_py)? {
             None => this.inner.cached_words(s).expect("borrowed from the cache above"),
             Some(owned) => {
@@ -114,7 +121,7 @@ impl PyGuide {
         let t = u32::try_from(token_id)
             .map_err(|_| PyValueError::new_err(format!("token id {token_id} is out of range")))?;
         let g = self.inner.clone();
-        py.detach(move || g.next_state(s, t)).map_err(to_py)
+        detach_for(py, g.reports_long_work(), move || g.next_state(s, t)).map_err(to_py)
     }
     fn is_final(&self, state: i64) -> PyResult<bool> {
         Ok(self.inner.is_final(self.state(state)?))

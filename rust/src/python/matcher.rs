@@ -6,7 +6,7 @@ use numpy::{npyffi, PyArray1, PyArray2, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-use super::detach::detach_when_long;
+use super::detach::detach_for;
 use super::to_py;
 use crate::guide::matcher::Matcher;
 
@@ -30,12 +30,9 @@ impl PyMatcher {
             .map_err(|_| PyValueError::new_err(format!("token id {token_id} is out of range")))?;
         // A lazy guide may build the successor state here: without the GIL once that turns out
         // long (see `detach`).
+        let reports = self.inner.guide().reports_long_work();
         let inner = &mut self.inner;
-        match inner.guide().reports_long_work() {
-            true => detach_when_long(py, move || inner.accept_token(t)),
-            false => py.detach(move || inner.accept_token(t)),
-        }
-        .map_err(to_py)
+        detach_for(py, reports, move || inner.accept_token(t)).map_err(to_py)
     }
     fn accept_tokens(&mut self, py: Python<'_>, token_ids: Vec<i64>) -> PyResult<bool> {
         for t in token_ids {
@@ -59,12 +56,14 @@ impl PyMatcher {
     }
     fn allowed_tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<i32>>> {
         let inner = &self.inner;
-        let tokens = py.detach(move || inner.allowed_tokens()).map_err(to_py)?;
+        let tokens =
+            detach_for(py, inner.guide().reports_long_work(), move || inner.allowed_tokens()).map_err(to_py)?;
         Ok(PyArray1::from_vec(py, tokens.into_iter().map(|t| t as i32).collect()))
     }
     fn forced_tokens(&self, py: Python<'_>) -> PyResult<Vec<u32>> {
+        // A chain of states: the GIL is released once the whole call passes a millisecond.
         let inner = &self.inner;
-        py.detach(move || inner.forced_tokens()).map_err(to_py)
+        detach_for(py, inner.guide().reports_long_work(), move || inner.forced_tokens()).map_err(to_py)
     }
     #[pyo3(signature = (bitmask, index=0))]
     fn fill_next_token_bitmask(&self, bitmask: Bound<'_, PyAny>, index: isize) -> PyResult<()> {
@@ -84,12 +83,8 @@ impl PyMatcher {
         // Computed (a lazy guide's first visit) straight into the row; without the GIL once
         // the work turns out long (most first visits take a few microseconds, less than
         // releasing and retaking the GIL costs them; see `detach`).
-        let py = bitmask.py();
-        match inner.guide().reports_long_work() {
-            true => detach_when_long(py, move || inner.write_mask(row)),
-            false => py.detach(move || inner.write_mask(row)),
-        }
-        .map_err(to_py)
+        let reports = inner.guide().reports_long_work();
+        detach_for(bitmask.py(), reports, move || inner.write_mask(row)).map_err(to_py)
     }
 }
 

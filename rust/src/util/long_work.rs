@@ -20,9 +20,9 @@
 //! [`notify`] is a thread-local read when no hook is set (every call outside a binding).
 
 use std::cell::Cell;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-/// How long a call's work runs before its clock checks call [`notify`]: a millisecond, a fifth
+/// How long a call's work runs before its clock checks call [`notify`] ([`notify_past`]): a millisecond, a fifth
 /// of the switch interval for which CPython itself lets a thread keep the lock. A shorter
 /// bound released the lock for more first visits, each of which, with another Python thread
 /// running, waited up to 5 ms to get it back: along 100 of issue 17's Llama 3 documents with
@@ -30,28 +30,44 @@ use std::time::Duration;
 /// lazy compile (0.2-0.5 ms) passed 100 µs (`docs/design.md` §9).
 pub const LONG_AFTER: Duration = Duration::from_millis(1);
 
+/// A hook and when its call started.
+type Hook = (fn(), Instant);
+
 thread_local! {
-    static HOOK: Cell<Option<fn()>> = const { Cell::new(None) };
+    static HOOK: Cell<Option<Hook>> = const { Cell::new(None) };
 }
 
 /// Runs `call` with `hook` as this thread's hook (see the module docs); the hook set before, if
 /// any, is put back afterwards.
 pub fn with_hook<T>(hook: fn(), call: impl FnOnce() -> T) -> T {
-    struct Restore(Option<fn()>);
+    struct Restore(Option<Hook>);
     impl Drop for Restore {
         fn drop(&mut self) {
             HOOK.with(|h| h.set(self.0));
         }
     }
-    let _restore = Restore(HOOK.with(|h| h.replace(Some(hook))));
+    let _restore = Restore(HOOK.with(|h| h.replace(Some((hook, Instant::now())))));
     call()
 }
 
 /// The current call's work is long: runs this thread's hook, if one is set and has not run.
 #[inline]
 pub fn notify() {
-    if let Some(hook) = HOOK.with(Cell::take) {
+    if let Some((hook, _)) = HOOK.with(Cell::take) {
         hook();
+    }
+}
+
+/// [`notify`] once the hook's call has run past [`LONG_AFTER`], told by a clock that started at
+/// `started` and reads `elapsed` now (a [`crate::limits::Deadline`]'s: no clock is read here).
+/// The hook's call may make several timed calls (a matcher's forced tokens step through
+/// several states), so its own start counts, not the clock's.
+#[inline]
+pub fn notify_past(started: Instant, elapsed: Duration) {
+    let Some((_, call_start)) = HOOK.with(Cell::get) else { return };
+    let now = started + elapsed;
+    if now.saturating_duration_since(call_start) > LONG_AFTER {
+        notify();
     }
 }
 
@@ -80,6 +96,17 @@ mod tests {
         let after = RUNS.load(Ordering::SeqCst);
         notify(); // cleared when the call returned
         assert_eq!(RUNS.load(Ordering::SeqCst), after);
+        // Past the bound of the hook's own call, whatever clock tells it.
+        let before = RUNS.load(Ordering::SeqCst);
+        with_hook(count, || {
+            let now = Instant::now();
+            let earlier = now - LONG_AFTER * 10;
+            notify_past(earlier, LONG_AFTER * 5); // a clock that read long, but before the call
+            assert_eq!(RUNS.load(Ordering::SeqCst), before);
+            notify_past(now, LONG_AFTER * 2); // a reading past the bound of the call
+        });
+        assert_eq!(RUNS.load(Ordering::SeqCst), before + 1);
+        let after = RUNS.load(Ordering::SeqCst);
         // Cleared when the call unwinds too.
         let _ = std::panic::catch_unwind(|| with_hook(count, || panic!("unwinds")));
         notify();

@@ -276,7 +276,7 @@ class Compiler:
         method on a tokenizer it cannot make exact), ``LimitExceeded``. A lazy guide can also
         raise ``LimitExceeded`` later, from ``mask``/``next_state`` and the matcher calls, when a
         state it must build passes ``max_product_states`` or its memo passes ``max_guide_bytes``.
-        Releases the GIL.
+        Releases the GIL: a lazy compile once its work passes a millisecond (most take less).
         """
     def compile_grammar(
         self,
@@ -449,5 +449,6 @@ class Matcher:
         """Write the allowed-token mask into row ``index`` of an int32 C-contiguous array of shape
         ``(batch, ceil(vocab_size/32))``; ``ValueError`` for a wrong shape, dtype or layout.
         A terminated matcher allows only EOS. Only row ``index`` is written, so several threads
-        may fill different rows of one bitmask at once (the GIL is released while a mask is
-        computed); filling one row from two threads at once is the caller's race."""
+        may fill different rows of one bitmask at once (a first visit releases the GIL once its
+        work passes a millisecond); filling one row from two threads at once is the caller's
+        race."""

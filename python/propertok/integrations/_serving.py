@@ -11,7 +11,8 @@ Nothing here imports an engine, torch or transformers, so it is unit-tested ever
   It needs no tokenizer, so it runs in the engine's front end, where a ``ValueError`` becomes a
   client error (HTTP 400). What depends on the tokenizer or on size limits is found only when
   the guide is compiled, in the engine core.
-* :class:`GuideCache` compiles in a small thread pool (compilation releases the GIL), at most
+* :class:`GuideCache` compiles in a small thread pool (compilation releases the GIL once it
+  passes a millisecond; most lazy compiles take less), at most
   once per constraint, so a compile runs while the engine does other work; ``Future.result``
   with a timeout bounds how long a step may wait for one.
 """

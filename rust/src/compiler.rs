@@ -41,10 +41,6 @@ use crate::tokenizer_dfa::lone_tokens::{lone_tokens, LoneSplits};
 use crate::tokenizer_dfa::TokenizerDfa;
 use crate::util::long_work;
 
-/// A lazy compile of a pattern longer than this tells its caller the work is long
-/// ([`long_work`]) before parsing it: its NFA alone takes a millisecond or more.
-const LONG_PATTERN_BYTES: usize = 16 * 1024;
-
 /// See the module docs. `Send + Sync`: compile from as many threads as you like.
 pub struct Compiler {
     vocab: Arc<Vocabulary>,
@@ -308,6 +304,11 @@ impl Compiler {
         Some(self.lazy_parts.get()?.as_ref().ok()?.slices.sets_made())
     }
 
+    /// A lazy compile of a pattern (or rules, or a grammar's text) longer than this tells its
+    /// caller the work is long ([`long_work`]) before parsing it: its NFA alone takes a
+    /// millisecond or more.
+    pub const LONG_PATTERN_BYTES: usize = 16 * 1024;
+
     /// Whether [`Compiler::compile_regex_lazy`] and [`Compiler::compile_rule_regexes`] tell
     /// [`long_work`] when their work turns out long (the lazy parts' first build, a long
     /// pattern or rule set, outlined rules, a large subset construction, regex-automata's
@@ -357,7 +358,7 @@ impl Compiler {
         }
         let parts = self.lazy_parts()?.clone();
         let deadline = self.deadline();
-        if pattern.len() > LONG_PATTERN_BYTES {
+        if pattern.len() > Self::LONG_PATTERN_BYTES {
             long_work::notify();
         }
         let hir = parse_regex(pattern)?;
@@ -466,7 +467,7 @@ impl Compiler {
     ) -> Result<Guide> {
         let parts = self.lazy_parts()?.clone();
         if rules.iter().map(|(name, regex)| name.len() + regex.as_ref().map_or(0, String::len)).sum::<usize>()
-            > LONG_PATTERN_BYTES
+            > Self::LONG_PATTERN_BYTES
         {
             long_work::notify();
         }

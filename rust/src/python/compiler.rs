@@ -128,12 +128,16 @@ impl PyCompiler {
         let lazy = lazy_for(lazy, method, true)?;
         let options = LowerOptions { max_recursion_depth, max_regex_bytes };
         let compiler = self.inner.clone();
-        let guide = py
-            .detach(move || {
-                let grammar = parse_grammar(&grammar, syntax, start.as_deref())?;
-                compiler.compile_grammar(&grammar, options, method, lazy)
-            })
-            .map_err(to_py)?;
+        // A lazy guide's grammar of usual size compiles in a millisecond or two, with the GIL
+        // kept until the work turns out long (see `compile_regex`); parsing and lowering a
+        // longer text is taken as long from the start.
+        let reports =
+            lazy && grammar.len() <= Compiler::LONG_PATTERN_BYTES && compiler.lazy_compiles_report_long_work();
+        let guide = detach_for(py, reports, move || {
+            let grammar = parse_grammar(&grammar, syntax, start.as_deref())?;
+            compiler.compile_grammar(&grammar, options, method, lazy)
+        })
+        .map_err(to_py)?;
         Ok(PyGuide { inner: Arc::new(guide) })
     }
     /// A lazy guide of a pushdown automaton's rules (`(name, regex or None)`, the first the

@@ -75,8 +75,8 @@ def test_one_guide_shared_by_many_matchers(mistral):
 
 def test_threads_fill_rows_of_one_bitmask(pt, mistral):
     """A batch's rows filled by a thread pool, one row per thread, each from its own fresh lazy
-    guide: the GIL is released while a first visit computes its mask, so fills into one bitmask
-    overlap, and each row must be what a sequential run writes. The numpy borrow checker the
+    guide of a fresh Compiler: a first visit that walks a slice releases the GIL, so fills into
+    one bitmask overlap, and each row must be what a sequential run writes. The numpy borrow checker the
     binding used held the whole array for the call: an overlapping fill panicked inside it
     (``AlreadyBorrowed``)."""
     regexes = REGEXES + [r'"[^"\\]{0,40}"', r"[a-z0-9!#$%&'*+/=?^_`{|}~-]+@[a-z]+\.com"]
@@ -98,7 +98,9 @@ def test_threads_fill_rows_of_one_bitmask(pt, mistral):
         mine = []
         for k in range(ROUNDS):
             r = regexes[(i + k) % len(regexes)]
-            m = mistral.compiler.compile_regex(r).matcher()
+            # A fresh Compiler: its first string contents walk the slice, which releases the GIL
+            # however fast (a fill keeps it for short work, so warm fills would rarely overlap).
+            m = mistral.fresh_compiler().compile_regex(r).matcher()
             for t in walks[r] + [None]:
                 with lock:
                     overlaps += in_fill > 0

@@ -22,8 +22,9 @@
 use std::cell::Cell;
 use std::time::{Duration, Instant};
 
-/// How long a call's work runs before its clock checks call [`notify`] ([`notify_past`]): a millisecond, a fifth
-/// of the switch interval for which CPython itself lets a thread keep the lock. A shorter
+/// How long a call's work runs before its clock checks call [`notify`] ([`notify_past`]): a
+/// millisecond, a fifth of the switch interval for which CPython itself lets a thread keep the
+/// lock. A shorter
 /// bound released the lock for more first visits, each of which, with another Python thread
 /// running, waited up to 5 ms to get it back: along 100 of issue 17's Llama 3 documents with
 /// one such thread, 20 µs gave 121-128 steps over 1 ms, 100 µs 50-61 and 1 ms 13-14; and a

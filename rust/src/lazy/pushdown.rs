@@ -104,6 +104,7 @@ use crate::error::{Error, Result};
 use crate::limits::{CLOSED_STEP_CACHE_BYTES, RULE_CACHE_BYTES};
 use crate::regex::byte_dfa::{translate, ByteDfa, CALL_MARKER, DEAD, TOKEN_MARKER};
 use crate::regex::byte_nfa::ByteNfa;
+use crate::util::byte_set::ByteSet;
 use crate::util::concurrent::{BoundedCache, Interner, ShardedMap, Slots};
 
 /// Configurations one state of a grammar may hold (an ambiguous grammar's states grow with the
@@ -496,6 +497,26 @@ impl PushdownDfa {
 
     pub fn is_accepting(&self, q: u32) -> bool {
         self.states.key(q).accepting
+    }
+
+    /// The bytes some configuration of `q` reads next: every byte [`PushdownDfa::next`] may
+    /// take from `q`, and maybe a few it does not (a step whose configurations all drop out
+    /// when closed is dead). Read off the rules' NFAs, one byte per class, so that nothing is
+    /// stepped and no state is built: what a trie walk skips and a byte closure spells out
+    /// (`crate::lazy::text::TextSpace::bytes_taken`).
+    pub fn bytes_read_at(&self, q: u32) -> ByteSet {
+        let configs = &self.states.key(q).configs;
+        let mut class_read: Vec<Option<bool>> = vec![None; self.num_classes];
+        let mut out = ByteSet::default();
+        for b in 0..=255u8 {
+            let read = *class_read[self.classes[b as usize] as usize].get_or_insert_with(|| {
+                configs.iter().any(|c| self.rules[c.rule as usize].nfa.next(c.node, b).is_some())
+            });
+            if read {
+                out.insert(b);
+            }
+        }
+        out
     }
 
     /// Fewest bytes from `q` to acceptance (a special token's marker counts two).
@@ -1144,7 +1165,9 @@ pair ::= "\"" [a-z]+ "\":" value"#;
 
     /// `bytes_read` over-approximates what states take and rules out only bytes no state
     /// takes: every state reachable from the start (all of them, found by a search) takes
-    /// only bytes it admits, and a byte some state takes is admitted.
+    /// only bytes it admits, and a byte some state takes is admitted. Per state,
+    /// `bytes_read_at` holds every byte the state takes, and here no other: this grammar's
+    /// configurations never all drop out on a byte they read.
     #[test]
     fn bytes_read_cover_every_state() {
         let dfa = automaton(
@@ -1158,15 +1181,18 @@ item ::= "\"" [a-c]* "\"" | [0-9]+ | root"#,
         let mut seen = FxHashSet::default();
         let mut todo = vec![dfa.start()];
         while let Some(q) = todo.pop() {
+            let mut taken_here = ByteSet::default();
             for b in 0..=255u8 {
                 let to = dfa.next(q, b);
                 if to != DEAD {
                     taken[b as usize] = true;
+                    taken_here.insert(b);
                     if seen.insert(to) {
                         todo.push(to);
                     }
                 }
             }
+            assert_eq!(dfa.bytes_read_at(q), taken_here, "state {q}");
         }
         assert!(seen.len() > 10, "the search reached {} states", seen.len());
         for b in 0..=255u8 {

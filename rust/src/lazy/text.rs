@@ -494,19 +494,26 @@ impl TextSpace {
     }
 
     /// Every byte [`TextSpace::byte`] may take from a state with regex state `q` (the regex's
-    /// bytes: the pre-tokenizer may refuse some). A grammar's automaton, built on demand, is
-    /// not asked about bytes no walk would try, so it answers every byte.
+    /// bytes: the pre-tokenizer may refuse some). A grammar's automaton, built on demand,
+    /// answers from its rules' NFAs without stepping (`PushdownDfa::bytes_read_at`: a few
+    /// bytes more, never fewer). Until stop 67 it answered every byte, so that each of its
+    /// states looked wide and none had a byte closure, hence no shared first-token set.
     #[inline]
     pub fn bytes_taken(&self, q: u32) -> ByteSet {
-        let TextRegex::Dfa(dfa) = &self.dfa else { return ByteSet::ALL };
         if let Some(&taken) = self.taken.get(q as usize) {
             return taken;
         }
-        let mut taken = ByteSet::default();
-        self.any_class_step(dfa, q, |class, _| {
-            taken.union(&self.class_sets[class]);
-            false
-        });
+        let taken = match &self.dfa {
+            TextRegex::Dfa(dfa) => {
+                let mut taken = ByteSet::default();
+                self.any_class_step(dfa, q, |class, _| {
+                    taken.union(&self.class_sets[class]);
+                    false
+                });
+                taken
+            }
+            TextRegex::Grammar(g) => g.bytes_read_at(q),
+        };
         *self.taken.set(q as usize, taken)
     }
 
@@ -533,9 +540,10 @@ impl TextSpace {
     /// `max_states` or `max_edges`, at a state whose regex state
     /// takes more than a quarter of `max_edges` bytes or that takes a byte outside ASCII (a free
     /// class, or a string's first characters: punctuation and multi-byte characters stay in one
-    /// piece, and the closure would soon pass the bounds), without a pre-tokenizer (tokens then
-    /// cross every piece: the closure is the rest of the regex), or over a grammar's automaton
-    /// (built on demand: a closure would build states no walk reaches).
+    /// piece, and the closure would soon pass the bounds), or without a pre-tokenizer (tokens
+    /// then cross every piece: the closure is the rest of the regex). Over a grammar's
+    /// automaton, built on demand, the closure builds the states it steps to: those of one
+    /// piece, which a trie walk from `z` steps to as well, and at most `max_states`.
     pub(crate) fn byte_closure(
         &self,
         z: TextKey,
@@ -568,7 +576,6 @@ impl TextSpace {
     ) -> Option<ByteClosure> {
         let ClosureBounds { max_states, max_edges, wide_bytes, ascii_only } = bounds;
         self.pieces.as_ref()?;
-        let TextRegex::Dfa(_) = &self.dfa else { return None };
         let mut states: Vec<TextKey> = Vec::with_capacity(LINEAR_CLOSURE_STATES);
         // Past `LINEAR_CLOSURE_STATES`, the states' numbers by state.
         let mut index: FxHashMap<TextKey, u32> = FxHashMap::default();

@@ -299,17 +299,30 @@ impl TokenizerParts {
     /// sets of a few thousand ids made that 7.8 % of a string document's instructions. A set of
     /// at least half an id a word is made a bitset on first use and kept for every guide.
     pub(crate) fn clear_forbidden(&self, class: u32, out: &mut [u32]) {
+        self.with_forbidden_bits(class, out.len(), |bits| match bits {
+            Some(bits) => crate::util::bitset::clear_all(out, bits),
+            None => self.tok.clear_forbidden(class, out),
+        })
+    }
+
+    /// Calls `f` with the forbidden next tokens of `class` as a bitset of `words` words where
+    /// [`TokenizerParts::clear_forbidden`] clears them as one (the tokenizer DFA's, or made
+    /// here and kept), else with `None` (a few ids a word, cleared id by id).
+    pub(crate) fn with_forbidden_bits<R>(&self, class: u32, words: usize, f: impl FnOnce(Option<&[u32]>) -> R) -> R {
         let tok = &*self.tok;
+        if let Some(bits) = tok.forbidden_bits(class) {
+            return f(Some(bits));
+        }
         let set = tok.forbidden(class);
-        if tok.forbidden_bits(class).is_some() || set.len() * 2 < out.len() {
-            return tok.clear_forbidden(class, out);
+        if set.len() * 2 < words {
+            return f(None);
         }
         let bits = self.forbidden_bits.get(&class).unwrap_or_else(|| {
-            let mut bits = vec![0u32; out.len()];
+            let mut bits = vec![0u32; words];
             set.for_each(|t| crate::util::bitset::set(&mut bits, t as usize));
-            self.forbidden_bits.insert(class, bits.into(), out.len() * 4)
+            self.forbidden_bits.insert(class, bits.into(), words * 4)
         });
-        crate::util::bitset::clear_all(out, &bits);
+        f(Some(&bits))
     }
 
     /// The same parts without slices: every text state is walked in full.

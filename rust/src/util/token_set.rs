@@ -103,6 +103,13 @@ impl TokenSet {
     }
 
     /// The ids, when the set is sparse.
+    pub fn as_dense(&self) -> Option<&[u32]> {
+        match self {
+            TokenSet::Sparse(_) => None,
+            TokenSet::Dense(bits) => Some(bits),
+        }
+    }
+
     pub fn as_sparse(&self) -> Option<&[u32]> {
         match self {
             TokenSet::Sparse(ids) => Some(ids),

@@ -295,7 +295,10 @@ pub struct TextSpace {
     /// answer steps the regex once per byte class (~250 instructions; 9 % of the instructions
     /// of a narrow state's first visit on Llama 3 before it was kept). 40 bytes a state, in
     /// segments made as states are asked: at most ~0.65 MB for the 10,000 states of the
-    /// largest DFA a lazy guide builds up front (a grammar's automaton is not kept here).
+    /// largest DFA a lazy guide builds up front. A grammar's automaton answers from its
+    /// configurations (one pass over the byte classes): its states are kept here too, as they
+    /// are asked, under 40 bytes beside each state's own configurations (at most 2,097,151
+    /// states, `TextSpace::MAX_REGEX_STATES`: ~84 MB, where the configurations take far more).
     taken: Slots<ByteSet>,
     /// [`TextSpace::class_steps`] by regex state, filled on first use: 8 bytes per class a
     /// state takes.

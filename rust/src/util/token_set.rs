@@ -102,7 +102,7 @@ impl TokenSet {
         }
     }
 
-    /// The ids, when the set is sparse.
+    /// The words, when the set is dense.
     pub fn as_dense(&self) -> Option<&[u32]> {
         match self {
             TokenSet::Sparse(_) => None,
@@ -110,6 +110,7 @@ impl TokenSet {
         }
     }
 
+    /// The ids, when the set is sparse.
     pub fn as_sparse(&self) -> Option<&[u32]> {
         match self {
             TokenSet::Sparse(ids) => Some(ids),

@@ -151,19 +151,20 @@ impl LazyAutomaton {
             }
         };
         match engine.side(side) {
-            Side::PieceStart => match members {
-                // One dense set (a string's contents): copied, not cleared and ORed.
-                &[(z, u)] if engine.first_tokens(z, u)?.as_dense().is_some_and(|set| set.len() == out.len()) => {
-                    out.copy_from_slice(engine.first_tokens(z, u)?.as_dense().expect("dense"));
-                    ids = None;
-                }
-                _ => {
-                    out.fill(0);
-                    for &(z, u) in members {
-                        add_set(&*engine.first_tokens(z, u)?, out, &mut ids);
+            Side::PieceStart => {
+                let sets = members.iter().map(|&(z, u)| engine.first_tokens(z, u)).collect::<Result<Vec<_>>>()?;
+                match &sets[..] {
+                    // One dense set (a string's contents): copied, not cleared and ORed.
+                    [set] if set.as_dense().is_some_and(|words| words.len() == out.len()) => {
+                        out.copy_from_slice(set.as_dense().expect("dense"));
+                        ids = None;
+                    }
+                    _ => {
+                        out.fill(0);
+                        sets.iter().for_each(|set| add_set(set, out, &mut ids));
                     }
                 }
-            },
+            }
             Side::InPiece(c) => {
                 let sets = members.iter().map(|&(z, u)| engine.first_tokens(z, u)).collect::<Result<Vec<_>>>()?;
                 let sparse: Option<usize> = sets.iter().map(|set| set.as_sparse().map(<[u32]>::len)).sum();

@@ -391,6 +391,8 @@ pub(crate) struct Engine {
     walks_reused: AtomicUsize,
     /// First-token sets taken from [`TokenizerParts::first_sets`].
     first_sets_reused: AtomicUsize,
+    /// First-token sets found from a neighbour's ([`Engine::neighbour`]).
+    by_neighbour: AtomicUsize,
     #[cfg(test)]
     sliced_first_sets_reused: AtomicUsize,
     /// Slice groups a first-token set took as live through their hubs.
@@ -498,6 +500,13 @@ const KEY_CLOSURE: ClosureBounds =
 /// a string's contents, and the next string's after `","`.
 const KEY_REGIONS: usize = 4;
 
+/// When a wide regex state's first-token set is found from its neighbour's
+/// ([`Engine::neighbour`]): the state takes at least `NEIGHBOUR_MIN_BYTES` bytes (a narrower
+/// one's walk is narrowed to its bytes anyway), and the two part on at most
+/// `NEIGHBOUR_MAX_BYTES` bytes.
+const NEIGHBOUR_MIN_BYTES: usize = 64;
+const NEIGHBOUR_MAX_BYTES: usize = 16;
+
 /// The fewest gathered first tokens that [`sort_token_ids`] sorts through a bitset.
 const SORT_BY_BITSET_MIN: usize = 256;
 
@@ -536,6 +545,7 @@ impl Engine {
             sliced: AtomicUsize::new(0),
             walks_reused: AtomicUsize::new(0),
             first_sets_reused: AtomicUsize::new(0),
+            by_neighbour: AtomicUsize::new(0),
             #[cfg(test)]
             sliced_first_sets_reused: AtomicUsize::new(0),
             settled_by_hubs: AtomicUsize::new(0),
@@ -599,6 +609,13 @@ impl Engine {
     #[cfg(test)]
     pub(crate) fn first_sets_reused(&self) -> usize {
         self.first_sets_reused.load(Ordering::Relaxed)
+    }
+
+    /// How many first-token sets this guide found from a neighbour's (see
+    /// [`Engine::neighbour`]).
+    #[cfg(test)]
+    pub(crate) fn first_sets_by_neighbour(&self) -> usize {
+        self.by_neighbour.load(Ordering::Relaxed)
     }
 
     /// How many of those were sets of sliced text states.
@@ -858,11 +875,16 @@ impl Engine {
                 None
             }
         };
-        let ids = self.text_ids(&walked.targets)?;
-        let distances: Vec<u32> = walked.targets.iter().map(|&k| self.space.distance(k)).collect();
-        let groups = Groups::assemble(walked, &ids, |i| distances[i as usize], shared);
+        let groups = self.assemble(walked, shared)?;
         self.charge(0)?;
         Ok(self.groups.insert(z, Arc::new(groups)))
+    }
+
+    /// The groups of a walk, its targets interned.
+    fn assemble(&self, walked: Walked, shared: Option<Mapped>) -> Result<Groups> {
+        let ids = self.text_ids(&walked.targets)?;
+        let distances: Vec<u32> = walked.targets.iter().map(|&k| self.space.distance(k)).collect();
+        Ok(Groups::assemble(walked, &ids, |i| distances[i as usize], shared))
     }
 
     /// The tokens of `trie` that text state `key` takes, with their successors, into `walked`.
@@ -1753,10 +1775,128 @@ impl Engine {
         Ok(Some(out.into()))
     }
 
-    /// [`Engine::first_tokens`] found from the text state's groups and searches, and memoized.
+    /// [`Engine::first_tokens`] found from the text state's groups and searches, or from a
+    /// neighbour's set ([`Engine::neighbour`]), and memoized.
     fn find_first_tokens(&self, z: TextId, u: u32) -> Result<Arc<TokenSet>> {
+        let set = match self.neighbour(self.key(z).regex_state()) {
+            Some(q) => self.first_tokens_beside(z, u, q)?,
+            None => self.live_tokens(z, u, &*self.groups(z)?, None)?,
+        };
+        self.charge(set.heap_bytes() + BYTES_PER_ENTRY)?;
+        Ok(self.first.insert_if_absent((z, u), Arc::new(set)))
+    }
+
+    /// A state that regex state `q` goes along with on almost every byte: the state `q'` most
+    /// of `q`'s bytes lead to, where `q'` loops itself and the two part on at most
+    /// [`NEIGHBOUR_MAX_BYTES`] bytes (`δ(q, b) ≠ δ(q', b)`). `None` where `q` takes fewer than
+    /// [`NEIGHBOUR_MIN_BYTES`] bytes.
+    ///
+    /// Why: a regex that watches for a suffix inside a free class (`(.*?)\.alfred3?workflow`,
+    /// a URL's `[^\s?#]*` before its closing `"`) runs that watch beside everything after it,
+    /// so each step of the document is a new, wide regex state (a key literal's position, the
+    /// `.alf` of the suffix), unsliced or sliced with a few thousand exit tokens: 2-9 ms a
+    /// first visit on Llama 3, at every step. Yet its set is its loop state's but for the
+    /// tokens whose bytes part the two ([`Engine::first_tokens_beside`]).
+    fn neighbour(&self, q: u32) -> Option<u32> {
+        let (space, dfa) = (&self.space, self.space.dfa());
+        if space.bytes_taken(q).len() < NEIGHBOUR_MIN_BYTES {
+            return None;
+        }
+        // Over the bytes a state takes (a grammar's automaton builds each state it steps to,
+        // and a trie walk from the state would step to the same).
+        let most_common_target = |q: u32| {
+            let mut targets: Vec<u32> =
+                space.bytes_taken(q).iter().map(|b| dfa.next(q, b)).filter(|&t| t != DEAD).collect();
+            targets.sort_unstable();
+            (targets.chunk_by(|a, b| a == b)).max_by_key(|run| run.len()).map(|run| run[0])
+        };
+        let loop_state = most_common_target(q).filter(|&t| t != q)?;
+        if most_common_target(loop_state) != Some(loop_state) {
+            return None;
+        }
+        let mut either = space.bytes_taken(q);
+        either.union(&space.bytes_taken(loop_state));
+        let parting = either.iter().filter(|&b| dfa.next(q, b) != dfa.next(loop_state, b)).count();
+        (parting <= NEIGHBOUR_MAX_BYTES).then_some(loop_state)
+    }
+
+    /// The first-token set of `(z, u)` from that of `(z', u)`, where `z'` is `z` with regex
+    /// state `q` in place of its own ([`Engine::neighbour`]).
+    ///
+    /// A text step is the regex's step beside the pre-tokenizer's and the added tokens', which
+    /// do not look at the regex state. So once a token's bytes have led `z` and `z'` to text
+    /// states with one regex state, the two walks are one from there on: the token has one
+    /// successor node from both, and is in one set exactly when in the other. A walk of the
+    /// trie from the pair, pruned where the two meet, finds every other token: those where `z`
+    /// dies (out of the set) and those walked on from `z` (judged as usual). On the suffix
+    /// watch above, a few hundred tokens instead of ~120,000.
+    fn first_tokens_beside(&self, z: TextId, u: u32, q: u32) -> Result<TokenSet> {
+        let key = self.key(z);
+        let base = self.first_tokens(self.text_id(key.with_regex_state(q))?, u)?;
+        let (trie, tok) = (&self.parts.trie, &*self.parts.tok);
+        let mut walked = Walked::default();
+        let mut own = Vec::new();
+        let mut dead = Vec::new();
+        trie.for_each_walk_or_leave(
+            (key, q),
+            |(k, r), b| {
+                let (k, r) = (self.space.byte(k, b)?, self.regex_step(r, b));
+                (k.regex_state() != r).then_some((k, r))
+            },
+            |t, (to, _)| {
+                own.push(t);
+                push_walked(&mut walked, t, to, class_or_lone(tok, t));
+            },
+            |(k, r), b, node| {
+                if self.space.byte(k, b).is_none() && self.regex_step(r, b) != DEAD {
+                    dead.push(node);
+                }
+            },
+        );
+        // The same for the split tokens `u` continues by, judged by their continuations.
+        let conts = self.parts.splits.next_tokens(u);
+        let parted: Vec<bool> =
+            conts.iter().map(|&(t, _)| !self.walks_meet(key, q, self.parts.vocab.token_bytes(t))).collect();
+        let judged = self.live_tokens(z, u, &self.assemble(walked, None)?, Some(&parted))?;
+        let mut bits = vec![0u32; crate::util::bitset::words_for(self.parts.vocab.vocab_size())].into_boxed_slice();
+        base.or_into(&mut bits);
+        let parted_conts = conts.iter().zip(&parted).filter(|&(_, &parted)| parted).map(|(&(t, _), _)| t);
+        let dead_tokens = dead.iter().flat_map(|&node| trie.subtree_tokens(node).iter().copied());
+        own.into_iter()
+            .chain(dead_tokens)
+            .chain(parted_conts)
+            .for_each(|t| crate::util::bitset::clear(&mut bits, t as usize));
+        judged.or_into(&mut bits);
+        self.by_neighbour.fetch_add(1, Ordering::Relaxed);
+        Ok(TokenSet::from_bitset(bits))
+    }
+
+    /// The regex state after byte `b` from `q`, [`DEAD`] included.
+    fn regex_step(&self, q: u32, b: u8) -> u32 {
+        match q {
+            DEAD => DEAD,
+            q => self.space.dfa().next(q, b),
+        }
+    }
+
+    /// Whether `bytes` lead text state `key` and regex state `q` to one regex state (then on
+    /// one walk) before `key`'s walk dies.
+    fn walks_meet(&self, mut key: TextKey, mut q: u32, bytes: &[u8]) -> bool {
+        for &b in bytes {
+            let Some(next) = self.space.byte(key, b) else { return false };
+            (key, q) = (next, self.regex_step(q, b));
+            if key.regex_state() == q {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The tokens of `groups` (a text state `z`'s, or some of its tokens) whose successor from
+    /// `(z, u)` is live, with the split tokens `u` continues by (those `judge` marks, if given)
+    /// judged by their continuations.
+    fn live_tokens(&self, z: TextId, u: u32, groups: &Groups, judge: Option<&[bool]>) -> Result<TokenSet> {
         let parts = &*self.parts;
-        let groups = self.groups(z)?;
         let conts = parts.splits.next_tokens(u);
         let mut tokens: Vec<u32> = Vec::new();
         // With a slice, the set starts as every slice token and its dead groups are taken out
@@ -1872,6 +2012,9 @@ impl Engine {
         // 318 split starters at a piece start on Llama 3, each a text step saved.
         let first_bytes = self.space.bytes_taken(key.regex_state());
         for (i, &(t, child)) in conts.iter().enumerate() {
+            if judge.is_some_and(|judge| !judge[i]) {
+                continue;
+            }
             if let Some(h) = certified_conts.map(|slice| slice.cont_hub(i)).filter(|&h| h != NO_HUB) {
                 if is_live_hub(h)? {
                     live_conts.push(t);
@@ -1911,8 +2054,7 @@ impl Engine {
             });
             TokenSet::from_sorted(&merge_sorted(tokens, &live_conts), words)
         };
-        self.charge(set.heap_bytes() + BYTES_PER_ENTRY)?;
-        Ok(self.first.insert_if_absent((z, u), Arc::new(set)))
+        Ok(set)
     }
 
     /// Fills first-token sets ahead of decoding for up to `seconds` (`Limits::prefetch_seconds`):

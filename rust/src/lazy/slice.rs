@@ -117,9 +117,13 @@
 //! ([`derived_class`]): the ASCII characters that take it to the state most of them lead to
 //! (at least [`MIN_DERIVED_ASCII`]), plus every non-ASCII character if the state takes every
 //! UTF-8 lead byte. The class's star is checked like a pattern, by [`simulate`] or
-//! [`simulate_counted`] (a non-ASCII class that fails is tried again without them), so a
-//! derived slice is exact for the same reasons; the class only decides which slice to try.
-//! Its other characters leave it as exit tokens (the suffix's `.` above).
+//! [`simulate_counted`] (a class of every non-ASCII character that fails is tried again with
+//! those from U+00A0 on, [`NonAscii::AboveC1`], as beside a JSON string's contents, then
+//! without them), so a derived slice is exact for the same reasons; the class only decides
+//! which slice to try. Its other characters leave it as exit tokens (the suffix's `.` above).
+//! A state a few bytes away from such a loop (`.alf` of the suffix, a key beside the watch)
+//! takes its first-token set from the loop state's instead
+//! (`crate::lazy::engine::Engine::neighbour`).
 //!
 //! A derived slice is identified by its class ([`SliceId::Derived`]), so its group sets are
 //! shared by every guide and process like a pattern's, and kept on disk under the class's
@@ -646,11 +650,24 @@ impl SliceId {
     }
 }
 
-/// A set of characters: ASCII bytes as a bitset, and either all non-ASCII characters or none.
+/// A set of characters: ASCII bytes as a bitset, and which non-ASCII characters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct CharClass {
     pub(crate) ascii: u128,
-    pub(crate) non_ascii: bool,
+    pub(crate) non_ascii: NonAscii,
+}
+
+/// The non-ASCII characters of a [`CharClass`] (its number is part of a cache file's name).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum NonAscii {
+    None = 0,
+    All = 1,
+    /// From U+00A0 on: a JSON string's characters (`[^"\\\x00-\x1F\x7F-\x9F]`) leave out the
+    /// C1 controls. A state that watches for a suffix beside a string's contents
+    /// (`"(.*?)\.alfred3?workflow"` before a `"readme"` string) takes every character, but the
+    /// C1 controls to another state: with no such class, its ~40,000 non-ASCII tokens on
+    /// Llama 3 were exit tokens, walked in every guide (~4 ms a first visit).
+    AboveC1 = 2,
 }
 
 impl CharClass {
@@ -660,10 +677,14 @@ impl CharClass {
         for b in (0..128u8).filter(|&b| self.ascii >> b & 1 == 1) {
             members.push_str(&format!("\\x{b:02X}"));
         }
-        match (members.is_empty(), self.non_ascii) {
-            (false, true) => format!("([{members}]|[^\\x00-\\x7F])*"),
-            (false, false) => format!("[{members}]*"),
-            (true, _) => "[^\\x00-\\x7F]*".to_string(),
+        let others = match self.non_ascii {
+            NonAscii::None => return format!("[{members}]*"),
+            NonAscii::All => "[^\\x00-\\x7F]",
+            NonAscii::AboveC1 => "[^\\x00-\\x9F]",
+        };
+        match members.is_empty() {
+            false => format!("([{members}]|{others})*"),
+            true => format!("{others}*"),
         }
     }
 }
@@ -1090,8 +1111,13 @@ impl Slices {
                 use_as_count(slice, dfa, q)
             }
         };
-        try_class(class)
-            .or_else(|| class.non_ascii.then(|| try_class(CharClass { non_ascii: false, ..class })).flatten())
+        // A class of every non-ASCII character that fails is tried without the C1 controls,
+        // then without non-ASCII characters.
+        let fewer = match class.non_ascii {
+            NonAscii::All => &[NonAscii::AboveC1, NonAscii::None][..],
+            NonAscii::AboveC1 | NonAscii::None => &[],
+        };
+        try_class(class).or_else(|| fewer.iter().find_map(|&non_ascii| try_class(CharClass { non_ascii, ..class })))
     }
 
     /// The derived slice of `class` (its DFA built on first use, outside the lock: two threads
@@ -1320,7 +1346,10 @@ fn derived_class(dfa: &TextRegex, q: u32) -> Option<CharClass> {
         return None;
     }
     let ascii = (0..128).filter(|&b| to[b] == most).fold(0u128, |acc, b| acc | 1 << b);
-    let non_ascii = (0xC2..=0xF4u8).all(|b| dfa.next(q, b) != DEAD);
+    let non_ascii = match (0xC2..=0xF4u8).all(|b| dfa.next(q, b) != DEAD) {
+        true => NonAscii::All,
+        false => NonAscii::None,
+    };
     Some(CharClass { ascii, non_ascii })
 }
 

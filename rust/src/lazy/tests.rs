@@ -1097,6 +1097,67 @@ fn derived_slices_stop_at_their_limit() {
     assert_eq!(made, want);
 }
 
+/// A regex that watches for a suffix inside a free class runs the watch beside everything after
+/// it: each state after the watch's start parts from the loop state on a few bytes, and takes
+/// its first-token set from the loop state's (`Engine::neighbour`); beside a JSON string's
+/// contents the watch takes every character from U+00A0 on, a derived slice of its own
+/// (`NonAscii::AboveC1`). The masks stay the eager ones.
+#[test]
+fn neighbours_and_watches_beside_strings_give_the_eager_masks() {
+    use crate::lazy::slice::{NonAscii, SliceId};
+    const WATCH: &str = r#"\{"file": "(.*?)\.alfred3?workflow", "readme": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*", "tags": \["[^"\\]*"(, "[^"\\]*")*\]\}"#;
+    const URL: &str = r#"\{"loc": "https://[a-z.]+(/[^\s?#]*)?(\?[^\s#]*)?", "n": [0-9]+\}"#;
+    const DOTS: &str = r#"\{"a": "([^".\\]|\.[^".@\\])*", "b": [0-9]\}"#;
+    let cases: [(&str, &[&str], &str); 3] = [
+        (
+            WATCH,
+            &[
+                r#"{"file": "My Workflow.alfredworkflow", "readme": "READ.me Grüß \"x\"", "tags": ["a.b", "c"]}"#,
+                r#"{"file": "a.alf.alfred3workflow", "readme": "", "tags": [".alfred"]}"#,
+            ],
+            r#"{"file": "a.alfredworkflow", "readme": "x"#,
+        ),
+        (URL, &[r#"{"loc": "https://example.com/a?b=c", "n": 12}"#, r#"{"loc": "https://a.b/x", "n": 0}"#], ""),
+        // After a dot the state dies on `.`, `@` and `"`, where its loop state goes on.
+        (DOTS, &[r#"{"a": "x.y@z.com and more", "b": 1}"#], ""),
+    ];
+    // Sets from neighbours, per case, over the tokenizers (a tokenizer may key a state's set
+    // instead, `Engine::shared_first_key`).
+    let (mut by_neighbour, mut by_neighbour_on_demand) = ([0; 3], [0; 3]);
+    let vocabs = ["gpt2", "llama3"].map(|name| Arc::new(crate::testing::shared_vocabulary(name)));
+    for vocab in [mistral()].into_iter().chain(vocabs) {
+        let compiler = Compiler::new(vocab.clone(), Limits::default());
+        for (case, (regex, texts, beside_string)) in cases.into_iter().enumerate() {
+            let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+            let mut walks: Vec<Vec<u32>> = (0..8).map(|seed| eager.random_walk(seed, 60).unwrap()).collect();
+            for text in texts {
+                walks.push(spelling(&eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it"));
+            }
+            for _guide in 0..2 {
+                // The regex's DFA determinized on demand (a pushdown automaton's states) too.
+                let on_demand = compiler.compile_regex_lazy_with(regex, Bound::ON_DEMAND).unwrap();
+                assert_same_masks(&on_demand, &eager, &walks, regex);
+                by_neighbour_on_demand[case] += on_demand.lazy_engine().unwrap().first_sets_by_neighbour();
+                let lazy = compiler.compile_regex_lazy(regex).unwrap();
+                assert_same_masks(&lazy, &eager, &walks, regex);
+                let engine = lazy.lazy_engine().unwrap();
+                by_neighbour[case] += engine.first_sets_by_neighbour();
+                if !beside_string.is_empty() {
+                    let dfa = engine.space().dfa();
+                    let q = beside_string.bytes().fold(dfa.start(), |q, b| dfa.next(q, b));
+                    let id = engine.slice_use(q).unwrap().map(|u| u.slice_id());
+                    let above_c1 = matches!(id, Some(SliceId::Derived(c)) if c.non_ascii == NonAscii::AboveC1);
+                    assert!(above_c1, "{regex} after {beside_string:?}: {id:?}");
+                }
+            }
+        }
+    }
+    // Determinized on demand, `DOTS`'s state after a dot leads to a copy of its loop state
+    // (states are not minimal): no neighbour there, the same masks.
+    let all = by_neighbour.iter().chain(&by_neighbour_on_demand[..2]).all(|&n| n > 0);
+    assert!(all, "first-token sets from neighbours: {by_neighbour:?}, on demand {by_neighbour_on_demand:?}");
+}
+
 /// Slice group sets kept in a cache directory (`crate::lazy::slice_store`) are read back by
 /// another compiler, as by another process, instead of walked, and give the same masks, as do
 /// derived slices' and the patterns' slices' tables; a damaged file, or a whole file under

@@ -118,8 +118,9 @@
 //! (at least [`MIN_DERIVED_ASCII`]), plus every non-ASCII character if the state takes every
 //! UTF-8 lead byte. The class's star is checked like a pattern, by [`simulate`] or
 //! [`simulate_counted`] (a class of every non-ASCII character that fails is tried again with
-//! those from U+00A0 on, [`NonAscii::AboveC1`], as beside a JSON string's contents, then
-//! without them), so a derived slice is exact for the same reasons; the class only decides
+//! those from U+00A0 on, [`NonAscii::AboveC1`], as beside a JSON string's contents, with those
+//! that are not spaces, [`NonAscii::NotSpace`], as in a URL's `[^\s?#]*`, then without them),
+//! so a derived slice is exact for the same reasons; the class only decides
 //! which slice to try. Its other characters leave it as exit tokens (the suffix's `.` above).
 //! A state a few bytes away from such a loop (`.alf` of the suffix, a key beside the watch)
 //! takes its first-token set from the loop state's instead
@@ -668,6 +669,9 @@ pub(crate) enum NonAscii {
     /// C1 controls to another state: with no such class, its ~40,000 non-ASCII tokens on
     /// Llama 3 were exit tokens, walked in every guide (~4 ms a first visit).
     AboveC1 = 2,
+    /// Every character but the Unicode spaces (`\s` past ASCII: U+0085, U+00A0, U+2000...):
+    /// a URL's `[^\s?#]*` beside another part of the regex.
+    NotSpace = 3,
 }
 
 impl CharClass {
@@ -681,6 +685,7 @@ impl CharClass {
             NonAscii::None => return format!("[{members}]*"),
             NonAscii::All => "[^\\x00-\\x7F]",
             NonAscii::AboveC1 => "[^\\x00-\\x9F]",
+            NonAscii::NotSpace => "[^\\x00-\\x7F\\s]",
         };
         match members.is_empty() {
             false => format!("([{members}]|{others})*"),
@@ -1112,10 +1117,10 @@ impl Slices {
             }
         };
         // A class of every non-ASCII character that fails is tried without the C1 controls,
-        // then without non-ASCII characters.
+        // without the Unicode spaces, then without non-ASCII characters.
         let fewer = match class.non_ascii {
-            NonAscii::All => &[NonAscii::AboveC1, NonAscii::None][..],
-            NonAscii::AboveC1 | NonAscii::None => &[],
+            NonAscii::All => &[NonAscii::AboveC1, NonAscii::NotSpace, NonAscii::None][..],
+            NonAscii::AboveC1 | NonAscii::NotSpace | NonAscii::None => &[],
         };
         try_class(class).or_else(|| fewer.iter().find_map(|&non_ascii| try_class(CharClass { non_ascii, ..class })))
     }

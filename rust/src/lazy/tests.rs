@@ -1101,25 +1101,33 @@ fn derived_slices_stop_at_their_limit() {
 /// it: each state after the watch's start parts from the loop state on a few bytes, and takes
 /// its first-token set from the loop state's (`Engine::neighbour`); beside a JSON string's
 /// contents the watch takes every character from U+00A0 on, a derived slice of its own
-/// (`NonAscii::AboveC1`). The masks stay the eager ones.
+/// (`NonAscii::AboveC1`), and a URL's path beside what follows it every character but the
+/// Unicode spaces (`NonAscii::NotSpace`). The masks stay the eager ones.
 #[test]
 fn neighbours_and_watches_beside_strings_give_the_eager_masks() {
     use crate::lazy::slice::{NonAscii, SliceId};
     const WATCH: &str = r#"\{"file": "(.*?)\.alfred3?workflow", "readme": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*", "tags": \["[^"\\]*"(, "[^"\\]*")*\]\}"#;
     const URL: &str = r#"\{"loc": "https://[a-z.]+(/[^\s?#]*)?(\?[^\s#]*)?", "n": [0-9]+\}"#;
     const DOTS: &str = r#"\{"a": "([^".\\]|\.[^".@\\])*", "b": [0-9]\}"#;
-    let cases: [(&str, &[&str], &str); 3] = [
+    // Each regex, texts it spells, and a prefix after which the state takes a derived slice
+    // with those non-ASCII characters.
+    type Case<'a> = (&'a str, &'a [&'a str], Option<(&'a str, NonAscii)>);
+    let cases: [Case; 3] = [
         (
             WATCH,
             &[
                 r#"{"file": "My Workflow.alfredworkflow", "readme": "READ.me Grüß \"x\"", "tags": ["a.b", "c"]}"#,
                 r#"{"file": "a.alf.alfred3workflow", "readme": "", "tags": [".alfred"]}"#,
             ],
-            r#"{"file": "a.alfredworkflow", "readme": "x"#,
+            Some((r#"{"file": "a.alfredworkflow", "readme": "x"#, NonAscii::AboveC1)),
         ),
-        (URL, &[r#"{"loc": "https://example.com/a?b=c", "n": 12}"#, r#"{"loc": "https://a.b/x", "n": 0}"#], ""),
+        (
+            URL,
+            &[r#"{"loc": "https://example.com/a?b=c", "n": 12}"#, r#"{"loc": "https://a.b/x", "n": 0}"#],
+            Some((r#"{"loc": "https://a.b/x"#, NonAscii::NotSpace)),
+        ),
         // After a dot the state dies on `.`, `@` and `"`, where its loop state goes on.
-        (DOTS, &[r#"{"a": "x.y@z.com and more", "b": 1}"#], ""),
+        (DOTS, &[r#"{"a": "x.y@z.com and more", "b": 1}"#], None),
     ];
     // Sets from neighbours, per case, over the tokenizers (a tokenizer may key a state's set
     // instead, `Engine::shared_first_key`).
@@ -1127,7 +1135,7 @@ fn neighbours_and_watches_beside_strings_give_the_eager_masks() {
     let vocabs = ["gpt2", "llama3"].map(|name| Arc::new(crate::testing::shared_vocabulary(name)));
     for vocab in [mistral()].into_iter().chain(vocabs) {
         let compiler = Compiler::new(vocab.clone(), Limits::default());
-        for (case, (regex, texts, beside_string)) in cases.into_iter().enumerate() {
+        for (case, (regex, texts, derived)) in cases.into_iter().enumerate() {
             let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
             let mut walks: Vec<Vec<u32>> = (0..8).map(|seed| eager.random_walk(seed, 60).unwrap()).collect();
             for text in texts {
@@ -1142,12 +1150,12 @@ fn neighbours_and_watches_beside_strings_give_the_eager_masks() {
                 assert_same_masks(&lazy, &eager, &walks, regex);
                 let engine = lazy.lazy_engine().unwrap();
                 by_neighbour[case] += engine.first_sets_by_neighbour();
-                if !beside_string.is_empty() {
+                if let Some((prefix, non_ascii)) = derived {
                     let dfa = engine.space().dfa();
-                    let q = beside_string.bytes().fold(dfa.start(), |q, b| dfa.next(q, b));
+                    let q = prefix.bytes().fold(dfa.start(), |q, b| dfa.next(q, b));
                     let id = engine.slice_use(q).unwrap().map(|u| u.slice_id());
-                    let above_c1 = matches!(id, Some(SliceId::Derived(c)) if c.non_ascii == NonAscii::AboveC1);
-                    assert!(above_c1, "{regex} after {beside_string:?}: {id:?}");
+                    let taken = matches!(id, Some(SliceId::Derived(c)) if c.non_ascii == non_ascii);
+                    assert!(taken, "{regex} after {prefix:?}: {id:?}, want {non_ascii:?}");
                 }
             }
         }

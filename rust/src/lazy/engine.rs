@@ -1829,10 +1829,12 @@ impl Engine {
     /// successor node from both, and is in one set exactly when in the other. A walk of the
     /// trie from the pair, pruned where the two meet, finds every other token: those where `z`
     /// dies (out of the set) and those walked on from `z` (judged as usual). On the suffix
-    /// watch above, a few hundred tokens instead of ~120,000.
+    /// watch above, a few hundred tokens instead of ~120,000. The neighbour `q` is its own most
+    /// common target, so its set is found without a neighbour: derivations never chain.
     fn first_tokens_beside(&self, z: TextId, u: u32, q: u32) -> Result<TokenSet> {
         let key = self.key(z);
         let base = self.first_tokens(self.text_id(key.with_regex_state(q))?, u)?;
+        self.check_clock("a trie walk beside a neighbour's")?;
         let (trie, tok) = (&self.parts.trie, &*self.parts.tok);
         let mut walked = Walked::default();
         let mut own = Vec::new();

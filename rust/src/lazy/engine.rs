@@ -1728,10 +1728,7 @@ impl Engine {
             // The exits the regex takes, and the states they lead to.
             let mut next = Vec::new();
             for (i, &(s, b, ref after)) in region.exits.iter().enumerate() {
-                let q = match slice.paired(s) {
-                    DEAD => DEAD,
-                    paired => dfa.next(paired, b),
-                };
+                let q = self.regex_step(slice.paired(s), b);
                 if q != DEAD {
                     description.push(i as u32);
                     let after = &region.after[after.start as usize..after.end as usize];
@@ -1850,7 +1847,7 @@ impl Engine {
                 push_walked(&mut walked, t, to, class_or_lone(tok, t));
             },
             |(k, r), b, node| {
-                if self.space.byte(k, b).is_none() && self.regex_step(r, b) != DEAD {
+                if self.regex_step(r, b) != DEAD && self.space.byte(k, b).is_none() {
                     dead.push(node);
                 }
             },

@@ -332,7 +332,7 @@ impl TokenizerParts {
         self
     }
 
-    fn slice_inputs(&self) -> SliceInputs<'_> {
+    pub(crate) fn slice_inputs(&self) -> SliceInputs<'_> {
         SliceInputs {
             trie: &self.trie,
             vocab: &self.vocab,
@@ -951,6 +951,19 @@ impl Engine {
         let found = self.parts.slices.find(self.space.dfa(), q, self.parts.slice_inputs());
         self.charge(BYTES_PER_ENTRY + found.as_ref().map_or(0, |u| u.heap_bytes()))?;
         Ok(self.slice_uses.insert_if_absent(q, found))
+    }
+
+    /// [`Engine::slice_use`] where it is known or found before a counted use's table
+    /// ([`Slices::find_loop`]): a loop use, or none; `None` where the use is still unknown.
+    fn loop_use(&self, q: u32) -> Result<Option<Option<SliceUse>>> {
+        if let Some(known) = self.slice_uses.get(&q) {
+            return Ok(Some(known));
+        }
+        let Some(found) = self.parts.slices.find_loop(self.space.dfa(), q, self.parts.slice_inputs()) else {
+            return Ok(None);
+        };
+        self.charge(BYTES_PER_ENTRY + found.as_ref().map_or(0, |u| u.heap_bytes()))?;
+        Ok(Some(self.slice_uses.insert_if_absent(q, found)))
     }
 
     /// The piece start after a boundary of `kind` at `n`, if one may be placed there: never at a
@@ -1706,8 +1719,10 @@ impl Engine {
         let mut regions: Vec<(Arc<Region>, SliceUse)> = Vec::new();
         let mut failed = None;
         let closure = self.space.byte_closure_of(&[self.key(z)], KEY_CLOSURE, |k| {
-            let slice = match self.slice_use(k.regex_state()) {
-                Ok(slice) => slice?,
+            // Only a loop use has a region: a state whose use is still unknown (found only
+            // by a counted use's table) makes no key.
+            let slice = match self.loop_use(k.regex_state()) {
+                Ok(slice) => slice??,
                 Err(e) => {
                     failed = Some(e);
                     return None;

@@ -800,6 +800,12 @@ impl SliceUse {
         self.slice.id
     }
 
+    /// What tells two uses apart: the slice, the counting and the map.
+    #[cfg(test)]
+    pub(crate) fn identity(&self) -> (SliceId, Counting, Vec<u32>) {
+        (self.slice.id, self.counting, self.map.to_vec())
+    }
+
     /// How the use counts characters.
     #[cfg(test)]
     pub(crate) fn counting(&self) -> Counting {
@@ -1061,68 +1067,102 @@ impl Slices {
     /// loops on, else the first whose characters it counts, else the slice of the characters
     /// it takes to one same state, if they are many ([`derived_class`]).
     pub(crate) fn find(&self, dfa: &TextRegex, q: u32, parts: SliceInputs) -> Option<SliceUse> {
+        self.find_use(dfa, q, parts, true).flatten()
+    }
+
+    /// [`Slices::find`]'s answer where it comes before any counted use's table: a loop use,
+    /// or none; `None` where a count would be tried first. Why: a counted use's table
+    /// ([`simulate_counted`], every slice state at every count up to a token's length) cost
+    /// 0.2-0.8 ms a regex state on Llama 3, and a URL's path runs a new such state beside every
+    /// step after it (`Github_easy/o21869`), where a shared first-token set's key, which only a
+    /// loop use makes, asked for it at every step, to give up on a count.
+    pub(crate) fn find_loop(&self, dfa: &TextRegex, q: u32, parts: SliceInputs) -> Option<Option<SliceUse>> {
+        self.find_use(dfa, q, parts, false)
+    }
+
+    /// [`Slices::find`], or without `counted` [`Slices::find_loop`] (with it, never `None`).
+    fn find_use(&self, dfa: &TextRegex, q: u32, parts: SliceInputs, counted: bool) -> Option<Option<SliceUse>> {
         // A necessary condition of both uses, and the one most regex states fail: once per slice.
         let taken = (self.fixed.iter().enumerate())
             .filter(|(_, s)| takes_first_byte(&s.dfa, dfa, q))
             .fold(0u64, |taken, (i, _)| taken | 1 << i);
         let candidates = || self.fixed.iter().enumerate().filter(move |&(i, _)| taken >> i & 1 == 1);
-        (candidates().find_map(|(_, s)| use_as_loop(s, dfa, q)))
-            .or_else(|| candidates().find_map(|(_, s)| use_as_count(s, dfa, q)))
-            .or_else(|| self.find_derived(dfa, q, parts))
-    }
-
-    /// The use of a derived slice by `q`: that of its class with every non-ASCII character
-    /// where `q` takes them, else of its ASCII characters alone (the others leave as exit
-    /// tokens). The slice's own DFA is checked first: its tables are built only for a class a
-    /// state uses ([`counts_long`] for a counted use).
-    fn find_derived(&self, dfa: &TextRegex, q: u32, parts: SliceInputs) -> Option<SliceUse> {
-        if self.fixed.is_empty() {
+        if let Some(found) = candidates().find_map(|(_, s)| use_as_loop(s, dfa, q)) {
+            return Some(Some(found));
+        }
+        if !counted && taken != 0 {
             return None;
         }
-        let class = derived_class(dfa, q)?;
-        let try_class = |class: CharClass| {
-            let derived = self.derived(class)?;
-            let slice_dfa = derived.dfa.as_ref()?;
+        if let Some(found) = candidates().find_map(|(_, s)| use_as_count(s, dfa, q)) {
+            return Some(Some(found));
+        }
+        // A derived slice: its class with every non-ASCII character where `q` takes them, else
+        // with fewer (the others leave as exit tokens). The slice's own DFA is checked first:
+        // its tables are made only for a class a state uses ([`counts_long`] for a count).
+        for class in self.derived_classes(dfa, q) {
+            let Some(derived) = self.derived(class) else { continue };
+            let Some(slice_dfa) = derived.dfa.as_ref() else { continue };
             let looped = simulate(slice_dfa, dfa, q).is_some();
             if !looped && !counts_long(slice_dfa, dfa, q) {
+                continue;
+            }
+            if !looped && !counted {
                 return None;
             }
-            let slice = compute_once(&derived.slice, || {
-                // Read from disk or made by a pass over the trie: milliseconds.
-                long_work::notify();
-                // Past the limit the class keeps no slice (its states are walked in full).
-                if self.derived_built.fetch_add(1, Ordering::Relaxed) >= MAX_DERIVED_SLICES {
-                    self.derived_built.fetch_sub(1, Ordering::Relaxed);
-                    return None;
-                }
-                let id = SliceId::Derived(class);
-                let (trie, vocab, tok) = (parts.trie, parts.vocab, parts.tok);
-                let read =
-                    |r: &mut Reader| Slice::read_tables(r, id, class.star(), slice_dfa.clone(), trie, vocab, self);
-                if let Some(slice) = self.store.as_ref().and_then(|store| store.load_tables(id, read)) {
-                    self.derived_loaded.fetch_add(1, Ordering::Relaxed);
-                    return Some(Arc::new(slice));
-                }
-                let slice = Slice::build(id, class.star(), slice_dfa.clone(), trie, vocab, tok, self).ok()?;
-                if let Some(store) = &self.store {
-                    store.save_tables(id, |w| slice.write_tables(w));
-                }
-                Some(Arc::new(slice))
-            });
-            let slice = slice.as_ref()?;
-            if looped {
-                use_as_loop(slice, dfa, q)
-            } else {
-                use_as_count(slice, dfa, q)
+            let Some(slice) = self.derived_slice(class, &derived, parts) else { continue };
+            let found = match looped {
+                true => use_as_loop(&slice, dfa, q),
+                false => use_as_count(&slice, dfa, q),
+            };
+            if found.is_some() {
+                return Some(found);
             }
+        }
+        Some(None)
+    }
+
+    /// The classes of [`derived_class`] a derived slice of `q` is tried with, in order: every
+    /// non-ASCII character where `q` takes them, then without the C1 controls, without the
+    /// Unicode spaces, then without non-ASCII characters.
+    fn derived_classes(&self, dfa: &TextRegex, q: u32) -> Vec<CharClass> {
+        if self.fixed.is_empty() {
+            return Vec::new();
+        }
+        let Some(class) = derived_class(dfa, q) else {
+            return Vec::new();
         };
-        // A class of every non-ASCII character that fails is tried without the C1 controls,
-        // without the Unicode spaces, then without non-ASCII characters.
         let fewer = match class.non_ascii {
             NonAscii::All => &[NonAscii::AboveC1, NonAscii::NotSpace, NonAscii::None][..],
             NonAscii::AboveC1 | NonAscii::NotSpace | NonAscii::None => &[],
         };
-        try_class(class).or_else(|| fewer.iter().find_map(|&non_ascii| try_class(CharClass { non_ascii, ..class })))
+        std::iter::once(class).chain(fewer.iter().map(|&non_ascii| CharClass { non_ascii, ..class })).collect()
+    }
+
+    /// The slice of derived class `class`, read or made on its first use; `None` past
+    /// [`MAX_DERIVED_SLICES`] (its states are walked in full).
+    fn derived_slice(&self, class: CharClass, derived: &Derived, parts: SliceInputs) -> Option<Arc<Slice>> {
+        let slice_dfa = derived.dfa.as_ref()?;
+        let slice = compute_once(&derived.slice, || {
+            // Read from disk or made by a pass over the trie: milliseconds.
+            long_work::notify();
+            if self.derived_built.fetch_add(1, Ordering::Relaxed) >= MAX_DERIVED_SLICES {
+                self.derived_built.fetch_sub(1, Ordering::Relaxed);
+                return None;
+            }
+            let id = SliceId::Derived(class);
+            let (trie, vocab, tok) = (parts.trie, parts.vocab, parts.tok);
+            let read = |r: &mut Reader| Slice::read_tables(r, id, class.star(), slice_dfa.clone(), trie, vocab, self);
+            if let Some(slice) = self.store.as_ref().and_then(|store| store.load_tables(id, read)) {
+                self.derived_loaded.fetch_add(1, Ordering::Relaxed);
+                return Some(Arc::new(slice));
+            }
+            let slice = Slice::build(id, class.star(), slice_dfa.clone(), trie, vocab, tok, self).ok()?;
+            if let Some(store) = &self.store {
+                store.save_tables(id, |w| slice.write_tables(w));
+            }
+            Some(Arc::new(slice))
+        });
+        slice.clone()
     }
 
     /// The derived slice of `class` (its DFA built on first use, outside the lock: two threads

@@ -1166,6 +1166,50 @@ fn neighbours_and_watches_beside_strings_give_the_eager_masks() {
     assert!(all, "first-token sets from neighbours: {by_neighbour:?}, on demand {by_neighbour_on_demand:?}");
 }
 
+/// A shared first-token set's key asks for the slice uses of its closure's wide states only
+/// as far as a loop use is found (`Slices::find_loop`), since only a loop use makes a key:
+/// where that decides, it is `Slices::find`'s answer (a loop use, of a fixed or a derived
+/// slice, or none); it leaves counted uses undecided.
+#[test]
+fn loop_uses_are_found_without_counted_tables() {
+    use crate::lazy::slice::{Counting, SliceId};
+    const REGEXES: [&str; 3] = [
+        r#"\{"a": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*", "b": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt]){2,12}", "c": "[A-Za-z0-9 ,.]{1,32}"\}"#,
+        r#"\{"loc": "https://([^\s:@]+@)?[a-zA-Z\d.-]+(/[^\s?#]*)?"\}"#,
+        r#"\{"file": "(.*?)\.alfred3?workflow"\}"#,
+    ];
+    // Loop uses found by `find_loop` (of derived slices), and counted uses it left to `find`
+    // (per regex, over the tokenizers).
+    let (mut loops, mut derived_loops, mut counted) = ([0; 3], [0; 3], [0; 3]);
+    for vocab in [mistral(), Arc::new(crate::testing::shared_vocabulary("llama3"))] {
+        let compiler = Compiler::new(vocab, Limits::default());
+        for (i, regex) in REGEXES.into_iter().enumerate() {
+            let lazy = compiler.compile_regex_lazy(regex).unwrap();
+            let engine = lazy.lazy_engine().unwrap();
+            let (dfa, parts) = (engine.space().dfa(), engine.parts());
+            let states = dfa.as_dfa().expect("a minimal DFA").num_states() as u32;
+            for q in (0..states).filter(|&q| q != crate::regex::byte_dfa::DEAD) {
+                let found = parts.slices.find(dfa, q, parts.slice_inputs()).map(|u| u.identity());
+                match parts.slices.find_loop(dfa, q, parts.slice_inputs()) {
+                    Some(looped) => {
+                        let looped = looped.map(|u| u.identity());
+                        loops[i] += looped.is_some() as usize;
+                        derived_loops[i] += matches!(looped, Some((SliceId::Derived(_), _, _))) as usize;
+                        assert_eq!(looped, found, "{regex}: state {q}");
+                        let counts = matches!(&looped, Some((_, c, _)) if *c != Counting::Loop);
+                        assert!(!counts, "{regex}: state {q}'s count was made for a key");
+                    }
+                    None => counted[i] += matches!(&found, Some((_, c, _)) if *c != Counting::Loop) as usize,
+                }
+            }
+        }
+    }
+    // A string's contents loop on a fixed slice, a URL's path on a derived one; the watch's
+    // states count `.*`'s characters.
+    let all = loops[0] > 0 && derived_loops[1] > 0 && counted.iter().all(|&n| n > 0);
+    assert!(all, "loop uses {loops:?} ({derived_loops:?} derived), counted uses left {counted:?}");
+}
+
 /// Slice group sets kept in a cache directory (`crate::lazy::slice_store`) are read back by
 /// another compiler, as by another process, instead of walked, and give the same masks, as do
 /// derived slices' and the patterns' slices' tables; a damaged file, or a whole file under

@@ -1655,17 +1655,23 @@ pub(crate) fn simulate_counted(slice: &ByteDfa, max_chars: usize, dfa: &TextRege
             new
         })
         .collect();
+    // Per slice state, the bytes it takes, where to and whether they complete a character,
+    // listed once: a state inside a character takes a few continuation bytes of the tens of
+    // class pairs tried at each count.
+    let moves: Vec<Vec<(u8, u32, bool)>> = (0..n as u32)
+        .map(|s| {
+            let step =
+                |&b: &u8| Some(slice.next(s, b)).filter(|&s2| s2 != DEAD).map(|s2| (b, s2, slice.is_accepting(s2)));
+            bytes.iter().filter_map(step).collect()
+        })
+        .collect();
     let mut map = vec![UNSEEN; n * (max_chars + 1)];
     map[slice.start() as usize] = q;
     let mut todo = vec![(slice.start(), 0usize)];
     while let Some((s, k)) = todo.pop() {
         let r = map[s as usize + n * k];
-        for &b in &bytes {
-            let s2 = slice.next(s, b);
-            if s2 == DEAD {
-                continue;
-            }
-            let k2 = k + slice.is_accepting(s2) as usize;
+        for &(b, s2, completes) in &moves[s as usize] {
+            let k2 = k + completes as usize;
             if k2 > max_chars {
                 continue;
             }

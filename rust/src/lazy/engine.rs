@@ -1848,8 +1848,8 @@ impl Engine {
     /// the pre-tokenizer stops both (a piece start that may not begin with a letter), no token
     /// of the subtree is in either set. Taking those out too cleared ~80,000 ids one by one
     /// per set at such piece starts: 46 % of the mask fills' instructions of
-    /// `Github_hard/o43084` (`{1,}` strings) and 15 % over 60 schemas of issue 17's sample
-    /// (`benches/instructions.py`, Llama 3).
+    /// `Github_hard/o43084` (`{1,}` strings), and 15-33 % over 60 schemas of issue 17's sample
+    /// (without and with slice sets on disk; `benches/instructions.py`, Llama 3).
     fn first_tokens_beside(&self, z: TextId, u: u32, q: u32) -> Result<TokenSet> {
         let key = self.key(z);
         let base = self.first_tokens(self.text_id(key.with_regex_state(q))?, u)?;

@@ -12,8 +12,9 @@ of the same work are the same in every run, so one run per build decides.
 What is counted: ``compare.py``'s inputs (same sample, same canonical document paths), each
 schema compiled into a fresh lazy guide by one shared ``Compiler`` and walked along its document
 with ``Matcher.fill_next_token_bitmask`` and ``accept_token``, as ``compare.py`` does. A first
-round warms the ``Compiler`` (slices, shared first-token sets, the disk cache) on as many *other*
-schemas (the next seed's sample), as a server has seen others before; only the rounds after it
+round warms the ``Compiler`` (slices, shared first-token sets; the disk cache with ``--cache-dir``)
+on as many *other* schemas (the next seed's sample; none with ``--ids``), as a server has seen
+others before; only the rounds after it
 (``--reps``) are counted: every guide's own first visits, and first-token sets shared only where
 another schema had the same shape. ``--warm same`` warms on the counted schemas themselves
 (every shareable set is then shared: an upper bound on what sharing gives). Each ``--build`` (a
@@ -39,7 +40,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-# (label, a substring of the Rust symbol whose inclusive count is reported)
+# (label, how the Rust symbol whose inclusive count is reported ends)
 PARTS = [
     ("compile", "Compiler::compile_regex_lazy "),
     ("mask fills", "Guide::copy_mask "),

@@ -9,17 +9,16 @@ Why: on a shared 2-core machine, two timed runs of one build differ by 5-10 %, a
 1-3 % needs many alternating runs to show (`benches/RESULTS.md`, stops 69-70). Instruction counts
 of the same work are the same in every run, so one run per build decides.
 
-What is counted: ``compare.py``'s inputs (same sample, same canonical document paths), each
-schema compiled into a fresh lazy guide by one shared ``Compiler`` and walked along its document
-with ``Matcher.fill_next_token_bitmask`` and ``accept_token``, as ``compare.py`` does. A first
-round warms the ``Compiler`` (slices, shared first-token sets; the disk cache with ``--cache-dir``)
-on as many *other* schemas (the next seed's sample; none with ``--ids``), as a server has seen
-others before; only the rounds after it
-(``--reps``) are counted: every guide's own first visits, and first-token sets shared only where
-another schema had the same shape. ``--warm same`` warms on the counted schemas themselves
-(every shareable set is then shared: an upper bound on what sharing gives). Each ``--build`` (a
-``_core.abi3.so``) runs from a copy of the package beside it. Needs ``valgrind``; ~50x slower
-than a plain run (40 Glaiveai2K + 20 Github_* schemas: ~25 s a build).
+What is counted: ``compare.py``'s inputs (same sample, same canonical document paths), each schema
+compiled into a fresh lazy guide by one shared ``Compiler`` and walked along its document with
+``Matcher.fill_next_token_bitmask`` and ``accept_token``, as ``compare.py`` does. A first round
+warms the ``Compiler`` (slices, shared first-token sets; the disk cache with ``--cache-dir``) on as
+many *other* schemas (the next seed's sample; none with ``--ids``), as a server has seen others
+before; only the rounds after it (``--reps``) are counted: every guide's own first visits, and
+first-token sets shared only where another schema had the same shape. ``--warm same`` warms on the
+counted schemas themselves (every shareable set is then shared: an upper bound on what sharing
+gives). Each ``--build`` (a ``_core.abi3.so``) runs from a copy of the package beside it. Needs
+``valgrind``; ~50x slower than a plain run (40 Glaiveai2K + 20 Github_* schemas: ~25 s a build).
 
 Prints per build the instructions of the counted rounds: all of them, the compiles, the mask
 fills, the steps (``accept_token``), and within the fills the first-token sets (keys and

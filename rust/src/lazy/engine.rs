@@ -945,21 +945,27 @@ impl Engine {
 
     /// How regex state `q` takes a slice, if it does, found once per regex state.
     pub(crate) fn slice_use(&self, q: u32) -> Result<Option<SliceUse>> {
-        if let Some(known) = self.slice_uses.get(&q) {
-            return Ok(known);
-        }
-        let found = self.parts.slices.find(self.space.dfa(), q, self.parts.slice_inputs());
-        self.charge(BYTES_PER_ENTRY + found.as_ref().map_or(0, |u| u.heap_bytes()))?;
-        Ok(self.slice_uses.insert_if_absent(q, found))
+        Ok(self.find_slice_use(q, true)?.flatten())
     }
 
     /// [`Engine::slice_use`] where it is known or found before a counted use's table
     /// ([`Slices::find_loop`]): a loop use, or none; `None` where the use is still unknown.
     fn loop_use(&self, q: u32) -> Result<Option<Option<SliceUse>>> {
+        self.find_slice_use(q, false)
+    }
+
+    /// `q`'s slice use, memoized once found ([`Slices::find`]; without `counted`,
+    /// [`Slices::find_loop`], `None` where a counted use's table would come first).
+    fn find_slice_use(&self, q: u32, counted: bool) -> Result<Option<Option<SliceUse>>> {
         if let Some(known) = self.slice_uses.get(&q) {
             return Ok(Some(known));
         }
-        let Some(found) = self.parts.slices.find_loop(self.space.dfa(), q, self.parts.slice_inputs()) else {
+        let (slices, dfa, parts) = (&self.parts.slices, self.space.dfa(), self.parts.slice_inputs());
+        let found = match counted {
+            true => Some(slices.find(dfa, q, parts)),
+            false => slices.find_loop(dfa, q, parts),
+        };
+        let Some(found) = found else {
             return Ok(None);
         };
         self.charge(BYTES_PER_ENTRY + found.as_ref().map_or(0, |u| u.heap_bytes()))?;

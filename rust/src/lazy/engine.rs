@@ -373,6 +373,11 @@ pub(crate) struct Engine {
     groups: GroupCache,
     facts: ShardedMap<Node, bool>,
     first: ShardedMap<(TextId, u32), Arc<TokenSet>>,
+    /// Byte-fallback moves per text state and [`TokenizerDfa::fallback_context`] (see
+    /// [`Engine::fallback_moves`]).
+    ///
+    /// [`TokenizerDfa::fallback_context`]: crate::tokenizer_dfa::TokenizerDfa::fallback_context
+    fallback: ShardedMap<(TextId, u32), Arc<[(u32, Node)]>>,
     /// The step a shortest way to acceptance takes from a text state (see [`Engine::step_from`]).
     ways: ShardedMap<TextKey, Step>,
     /// Whether the way from a text state is clean (see [`Engine::clean_way`]).
@@ -536,6 +541,7 @@ impl Engine {
             groups: GroupCache::default(),
             facts: ShardedMap::default(),
             first: ShardedMap::default(),
+            fallback: ShardedMap::default(),
             ways: ShardedMap::default(),
             clean_ways: ShardedMap::default(),
             slice_uses: ShardedMap::default(),
@@ -2149,23 +2155,37 @@ impl Engine {
     /// The byte-fallback moves from `(z, side)`: `(token, successor)` for each byte whose
     /// successor is live.
     ///
-    /// Only the bytes the regex takes from `z` are tried, and the tokenizer is stepped only
-    /// for those the text takes: all 256 through both were 42 % of the instructions of
-    /// Mistral-7B's median first visits, where a narrow state takes a byte or two.
-    pub(crate) fn fallback_moves(&self, z: TextId, side: u32) -> Result<Vec<(u32, Node)>> {
+    /// Memoized per `z` and the side's [`fallback_context`]: every token's end steps by a byte
+    /// alike, so in a string's body, where each step ends at a new tokenizer state (a new
+    /// automaton state, a first visit), the moves are found once per text state instead of
+    /// once per step. Found per step, they were a third of Mistral-7B's mask-fill instructions
+    /// on issue 18's grammars: ~120 bytes the regex takes, each stepped through the tokenizer,
+    /// the text (an interned state) and liveness.
+    ///
+    /// Only the bytes the regex takes from `z` are tried: all 256 were 42 % of the
+    /// instructions of Mistral-7B's median first visits, where a narrow state takes a byte or
+    /// two; and the text is stepped only for the bytes the tokenizer takes (a table lookup).
+    ///
+    /// [`fallback_context`]: crate::tokenizer_dfa::TokenizerDfa::fallback_context
+    pub(crate) fn fallback_moves(&self, z: TextId, side: u32) -> Result<Arc<[(u32, Node)]>> {
         let tok = &*self.parts.tok;
-        let Some(fallback) = tok.fallback_tokens() else { return Ok(Vec::new()) };
+        let Some(fallback) = tok.fallback_tokens() else { return Ok(Arc::new([])) };
+        let memo = (z, tok.fallback_context(side));
+        if let Some(moves) = self.fallback.get(&memo) {
+            return Ok(moves);
+        }
         let key = self.key(z);
         let mut out = Vec::new();
         for b in self.space.bytes_taken(key.regex_state()).iter() {
-            let Some(to) = self.space.byte(key, b) else { continue };
-            if let Some(next) = tok.step_byte(side, b) {
+            let Some(next) = tok.step_byte(side, b) else { continue };
+            if let Some(to) = self.space.byte(key, b) {
                 let n = Node { text: self.text_id(to)?, side: next, split: NONE };
                 if self.live(n)? {
                     out.push((fallback[b as usize], n));
                 }
             }
         }
-        Ok(out)
+        self.charge(BYTES_PER_ENTRY + out.len() * std::mem::size_of::<(u32, Node)>())?;
+        Ok(self.fallback.insert_if_absent(memo, out.into()))
     }
 }

@@ -401,6 +401,20 @@ impl TokenizerDfa {
         self.fallback_tokens.as_ref()
     }
 
+    /// What of state `q` a byte-fallback token's transition reads: [`step_byte`] from every
+    /// class state (a token's end) is the same, so those share one context; inside an absent
+    /// character the context is the state itself.
+    ///
+    /// [`step_byte`]: TokenizerDfa::step_byte
+    #[inline]
+    pub fn fallback_context(&self, q: TokState) -> u32 {
+        if q < self.forbidden.len() as u32 {
+            u32::MAX
+        } else {
+            q
+        }
+    }
+
     /// Transition on a byte-fallback token's byte.
     #[inline]
     pub fn step_byte(&self, q: TokState, b: u8) -> Option<TokState> {

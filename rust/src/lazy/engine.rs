@@ -121,6 +121,9 @@ fn merge_sorted(a: Vec<u32>, b: &[u32]) -> Vec<u32> {
     out
 }
 
+/// Byte-fallback moves from a text state: `(token, successor)` (see [`Engine::fallback_moves`]).
+pub(crate) type FallbackMoves = Arc<[(u32, Node)]>;
+
 /// A search node (see the module docs).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub(crate) struct Node {
@@ -377,7 +380,7 @@ pub(crate) struct Engine {
     /// [`Engine::fallback_moves`]).
     ///
     /// [`TokenizerDfa::fallback_context`]: crate::tokenizer_dfa::TokenizerDfa::fallback_context
-    fallback: ShardedMap<(TextId, u32), Arc<[(u32, Node)]>>,
+    fallback: ShardedMap<(TextId, u32), FallbackMoves>,
     /// The step a shortest way to acceptance takes from a text state (see [`Engine::step_from`]).
     ways: ShardedMap<TextKey, Step>,
     /// Whether the way from a text state is clean (see [`Engine::clean_way`]).
@@ -2167,7 +2170,7 @@ impl Engine {
     /// two; and the text is stepped only for the bytes the tokenizer takes (a table lookup).
     ///
     /// [`fallback_context`]: crate::tokenizer_dfa::TokenizerDfa::fallback_context
-    pub(crate) fn fallback_moves(&self, z: TextId, side: u32) -> Result<Arc<[(u32, Node)]>> {
+    pub(crate) fn fallback_moves(&self, z: TextId, side: u32) -> Result<FallbackMoves> {
         let tok = &*self.parts.tok;
         let Some(fallback) = tok.fallback_tokens() else { return Ok(Arc::new([])) };
         let memo = (z, tok.fallback_context(side));

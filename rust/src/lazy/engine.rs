@@ -596,6 +596,10 @@ impl Engine {
     pub(crate) fn parts(&self) -> &TokenizerParts {
         &self.parts
     }
+    /// The tokenizer's parts, to hold beyond a borrow of the engine (a mask's recipe).
+    pub(crate) fn shared_parts(&self) -> &Arc<TokenizerParts> {
+        &self.parts
+    }
     pub(crate) fn space(&self) -> &TextSpace {
         &self.space
     }

@@ -393,10 +393,8 @@ class Guide:
     def mask(self, state: int) -> npt.NDArray[np.uint32]:
         """Read-only ``uint32`` view of ``ceil(vocab_size/32)`` words (bit i of word i//32 = token i),
         zero-copy over the guide's mask cache (the array keeps the guide alive); a fresh copy for
-        a mask of few tokens (cached as token ids, at most 1/8 of the mask's bytes), for a lazy
-        guide's dense mask on its first visit (cached as a recipe of the shared sets it is made
-        of; its words from the second visit on) and once the cache has reached
-        ``max_mask_cache_bytes``."""
+        a mask of few tokens (cached as token ids, at most 1/8 of the mask's bytes) and once the
+        cache has reached ``max_mask_cache_bytes``."""
     def next_state(self, state: int, token_id: int) -> int:
         """The state after ``token_id``; ``ValueError`` naming the token when it is not allowed or
         out of range. EOS from a final state returns ``state`` itself."""

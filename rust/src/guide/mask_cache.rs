@@ -15,28 +15,19 @@
 //! that the buffer is not scanned for them; a mask dense in its first words is copied without
 //! collecting ids first.
 //!
-//! A lazy guide's dense masks (a string's contents) come with a recipe
-//! ([`crate::util::mask_recipe`]): shared sets held by reference, a few hundred bytes. The
-//! recipe is kept on the first visit, which then does not copy 16 KB into a fresh block (Llama 3,
-//! issue 18's grammar documents: first-visit median 4.5 → 3.4 µs); the words are kept too from
-//! the second visit on, when the budget allows, so that a state revisited often is a copy again.
-//!
 //! Slots are made on demand ([`crate::util::concurrent::Slots`]), so a lazy guide, whose states
 //! are numbered as decoders reach them, uses the same cache.
 //!
 //! # Invariants
 //! * A slot, once set, is never changed or freed while the cache lives (so views of it can be
 //!   handed out without copying).
-//! * `bytes` is the total size of the set slots (promoted words included), and never exceeds
-//!   `max_bytes` (reservations are made before a slot is filled and returned when another thread
-//!   filled it first).
-//! * A promoted slot holds the words its recipe writes.
+//! * `bytes` is the total size of the set slots, and never exceeds `max_bytes` (reservations are
+//!   made before a slot is filled and returned when another thread filled it first).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::util::bitset;
 use crate::util::concurrent::Slots;
-use crate::util::mask_recipe::{MaskForm, MaskRecipe};
 
 /// A mask of at most `words / SPARSE_DIVISOR` tokens is kept as ids (at most 1/8 of the bitset's
 /// bytes).
@@ -59,8 +50,6 @@ enum Cached {
     Bits(Box<[u32]>),
     /// The ids of its tokens, ascending.
     Ids(Box<[u32]>),
-    /// How to write it (see [`crate::util::mask_recipe`]).
-    Recipe(MaskRecipe),
 }
 
 impl Cached {
@@ -107,7 +96,6 @@ impl Cached {
     fn bytes(&self) -> usize {
         match self {
             Cached::Bits(words) | Cached::Ids(words) => words.len() * 4,
-            Cached::Recipe(recipe) => recipe.bytes(),
         }
     }
 
@@ -118,7 +106,6 @@ impl Cached {
                 out.fill(0);
                 ids.iter().for_each(|&t| bitset::set(out, t as usize));
             }
-            Cached::Recipe(recipe) => recipe.write(out),
         }
     }
 }
@@ -126,15 +113,13 @@ impl Cached {
 /// See the module docs.
 pub struct MaskCache {
     slots: Slots<Cached>,
-    /// The words of masks cached as recipes, kept from their second visit on.
-    promoted: Slots<Box<[u32]>>,
     bytes: AtomicUsize,
     max_bytes: usize,
 }
 
 impl MaskCache {
     pub fn new(max_bytes: usize) -> MaskCache {
-        MaskCache { slots: Slots::default(), promoted: Slots::default(), bytes: AtomicUsize::new(0), max_bytes }
+        MaskCache { slots: Slots::default(), bytes: AtomicUsize::new(0), max_bytes }
     }
 
     /// Bytes held by cached masks.
@@ -150,7 +135,6 @@ impl MaskCache {
     pub fn words(&self, state: usize) -> Option<&[u32]> {
         match self.slots.get(state)? {
             Cached::Bits(words) => Some(words),
-            Cached::Recipe(_) => self.promoted.get(state).map(|words| &words[..]),
             Cached::Ids(_) => None,
         }
     }
@@ -159,16 +143,6 @@ impl MaskCache {
     /// cached.
     pub fn write(&self, state: usize, out: &mut [u32]) -> bool {
         match self.slots.get(state) {
-            Some(Cached::Recipe(recipe)) => {
-                match self.promoted.get(state) {
-                    Some(words) => out.copy_from_slice(words),
-                    None => {
-                        recipe.write(out);
-                        self.promote(state, out);
-                    }
-                }
-                true
-            }
             Some(cached) => {
                 cached.write(out);
                 true
@@ -177,72 +151,46 @@ impl MaskCache {
         }
     }
 
-    /// Keeps the words of `state`'s mask, cached as a recipe and visited again, when the budget
-    /// allows: a state revisited once is likely to be again (the same schema's next request),
-    /// and a copy of the words costs less than the recipe's pass (Llama 3: 1.0 against 2.2 µs
-    /// a visit to a string's contents). A state visited once never pays for its words.
-    fn promote(&self, state: usize, mask: &[u32]) {
-        if self.reserve(mask.len() * 4) && !self.promoted.try_set(state, mask.into()).1 {
-            self.bytes.fetch_sub(mask.len() * 4, Ordering::Relaxed); // another thread kept them first
-        }
-    }
-
-    /// Reserves `size` bytes of the budget; `false` (nothing reserved) past it.
-    fn reserve(&self, size: usize) -> bool {
-        let reserved = self.bytes.fetch_add(size, Ordering::Relaxed) + size;
-        if reserved > self.max_bytes {
-            self.bytes.fetch_sub(size, Ordering::Relaxed);
-            return false;
-        }
-        true
-    }
-
     /// Writes the mask of `state` into `out`: the cached one, or one computed by `compute` into
     /// `out` (outside any lock) and then cached when the budget allows. `compute` must write
     /// every word of `out`, which holds whatever the caller left there (as
     /// `crate::guide::Guide::write_mask` does: zeroing it here as well cost a second 16 KB
     /// memset per first visit on a 128k vocabulary). It may return the mask's ids (in any order,
-    /// repeats allowed) when it knows them, so that a mask of few tokens is kept without
-    /// scanning `out`; or its recipe, kept instead of the words.
+    /// repeats allowed) when it knows them: a mask of few tokens is then kept without scanning
+    /// `out`.
     pub fn write_or_compute<E>(
         &self,
         state: usize,
         out: &mut [u32],
-        compute: impl FnOnce(&mut [u32]) -> Result<MaskForm, E>,
+        compute: impl FnOnce(&mut [u32]) -> Result<Option<Vec<u32>>, E>,
     ) -> Result<(), E> {
         if self.write(state, out) {
             return Ok(());
         }
-        let form = compute(out)?;
-        self.store(state, out, form);
+        let ids = compute(out)?;
+        self.store(state, out, ids);
         Ok(())
     }
 
-    /// Caches `mask` (of `form`) as the mask of `state` unless it is cached already or the
-    /// budget is spent.
-    fn store(&self, state: usize, mask: &[u32], form: MaskForm) {
+    /// Caches `mask` (whose ids are `ids`, when known) as the mask of `state` unless it is
+    /// cached already or the budget is spent.
+    fn store(&self, state: usize, mask: &[u32], ids: Option<Vec<u32>>) {
         if self.slots.get(state).is_some() {
             return;
         }
-        let cached = match form {
-            MaskForm::Ids(mut ids) if ids.len() <= max_ids(mask.len()) => {
+        let cached = match ids {
+            Some(mut ids) if ids.len() <= max_ids(mask.len()) => {
                 ids.sort_unstable();
                 ids.dedup();
                 debug_assert!(ids.iter().all(|&t| bitset::contains(mask, t as usize)));
                 Cached::Ids(ids.into_boxed_slice())
             }
-            MaskForm::Recipe(recipe) => {
-                debug_assert!({
-                    let mut again = vec![0u32; mask.len()];
-                    recipe.write(&mut again);
-                    again == mask
-                });
-                Cached::Recipe(recipe)
-            }
             _ => Cached::of(mask),
         };
         let size = cached.bytes();
-        if !self.reserve(size) {
+        let reserved = self.bytes.fetch_add(size, Ordering::Relaxed) + size;
+        if reserved > self.max_bytes {
+            self.bytes.fetch_sub(size, Ordering::Relaxed);
             return;
         }
         if !self.slots.try_set(state, cached).1 {
@@ -262,7 +210,7 @@ mod tests {
         cache.write_or_compute(state, &mut out, |m| {
             assert!(!cached, "recomputed a cached mask");
             m.copy_from_slice(words);
-            Ok(MaskForm::Words)
+            Ok(None)
         })?;
         Ok(out)
     }
@@ -321,7 +269,7 @@ mod tests {
             cache
                 .write_or_compute(state, &mut out, |m| {
                     m.copy_from_slice(&mask);
-                    Ok::<_, ()>(MaskForm::Ids(reported.clone()))
+                    Ok::<_, ()>(Some(reported.clone()))
                 })
                 .unwrap();
             assert_eq!(cache.words(state).is_none(), tokens <= 64, "{tokens} tokens");
@@ -339,55 +287,6 @@ mod tests {
         assert_eq!(out, mask);
     }
 
-    /// Every word `word`.
-    struct Fill(u32);
-
-    impl crate::util::mask_recipe::WriteMask for Fill {
-        fn write(&self, out: &mut [u32]) {
-            out.fill(self.0);
-        }
-        fn bytes(&self) -> usize {
-            4
-        }
-    }
-
-    #[test]
-    fn a_recipe_is_kept_instead_of_the_words_and_writes_them_again() {
-        let cache = MaskCache::new(usize::MAX);
-        let mut mask = vec![0x0101_0101u32; 512];
-        bitset::set(&mut mask, 8);
-        let mut out = vec![0u32; 512];
-        cache
-            .write_or_compute(0, &mut out, |m| {
-                m.copy_from_slice(&mask);
-                Ok::<_, ()>(MaskForm::Recipe(MaskRecipe::new(Box::new(Fill(0x0101_0101)), vec![8])))
-            })
-            .unwrap();
-        assert_eq!(out, mask);
-        assert_eq!(cache.words(0), None, "no words kept");
-        let recipe = cache.cached_bytes();
-        assert!(recipe < 100, "{recipe} bytes");
-        // The second visit writes the recipe and keeps the words; the third copies them.
-        for visit in [2, 3] {
-            let mut again = vec![u32::MAX; 512];
-            assert!(cache.write(0, &mut again));
-            assert_eq!(again, mask, "visit {visit}");
-            assert_eq!(cache.words(0), Some(&mask[..]), "visit {visit}");
-            assert_eq!(cache.cached_bytes(), recipe + 512 * 4, "visit {visit}");
-        }
-        // Past the budget the words are not kept: every visit writes the recipe.
-        let cache = MaskCache::new(100);
-        let recipe = || MaskForm::Recipe(MaskRecipe::new(Box::new(Fill(7)), Vec::new()));
-        let fill = |m: &mut [u32]| {
-            m.fill(7);
-            Ok::<_, ()>(recipe())
-        };
-        cache.write_or_compute(0, &mut vec![0u32; 512], fill).unwrap();
-        let mut again = vec![0u32; 512];
-        assert!(cache.write(0, &mut again));
-        assert_eq!((again, cache.words(0)), (vec![7u32; 512], None));
-    }
-
     #[test]
     fn concurrent_fills_count_each_slot_once() {
         let cache = MaskCache::new(usize::MAX);
@@ -396,9 +295,9 @@ mod tests {
                 s.spawn(|| {
                     for state in 0..64 {
                         let mut out = [0u32; 16];
-                        let fill = |m: &mut [u32]| -> Result<MaskForm, ()> {
+                        let fill = |m: &mut [u32]| -> Result<Option<Vec<u32>>, ()> {
                             m.iter_mut().for_each(|w| *w = state as u32 + 1);
-                            Ok(MaskForm::Words)
+                            Ok(None)
                         };
                         cache.write_or_compute(state, &mut out, fill).unwrap();
                         assert_eq!(out, [state as u32 + 1; 16]);

@@ -40,7 +40,6 @@ use crate::max_match::lazy::LazyMaxMatch;
 use crate::regex::byte_dfa::ByteDfa;
 use crate::tokenizer::vocab::Vocabulary;
 use crate::util::bitset;
-use crate::util::mask_recipe::MaskForm;
 pub(crate) use product::{ByteEdges, ProductAutomaton};
 
 /// The construction behind a guide.
@@ -272,14 +271,13 @@ impl Guide {
     /// Writes the mask of `state` into `out` (`mask_words()` words), every word of it: `out` may
     /// hold anything before.
     pub fn write_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
-        self.write_mask_and_form(state, out).map(drop)
+        self.write_mask_and_ids(state, out).map(drop)
     }
 
-    /// [`Guide::write_mask`], and what its cache may keep instead of the words: the mask's ids
-    /// (in no order, maybe repeated) where the automaton knows them without reading `out` back
-    /// (a lazy guide's narrow states), or its recipe (a lazy guide's dense states).
-    fn write_mask_and_form(&self, state: u32, out: &mut [u32]) -> Result<MaskForm> {
-        let mut form = MaskForm::Words;
+    /// [`Guide::write_mask`], and the mask's ids (in no order, maybe repeated) where the
+    /// automaton knows them without reading `out` back (a lazy guide's narrow states).
+    fn write_mask_and_ids(&self, state: u32, out: &mut [u32]) -> Result<Option<Vec<u32>>> {
+        let mut ids = None;
         match &self.automaton {
             Automaton::Product(p) => p.write_mask(state, out),
             Automaton::PreTokenized(p) => p.write_mask(state, out),
@@ -289,16 +287,18 @@ impl Guide {
                     bitset::set(out, t as usize);
                 }
             }
-            Automaton::Lazy(l) => form = l.automaton.write_mask(state, out, mask_cache::max_ids(out.len()))?,
+            Automaton::Lazy(l) => ids = l.automaton.write_mask(state, out, mask_cache::max_ids(out.len()))?,
             Automaton::MaxMatch(m) => m.write_mask(state, out)?,
         }
         if self.is_final(state) {
             for &e in self.vocab.eos_token_ids() {
                 bitset::set(out, e as usize);
-                form.add(e);
+            }
+            if let Some(ids) = &mut ids {
+                ids.extend_from_slice(self.vocab.eos_token_ids());
             }
         }
-        Ok(form)
+        Ok(ids)
     }
 
     /// The mask of `state`: borrowed from the cache when it holds the mask's words, else written
@@ -332,7 +332,7 @@ impl Guide {
     /// Writes the mask of `state` into `out` (`mask_words()` words): a copy of the cached mask,
     /// or computed into `out` and then cached when the budget allows.
     pub fn copy_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
-        self.masks.write_or_compute(state as usize, out, |m| self.write_mask_and_form(state, m))
+        self.masks.write_or_compute(state as usize, out, |m| self.write_mask_and_ids(state, m))
     }
 
     /// Sorted allowed token ids (EOS included on final states).

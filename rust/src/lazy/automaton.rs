@@ -16,18 +16,15 @@
 //! A token's successor is computed on request (`next_state`) with the same liveness facts the
 //! masks use, so a token is in the mask exactly when it has a successor.
 
-use std::sync::Arc;
-
 use rustc_hash::FxHashSet;
 
-use super::engine::{Engine, Node, Side, TokenizerParts};
+use super::engine::{Engine, Node, Side};
 use super::text::TextId;
 use crate::error::{Error, Result};
 use crate::tokenizer_dfa::lone_tokens::ROOT;
 use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START};
 use crate::util::bitset;
 use crate::util::concurrent::Interner;
-use crate::util::mask_recipe::{MaskForm, MaskRecipe, WriteMask};
 use crate::util::token_set::TokenSet;
 
 /// A member of a state: a text state and a lone-token split node.
@@ -37,143 +34,6 @@ type Member = (TextId, u32);
 /// `mask words / SPARSE_FILTER_DIVISOR` tokens in all tests each token against the lone tokens
 /// and `F(c)` rather than clearing both from the whole mask.
 const SPARSE_FILTER_DIVISOR: usize = 2;
-
-/// A mask being written, and what its cache will be told of it.
-struct Written<'a> {
-    parts: &'a Arc<TokenizerParts>,
-    out: &'a mut [u32],
-    form: Form,
-    max_ids: usize,
-}
-
-/// What a [`Written`] mask is known to be, so far.
-enum Form {
-    /// Words only.
-    Words,
-    /// These ids (every set so far sparse, at most `max_ids` ids in all).
-    Ids(Vec<u32>),
-    /// A dense mask's recipe, and the ids set after it.
-    Dense(DenseMask, Vec<u32>),
-}
-
-impl Form {
-    fn into_mask_form(self) -> MaskForm {
-        match self {
-            Form::Words => MaskForm::Words,
-            Form::Ids(ids) => MaskForm::Ids(ids),
-            Form::Dense(dense, ids) => MaskForm::Recipe(MaskRecipe::new(Box::new(dense), ids)),
-        }
-    }
-}
-
-impl Written<'_> {
-    /// Writes `dense` into the whole mask, which it becomes the recipe of.
-    fn dense(&mut self, dense: DenseMask) {
-        dense.write_base(self.out);
-        self.form = Form::Dense(dense, Vec::new());
-    }
-
-    fn add(&mut self, t: u32) {
-        bitset::set(self.out, t as usize);
-        match &mut self.form {
-            Form::Words => {}
-            Form::Ids(ids) if ids.len() < self.max_ids => ids.push(t),
-            Form::Ids(_) => self.form = Form::Words,
-            Form::Dense(_, ids) => ids.push(t),
-        }
-    }
-
-    fn add_set(&mut self, set: &Arc<TokenSet>) {
-        set.or_into(self.out);
-        match &mut self.form {
-            Form::Words => {}
-            Form::Ids(ids) => match set.as_sparse() {
-                Some(set) if ids.len() + set.len() <= self.max_ids => ids.extend_from_slice(set),
-                // A dense set after a few ids (the first tokens after a boundary, past a lone
-                // token): a recipe of the set and the ids.
-                _ => {
-                    let mut dense = DenseMask::new(self.parts, Vec::new(), None);
-                    dense.ors.push(set.clone());
-                    self.form = Form::Dense(dense, std::mem::take(ids));
-                }
-            },
-            Form::Dense(dense, _) => dense.ors.push(set.clone()),
-        }
-    }
-}
-
-/// A dense mask as a recipe ([`crate::util::mask_recipe`]): the union of `base` — less the lone
-/// tokens and `F(c)` after a token of class `c` — then the sets `ors` (first tokens after a
-/// boundary). The sets are the engine's memoized ones, held by reference.
-struct DenseMask {
-    parts: Arc<TokenizerParts>,
-    base: Vec<Arc<TokenSet>>,
-    class: Option<u32>,
-    ors: Vec<Arc<TokenSet>>,
-}
-
-impl DenseMask {
-    fn new(parts: &Arc<TokenizerParts>, base: Vec<Arc<TokenSet>>, class: Option<u32>) -> DenseMask {
-        DenseMask { parts: parts.clone(), base, class, ors: Vec::new() }
-    }
-
-    /// Writes every word of `out`: the union of `base` (none: no token), less the lone tokens
-    /// and `F(c)`.
-    fn write_base(&self, out: &mut [u32]) {
-        let parts = &*self.parts;
-        let one_dense = match &self.base[..] {
-            [set] => set.as_dense().filter(|set| set.len() == out.len()),
-            _ => None,
-        };
-        match (one_dense, self.class) {
-            // One dense set at a piece start (a string's contents): copied, not cleared and ORed.
-            (Some(set), None) => out.copy_from_slice(set),
-            // One dense set after a class (a string's contents, the median first visit): the set
-            // less the lone tokens and `F(c)` in one pass over the words where `F(c)` is a
-            // bitset, instead of a pass to clear, one to OR and one per set taken out (Llama 3,
-            // issue 18's documents: mask median -0.3 to -0.5 µs).
-            (Some(set), Some(c)) if parts.lone.len() == out.len() => {
-                parts.with_forbidden_bits(c, out.len(), |forbidden| match forbidden {
-                    Some(forbidden) if forbidden.len() == out.len() => {
-                        for ((o, &s), (&l, &f)) in out.iter_mut().zip(set).zip(parts.lone.iter().zip(forbidden)) {
-                            *o = s & !(l | f);
-                        }
-                    }
-                    forbidden => {
-                        for ((o, &s), &l) in out.iter_mut().zip(set).zip(parts.lone.iter()) {
-                            *o = s & !l;
-                        }
-                        match forbidden {
-                            Some(forbidden) => bitset::clear_all(out, forbidden),
-                            None => parts.tok.clear_forbidden(c, out),
-                        }
-                    }
-                })
-            }
-            _ => {
-                out.fill(0);
-                self.base.iter().for_each(|set| set.or_into(out));
-                if let Some(c) = self.class {
-                    for (o, &l) in out.iter_mut().zip(parts.lone.iter()) {
-                        *o &= !l;
-                    }
-                    parts.clear_forbidden(c, out);
-                }
-            }
-        }
-    }
-}
-
-impl WriteMask for DenseMask {
-    fn write(&self, out: &mut [u32]) {
-        self.write_base(out);
-        self.ors.iter().for_each(|set| set.or_into(out));
-    }
-
-    fn bytes(&self) -> usize {
-        std::mem::size_of::<DenseMask>() + (self.base.len() + self.ors.len()) * std::mem::size_of::<Arc<TokenSet>>()
-    }
-}
 
 /// See the module docs.
 pub(crate) struct LazyAutomaton {
@@ -262,60 +122,111 @@ impl LazyAutomaton {
         Ok(out)
     }
 
-    /// The mask without EOS (see the module docs), and what the caller's mask cache may keep
-    /// instead of the 16 KB it was written to: its ids (in no order, maybe repeated) where every
-    /// set it was made of is sparse and they number at most `max_ids` (a key's, a literal's, a
-    /// number's state), or a recipe where it is a dense set less or plus others (a string's
-    /// contents; see [`crate::util::mask_recipe`]).
-    pub(crate) fn write_mask(&self, state: u32, out: &mut [u32], max_ids: usize) -> Result<MaskForm> {
+    /// The mask without EOS (see the module docs), and its ids (in no order, maybe repeated)
+    /// where every set it was made of is sparse and they number at most `max_ids` (a key's, a
+    /// literal's, a number's state): the caller's mask cache then keeps those instead of
+    /// scanning the 16 KB it was written to.
+    pub(crate) fn write_mask(&self, state: u32, out: &mut [u32], max_ids: usize) -> Result<Option<Vec<u32>>> {
         self.engine.timed(|| self.fill_mask(state, out, max_ids))
     }
 
-    fn fill_mask(&self, state: u32, out: &mut [u32], max_ids: usize) -> Result<MaskForm> {
+    fn fill_mask(&self, state: u32, out: &mut [u32], max_ids: usize) -> Result<Option<Vec<u32>>> {
         let engine = &self.engine;
         let parts = engine.parts();
         let (members, side) = self.members(state);
-        let mut mask = Written { parts: engine.shared_parts(), out, form: Form::Ids(Vec::new()), max_ids };
+        // The ids set so far, while every set has been sparse and small enough.
+        let mut ids: Option<Vec<u32>> = Some(Vec::new());
+        let add_set = |set: &TokenSet, out: &mut [u32], ids: &mut Option<Vec<u32>>| {
+            set.or_into(out);
+            match (set.as_sparse(), ids.as_mut()) {
+                (Some(set), Some(ids)) if ids.len() + set.len() <= max_ids => ids.extend_from_slice(set),
+                _ => *ids = None,
+            }
+        };
+        let add = |t: u32, out: &mut [u32], ids: &mut Option<Vec<u32>>| {
+            bitset::set(out, t as usize);
+            match ids {
+                Some(ids) if ids.len() < max_ids => ids.push(t),
+                _ => *ids = None,
+            }
+        };
         match engine.side(side) {
             Side::PieceStart => {
                 let sets = members.iter().map(|&(z, u)| engine.first_tokens(z, u)).collect::<Result<Vec<_>>>()?;
-                if sets.iter().all(|set| set.as_sparse().is_some()) {
-                    mask.out.fill(0);
-                    sets.iter().for_each(|set| mask.add_set(set));
-                } else {
-                    mask.dense(DenseMask::new(engine.shared_parts(), sets, None));
+                match &sets[..] {
+                    // One dense set (a string's contents): copied, not cleared and ORed.
+                    [set] if set.as_dense().is_some_and(|words| words.len() == out.len()) => {
+                        out.copy_from_slice(set.as_dense().expect("dense"));
+                        ids = None;
+                    }
+                    _ => {
+                        out.fill(0);
+                        sets.iter().for_each(|set| add_set(set, out, &mut ids));
+                    }
                 }
             }
             Side::InPiece(c) => {
                 let sets = members.iter().map(|&(z, u)| engine.first_tokens(z, u)).collect::<Result<Vec<_>>>()?;
                 let sparse: Option<usize> = sets.iter().map(|set| set.as_sparse().map(<[u32]>::len)).sum();
-                if sparse.is_some_and(|n| n <= mask.out.len() / SPARSE_FILTER_DIVISOR) {
-                    mask.out.fill(0);
+                let one_dense = match &sets[..] {
+                    [set] => set.as_dense().filter(|set| set.len() == out.len() && parts.lone.len() == out.len()),
+                    _ => None,
+                };
+                if let Some(set) = one_dense {
+                    // One dense set (a string's contents, the median first visit): the set
+                    // less the lone tokens and `F(c)` in one pass over the words where `F(c)`
+                    // is a bitset, instead of a pass to clear, one to OR and one per set taken
+                    // out (Llama 3, issue 18's documents: mask median -0.3 to -0.5 µs).
+                    ids = None;
+                    parts.with_forbidden_bits(c, out.len(), |forbidden| match forbidden {
+                        Some(forbidden) if forbidden.len() == out.len() => {
+                            for ((o, &s), (&l, &f)) in out.iter_mut().zip(set).zip(parts.lone.iter().zip(forbidden)) {
+                                *o = s & !(l | f);
+                            }
+                        }
+                        forbidden => {
+                            for ((o, &s), &l) in out.iter_mut().zip(set).zip(parts.lone.iter()) {
+                                *o = s & !l;
+                            }
+                            match forbidden {
+                                Some(forbidden) => bitset::clear_all(out, forbidden),
+                                None => parts.tok.clear_forbidden(c, out),
+                            }
+                        }
+                    });
+                } else if sparse.is_some_and(|n| n <= out.len() / SPARSE_FILTER_DIVISOR) {
+                    out.fill(0);
                     // A narrow state's few first tokens (a key literal's, a number's) are looked
                     // up one by one: clearing the lone tokens and `F(c)` word by word from the
                     // whole mask would cost more.
                     for &t in sets.iter().filter_map(|set| set.as_sparse()).flatten() {
                         if !bitset::contains(&parts.lone, t as usize) && !parts.tok.forbids(c, t) {
-                            mask.add(t);
+                            add(t, out, &mut ids);
                         }
                     }
                 } else {
-                    mask.dense(DenseMask::new(engine.shared_parts(), sets, Some(c)));
+                    ids = None;
+                    out.fill(0);
+                    sets.iter().for_each(|set| set.or_into(out));
+                    for (o, &l) in out.iter_mut().zip(parts.lone.iter()) {
+                        *o &= !l;
+                    }
+                    parts.clear_forbidden(c, out);
                 }
                 for &(z, u) in members {
                     if u == NONE {
                         for &(t, _) in engine.fallback_moves(z, side)?.iter() {
-                            mask.add(t);
+                            add(t, out, &mut ids);
                         }
                     }
                 }
             }
-            Side::AfterLone => mask.out.fill(0),
+            Side::AfterLone => out.fill(0),
             Side::InChar(_) => {
-                mask.out.fill(0);
+                out.fill(0);
                 for &(z, _) in members {
                     for &(t, _) in engine.fallback_moves(z, side)?.iter() {
-                        mask.add(t);
+                        add(t, out, &mut ids);
                     }
                 }
             }
@@ -324,17 +235,17 @@ impl LazyAutomaton {
             for &(z, u) in members {
                 for zm in self.boundaries(z, u, side)? {
                     if engine.live(Node::piece_start(zm))? {
-                        mask.add_set(&engine.first_tokens(zm, ROOT)?);
+                        add_set(&*engine.first_tokens(zm, ROOT)?, out, &mut ids);
                     }
                 }
             }
         }
         for (j, &id) in self.tokens.iter().enumerate() {
             if !self.token_successors(members, side, j)?.is_empty() {
-                mask.add(id);
+                add(id, out, &mut ids);
             }
         }
-        Ok(mask.form.into_mask_form())
+        Ok(ids)
     }
 
     /// The live members after the grammar's special token `j`, from each member that may take it.

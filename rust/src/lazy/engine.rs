@@ -381,6 +381,8 @@ pub(crate) struct Engine {
     ///
     /// [`TokenizerDfa::fallback_context`]: crate::tokenizer_dfa::TokenizerDfa::fallback_context
     fallback: ShardedMap<(TextId, u32), FallbackMoves>,
+    /// No moves, shared (a tokenizer without byte fallback asks at every mask).
+    no_fallback_moves: FallbackMoves,
     /// The step a shortest way to acceptance takes from a text state (see [`Engine::step_from`]).
     ways: ShardedMap<TextKey, Step>,
     /// Whether the way from a text state is clean (see [`Engine::clean_way`]).
@@ -545,6 +547,7 @@ impl Engine {
             facts: ShardedMap::default(),
             first: ShardedMap::default(),
             fallback: ShardedMap::default(),
+            no_fallback_moves: Arc::new([]),
             ways: ShardedMap::default(),
             clean_ways: ShardedMap::default(),
             slice_uses: ShardedMap::default(),
@@ -594,10 +597,6 @@ impl Engine {
         CALL_DEADLINE.with(|d| d.get().map_or(Ok(()), |deadline| deadline.check(stage)))
     }
     pub(crate) fn parts(&self) -> &TokenizerParts {
-        &self.parts
-    }
-    /// The tokenizer's parts, to hold beyond a borrow of the engine (a mask's recipe).
-    pub(crate) fn shared_parts(&self) -> &Arc<TokenizerParts> {
         &self.parts
     }
     pub(crate) fn space(&self) -> &TextSpace {
@@ -2176,7 +2175,7 @@ impl Engine {
     /// [`fallback_context`]: crate::tokenizer_dfa::TokenizerDfa::fallback_context
     pub(crate) fn fallback_moves(&self, z: TextId, side: u32) -> Result<FallbackMoves> {
         let tok = &*self.parts.tok;
-        let Some(fallback) = tok.fallback_tokens() else { return Ok(Arc::new([])) };
+        let Some(fallback) = tok.fallback_tokens() else { return Ok(self.no_fallback_moves.clone()) };
         let memo = (z, tok.fallback_context(side));
         if let Some(moves) = self.fallback.get(&memo) {
             return Ok(moves);

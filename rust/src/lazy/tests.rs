@@ -10,7 +10,6 @@ use crate::guide::{Guide, Method};
 use crate::regex::byte_dfa::{Bound, ByteDfa, DEAD};
 use crate::regex::outline::OutlineOptions;
 use crate::tokenizer::vocab::Vocabulary;
-use crate::util::bitset;
 use crate::{Compiler, Error, Limits};
 
 const REGEX: &str = r#"\{"name": "[^"\\]{0,24}", "age": (0|[1-9][0-9]{0,2}), "tags": \[("[a-z ]+"(, "[a-z ]+")*)?\]\}"#;
@@ -371,29 +370,6 @@ fn byte_fallback_moves_give_the_eager_masks() {
         let walk = spelling(&eager, text.as_bytes(), eager.initial_state()).unwrap();
         let lead = vocab.token_id("<0xEA>").expect("a byte token");
         assert!(walk.contains(&lead), "{regex}: the premise, ꙮ spelled by byte tokens");
-    }
-}
-
-/// A string's contents after a token are dense masks, which the mask cache keeps as recipes
-/// (`crate::util::mask_recipe`): a few hundred bytes each instead of the mask's 16 KB (4 KB on
-/// Mistral-7B), written again on a revisit to the same words, which are the eager guide's.
-#[test]
-fn dense_masks_are_cached_as_recipes_that_write_them_again() {
-    let text = "\"Every string: its contents are one dense set less the last token's forbidden successors\"";
-    for vocab in [Arc::new(crate::testing::shared_vocabulary("llama3")), mistral()] {
-        let compiler = Compiler::new(vocab, Limits::default());
-        let regex = r#""[^"\\\x00-\x1F]*""#;
-        let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
-        let lazy = compiler.compile_regex_lazy(regex).unwrap();
-        let walk = spelling(&eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it");
-        let first = masks_along(&lazy, &walk);
-        let (cached, _) = lazy.mask_cache_bytes();
-        let dense = first.iter().filter(|m| bitset::count(m) > m.len()).count();
-        assert!(dense * 2 > first.len(), "the premise: {dense} of {} masks dense", first.len());
-        let words = first[0].len() * 4;
-        assert!(cached * 8 < first.len() * words, "{cached} bytes cached for {} masks of {words} bytes", first.len());
-        assert_eq!(masks_along(&lazy, &walk), first, "written again from the cache");
-        assert_eq!(first, masks_along(&eager, &walk));
     }
 }
 

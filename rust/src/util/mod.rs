@@ -8,7 +8,6 @@ pub mod byte_level;
 pub mod byte_set;
 pub mod concurrent;
 pub mod long_work;
-pub mod mask_recipe;
 pub(crate) mod random;
 pub mod serialize;
 pub mod token_set;

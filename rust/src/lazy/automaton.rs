@@ -215,7 +215,7 @@ impl LazyAutomaton {
                 }
                 for &(z, u) in members {
                     if u == NONE {
-                        for &(t, _) in engine.fallback_moves(z, side)?.iter() {
+                        for &t in engine.fallback_moves(z, side)?.iter() {
                             add(t, out, &mut ids);
                         }
                     }
@@ -225,7 +225,7 @@ impl LazyAutomaton {
             Side::InChar(_) => {
                 out.fill(0);
                 for &(z, _) in members {
-                    for &(t, _) in engine.fallback_moves(z, side)?.iter() {
+                    for &t in engine.fallback_moves(z, side)?.iter() {
                         add(t, out, &mut ids);
                     }
                 }

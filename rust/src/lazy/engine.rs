@@ -121,9 +121,6 @@ fn merge_sorted(a: Vec<u32>, b: &[u32]) -> Vec<u32> {
     out
 }
 
-/// Byte-fallback moves from a text state: `(token, successor)` (see [`Engine::fallback_moves`]).
-pub(crate) type FallbackMoves = Arc<[(u32, Node)]>;
-
 /// A search node (see the module docs).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Debug)]
 pub(crate) struct Node {
@@ -376,13 +373,13 @@ pub(crate) struct Engine {
     groups: GroupCache,
     facts: ShardedMap<Node, bool>,
     first: ShardedMap<(TextId, u32), Arc<TokenSet>>,
-    /// Byte-fallback moves per text state and [`TokenizerDfa::fallback_context`] (see
-    /// [`Engine::fallback_moves`]).
+    /// Byte-fallback tokens with a live successor, per text state and
+    /// [`TokenizerDfa::fallback_context`] (see [`Engine::fallback_moves`]).
     ///
     /// [`TokenizerDfa::fallback_context`]: crate::tokenizer_dfa::TokenizerDfa::fallback_context
-    fallback: ShardedMap<(TextId, u32), FallbackMoves>,
+    fallback: ShardedMap<(TextId, u32), Arc<[u32]>>,
     /// No moves, shared (a tokenizer without byte fallback asks at every mask).
-    no_fallback_moves: FallbackMoves,
+    no_fallback_moves: Arc<[u32]>,
     /// The step a shortest way to acceptance takes from a text state (see [`Engine::step_from`]).
     ways: ShardedMap<TextKey, Step>,
     /// Whether the way from a text state is clean (see [`Engine::clean_way`]).
@@ -2158,8 +2155,8 @@ impl Engine {
         Ok(())
     }
 
-    /// The byte-fallback moves from `(z, side)`: `(token, successor)` for each byte whose
-    /// successor is live.
+    /// The byte-fallback moves from `(z, side)`: the token of each byte whose successor is live
+    /// (the successor itself is found again by a step that takes the token).
     ///
     /// Memoized per `z` and the side's [`fallback_context`]: every token's end steps by a byte
     /// alike, so in a string's body, where each step ends at a new tokenizer state (a new
@@ -2173,7 +2170,7 @@ impl Engine {
     /// two; and the text is stepped only for the bytes the tokenizer takes (a table lookup).
     ///
     /// [`fallback_context`]: crate::tokenizer_dfa::TokenizerDfa::fallback_context
-    pub(crate) fn fallback_moves(&self, z: TextId, side: u32) -> Result<FallbackMoves> {
+    pub(crate) fn fallback_moves(&self, z: TextId, side: u32) -> Result<Arc<[u32]>> {
         let tok = &*self.parts.tok;
         let Some(fallback) = tok.fallback_tokens() else { return Ok(self.no_fallback_moves.clone()) };
         let memo = (z, tok.fallback_context(side));
@@ -2185,13 +2182,12 @@ impl Engine {
         for b in self.space.bytes_taken(key.regex_state()).iter() {
             let Some(next) = tok.step_byte(side, b) else { continue };
             if let Some(to) = self.space.byte(key, b) {
-                let n = Node { text: self.text_id(to)?, side: next, split: NONE };
-                if self.live(n)? {
-                    out.push((fallback[b as usize], n));
+                if self.live(Node { text: self.text_id(to)?, side: next, split: NONE })? {
+                    out.push(fallback[b as usize]);
                 }
             }
         }
-        self.charge(BYTES_PER_ENTRY + out.len() * std::mem::size_of::<(u32, Node)>())?;
+        self.charge(BYTES_PER_ENTRY + out.len() * 4)?;
         Ok(self.fallback.insert_if_absent(memo, out.into()))
     }
 }

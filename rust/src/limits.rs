@@ -115,6 +115,19 @@ pub const WALK_CACHE_BYTES: usize = 16 << 20;
 /// next use, identically.
 pub const FIRST_SET_CACHE_BYTES: usize = 16 << 20;
 
+/// Bytes one tokenizer keeps for all its lazy guides of the parts of dense masks after a token
+/// that no class changes (`crate::lazy::after_class`: a string's contents with the first tokens
+/// after its boundaries, ~16-32 KB each on Llama 3, a few dozen per tokenizer). Emptied when
+/// full; a dropped part is made again, identically, on its next use.
+pub const AFTER_CLASS_CACHE_BYTES: usize = 16 << 20;
+
+/// Bytes of dense first-token sets one tokenizer keeps for all its lazy guides by their
+/// fingerprint (`crate::lazy::engine::TokenizerParts::same_dense_set`), so that equal sets of
+/// two guides are one set, and the parts of masks made of them are found by it: 16 KB a set on
+/// Llama 3. Emptied when full; a dropped set costs later guides a part made again, never a
+/// different mask.
+pub const DENSE_SET_CACHE_BYTES: usize = 16 << 20;
+
 /// Bytes of forbidden sets one tokenizer keeps as bitsets for all its lazy guides, beyond those
 /// the tokenizer DFA holds as bitsets (`crate::lazy::engine::TokenizerParts::clear_forbidden`):
 /// 16 KB a class on Llama 3. Emptied when full; a dropped bitset is made again, identically.

@@ -136,6 +136,8 @@ impl LazyAutomaton {
         let (members, side) = self.members(state);
         // The ids set so far, while every set has been sparse and small enough.
         let mut ids: Option<Vec<u32>> = Some(Vec::new());
+        // Whether the first tokens after each boundary are in `out` already.
+        let mut boundaries_written = false;
         let add_set = |set: &TokenSet, out: &mut [u32], ids: &mut Option<Vec<u32>>| {
             set.or_into(out);
             match (set.as_sparse(), ids.as_mut()) {
@@ -168,31 +170,27 @@ impl LazyAutomaton {
             Side::InPiece(c) => {
                 let sets = members.iter().map(|&(z, u)| engine.first_tokens(z, u)).collect::<Result<Vec<_>>>()?;
                 let sparse: Option<usize> = sets.iter().map(|set| set.as_sparse().map(<[u32]>::len)).sum();
-                let one_dense = match &sets[..] {
-                    [set] => set.as_dense().filter(|set| set.len() == out.len() && parts.lone.len() == out.len()),
+                let one_dense = match (&sets[..], members) {
+                    ([set], &[member]) if set.as_dense().is_some_and(|set| set.len() == out.len()) => {
+                        Some((set, member)).filter(|_| parts.lone.len() == out.len())
+                    }
                     _ => None,
                 };
-                if let Some(set) = one_dense {
-                    // One dense set (a string's contents, the median first visit): the set
-                    // less the lone tokens and `F(c)` in one pass over the words where `F(c)`
-                    // is a bitset, instead of a pass to clear, one to OR and one per set taken
-                    // out (Llama 3, issue 18's documents: mask median -0.3 to -0.5 µs).
+                if let Some((set, (z, u))) = one_dense {
+                    // One dense set (a string's contents, the median first visit): the part no
+                    // class changes, with the sets after the boundaries, is the tokenizer's
+                    // (`crate::lazy::after_class`); `F(c)` is taken out of it in one pass.
                     ids = None;
-                    parts.with_forbidden_bits(c, out.len(), |forbidden| match forbidden {
-                        Some(forbidden) if forbidden.len() == out.len() => {
-                            for ((o, &s), (&l, &f)) in out.iter_mut().zip(set).zip(parts.lone.iter().zip(forbidden)) {
-                                *o = s & !(l | f);
-                            }
+                    let mut after = Vec::new();
+                    for zm in self.boundaries(z, u, side)? {
+                        if engine.live(Node::piece_start(zm))? {
+                            after.push(engine.first_tokens(zm, ROOT)?);
                         }
-                        forbidden => {
-                            for ((o, &s), &l) in out.iter_mut().zip(set).zip(parts.lone.iter()) {
-                                *o = s & !l;
-                            }
-                            match forbidden {
-                                Some(forbidden) => bitset::clear_all(out, forbidden),
-                                None => parts.tok.clear_forbidden(c, out),
-                            }
-                        }
+                    }
+                    boundaries_written = true;
+                    let part = parts.after_class.get_or_make(set, &after, &parts.lone);
+                    parts.with_forbidden_bits(c, out.len(), |bits| {
+                        part.write(bits.filter(|bits| bits.len() == out.len()), &parts.tok.forbidden(c), out)
                     });
                 } else if sparse.is_some_and(|n| n <= out.len() / SPARSE_FILTER_DIVISOR) {
                     out.fill(0);
@@ -231,7 +229,7 @@ impl LazyAutomaton {
                 }
             }
         }
-        if matches!(engine.side(side), Side::InPiece(_) | Side::AfterLone) {
+        if matches!(engine.side(side), Side::InPiece(_) | Side::AfterLone) && !boundaries_written {
             for &(z, u) in members {
                 for zm in self.boundaries(z, u, side)? {
                     if engine.live(Node::piece_start(zm))? {

@@ -68,6 +68,7 @@ use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
+use super::after_class::AfterClassCache;
 use super::groups::{Group, GroupCache, Groups, Mapped, Walked};
 use super::slice::{Hub, Region, SliceInputs, SliceUse, Slices, NO_HUB, SLICE_PATTERNS};
 use super::slice_store::{SliceStore, StoreInputs};
@@ -183,6 +184,11 @@ pub struct TokenizerParts {
     /// First-token sets of unsliced text states with a small byte closure, by what decides
     /// them (see [`Engine::shared_first_key`]).
     first_sets: BoundedCache<Box<[u32]>, Arc<TokenSet>>,
+    /// The parts of dense masks after a token that no class changes (see
+    /// [`crate::lazy::after_class`]).
+    pub(crate) after_class: AfterClassCache,
+    /// Dense first-token sets by their words' fingerprint ([`TokenizerParts::same_dense_set`]).
+    dense_sets: BoundedCache<u64, Arc<TokenSet>>,
     /// Forbidden sets of classes as bitsets, made on first use (see
     /// [`TokenizerParts::clear_forbidden`]).
     forbidden_bits: BoundedCache<u32, Arc<[u32]>>,
@@ -273,6 +279,8 @@ impl TokenizerParts {
             slices,
             walks: BoundedCache::new(crate::limits::WALK_CACHE_BYTES),
             first_sets: BoundedCache::new(crate::limits::FIRST_SET_CACHE_BYTES),
+            after_class: AfterClassCache::new(),
+            dense_sets: BoundedCache::new(crate::limits::DENSE_SET_CACHE_BYTES),
             forbidden_bits: BoundedCache::new(crate::limits::FORBIDDEN_BITS_CACHE_BYTES),
             text_bytes,
             clean_ways_prove_piece_starts,
@@ -323,6 +331,27 @@ impl TokenizerParts {
             self.forbidden_bits.insert(class, bits.into(), words * 4)
         });
         f(Some(&bits))
+    }
+
+    /// `set`, or an equal dense set a guide of the tokenizer made before (the first kept of
+    /// those with its fingerprint).
+    ///
+    /// Why: the parts of masks after a class ([`crate::lazy::after_class`]) are found by
+    /// their sets' addresses, and a dense set that no shared key names (the piece start after a
+    /// boundary inside a string, on Llama 3) was made anew by each guide: on issue 18's 40
+    /// schemas, 4,827 of the 5,000 sets after a boundary behind dense masks had no key. Equal
+    /// sets made one set, they are found by the same key; a set's fingerprint and comparison
+    /// cost two passes over its words, once per text state per guide, beside the trie walk and
+    /// searches that made it.
+    pub(crate) fn same_dense_set(&self, set: Arc<TokenSet>) -> Arc<TokenSet> {
+        let Some(words) = set.as_dense() else { return set };
+        let kept = self.dense_sets.insert(crate::util::bitset::fingerprint(words), set.clone(), set.heap_bytes() + 64);
+        // Another set with the same fingerprint is kept where they differ.
+        if Arc::ptr_eq(&kept, &set) || *kept == *set {
+            kept
+        } else {
+            set
+        }
     }
 
     /// The same parts without slices: every text state is walked in full.
@@ -1810,7 +1839,7 @@ impl Engine {
             None => self.live_tokens(z, u, &*self.groups(z)?, None)?,
         };
         self.charge(set.heap_bytes() + BYTES_PER_ENTRY)?;
-        Ok(self.first.insert_if_absent((z, u), Arc::new(set)))
+        Ok(self.first.insert_if_absent((z, u), self.parts.same_dense_set(Arc::new(set))))
     }
 
     /// A state that regex state `q` goes along with on almost every byte: the state `q'` most

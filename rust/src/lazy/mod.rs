@@ -32,6 +32,7 @@
 //! `LimitExceeded` naming it; the guide keeps what it built and stays usable along paths it
 //! already knows.
 
+pub(crate) mod after_class;
 pub(crate) mod automaton;
 pub(crate) mod engine;
 pub(crate) mod groups;

@@ -373,6 +373,31 @@ fn byte_fallback_moves_give_the_eager_masks() {
     }
 }
 
+/// Dense masks after a class (a string's contents) are made from a part no class changes, kept
+/// by the tokenizer (`crate::lazy::after_class`), and every guide gives its eager masks: a string
+/// before `"}` and the same string before `", "n": ` (the pieces after a boundary inside it
+/// differ where a token spans the closing quote), then the first regex again, whose parts the
+/// first guide made. On a byte-level BPE with a pre-tokenizer and on a SentencePiece BPE with
+/// byte fallback.
+#[test]
+fn masks_after_a_class_from_shared_parts_give_the_eager_masks() {
+    const STRING: &str = r#""[^"\\\x00-\x1F]*""#;
+    let before_brace = format!(r#"\{{"a": {STRING}\}}"#);
+    let before_field = format!(r#"\{{"a": {STRING}, "n": [0-9]\}}"#);
+    let texts = [r#"{"a": "Grüß Gott, x = y; ꙮ 東京"}"#, r#"{"a": "Grüß Gott, x = y; ꙮ 東京", "n": 7}"#];
+    for vocab in [Arc::new(crate::testing::shared_vocabulary("llama3")), mistral()] {
+        let compiler = Compiler::new(vocab, Limits::default());
+        let mut parts = Vec::new();
+        for (regex, text) in [(&before_brace, texts[0]), (&before_field, texts[1]), (&before_brace, texts[0])] {
+            let lazy = compiler.compile_regex_lazy(regex).unwrap();
+            assert_gives_the_eager_masks(&compiler, &lazy, regex, text.as_bytes());
+            parts.push(lazy.lazy_engine().unwrap().parts().after_class.len());
+        }
+        assert!(parts[0] > 0, "no part made");
+        assert_eq!(parts[2], parts[1], "the third guide made parts of its own: {parts:?}");
+    }
+}
+
 /// Keys and literals: most candidates at a narrow text state are non-canonical prefixes of the
 /// canonical token (` t`, ` tr`, ` tru` before ` true`), whose class nodes
 /// `Engine::dead_by_pairs` proves dead without a search; the masks stay the eager ones, along

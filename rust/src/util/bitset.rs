@@ -4,6 +4,21 @@
 //! layout xgrammar and llguidance use for their batch bitmasks), so masks can be copied into a
 //! caller's buffer word by word.
 
+/// A 64-bit fingerprint of `words` (equal words, equal fingerprints; a cache keyed by it must
+/// still compare what it finds). One multiply and rotate per two words.
+pub fn fingerprint(words: &[u32]) -> u64 {
+    const K: u64 = 0x9E37_79B9_7F4A_7C15;
+    let (pairs, rest) = words.split_at(words.len() & !1);
+    let mut h = words.len() as u64;
+    for pair in pairs.chunks_exact(2) {
+        h = (h ^ (pair[0] as u64 | (pair[1] as u64) << 32)).wrapping_mul(K).rotate_left(29);
+    }
+    for &w in rest {
+        h = (h ^ w as u64).wrapping_mul(K).rotate_left(29);
+    }
+    h
+}
+
 /// Number of `u32` words needed for `n` bits.
 #[inline]
 pub fn words_for(n: usize) -> usize {

@@ -15,6 +15,12 @@
 //! that the buffer is not scanned for them; a mask dense in its first words is copied without
 //! collecting ids first.
 //!
+//! A dense mask after a token inside a string is kept as a [`Recipe`] (`crate::lazy::automaton`):
+//! its words would be 16 KB of cold memory written at each first visit, and a string's steps
+//! are nearly all first visits. A revisit then makes the mask again in one pass over words the
+//! tokenizer's guides share (Llama 3: ~1.9 µs against a copy's ~1.0; the first visit ~3.3
+//! against ~4.8, see `docs/design.md` §8).
+//!
 //! Slots are made on demand ([`crate::util::concurrent::Slots`]), so a lazy guide, whose states
 //! are numbered as decoders reach them, uses the same cache.
 //!
@@ -25,8 +31,9 @@
 //!   made before a slot is filled and returned when another thread filled it first).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
-use crate::util::bitset;
+use crate::util::bitset::{self, Filled, Recipe};
 use crate::util::concurrent::Slots;
 
 /// A mask of at most `words / SPARSE_DIVISOR` tokens is kept as ids (at most 1/8 of the bitset's
@@ -50,6 +57,8 @@ enum Cached {
     Bits(Box<[u32]>),
     /// The ids of its tokens, ascending.
     Ids(Box<[u32]>),
+    /// How to write it.
+    Recipe(Arc<dyn Recipe>),
 }
 
 impl Cached {
@@ -96,12 +105,14 @@ impl Cached {
     fn bytes(&self) -> usize {
         match self {
             Cached::Bits(words) | Cached::Ids(words) => words.len() * 4,
+            Cached::Recipe(recipe) => recipe.heap_bytes() + 16,
         }
     }
 
     fn write(&self, out: &mut [u32]) {
         match self {
             Cached::Bits(words) => out.copy_from_slice(words),
+            Cached::Recipe(recipe) => recipe.write(out),
             Cached::Ids(ids) => {
                 out.fill(0);
                 ids.iter().for_each(|&t| bitset::set(out, t as usize));
@@ -135,7 +146,7 @@ impl MaskCache {
     pub fn words(&self, state: usize) -> Option<&[u32]> {
         match self.slots.get(state)? {
             Cached::Bits(words) => Some(words),
-            Cached::Ids(_) => None,
+            Cached::Ids(_) | Cached::Recipe(_) => None,
         }
     }
 
@@ -155,37 +166,38 @@ impl MaskCache {
     /// `out` (outside any lock) and then cached when the budget allows. `compute` must write
     /// every word of `out`, which holds whatever the caller left there (as
     /// `crate::guide::Guide::write_mask` does: zeroing it here as well cost a second 16 KB
-    /// memset per first visit on a 128k vocabulary). It may return the mask's ids (in any order,
-    /// repeats allowed) when it knows them: a mask of few tokens is then kept without scanning
-    /// `out`.
+    /// memset per first visit on a 128k vocabulary). It may return the mask's ids when it knows
+    /// them (a mask of few tokens is then kept without scanning `out`), or a recipe (kept
+    /// instead of the words).
     pub fn write_or_compute<E>(
         &self,
         state: usize,
         out: &mut [u32],
-        compute: impl FnOnce(&mut [u32]) -> Result<Option<Vec<u32>>, E>,
+        compute: impl FnOnce(&mut [u32]) -> Result<Filled, E>,
     ) -> Result<(), E> {
         if self.write(state, out) {
             return Ok(());
         }
-        let ids = compute(out)?;
-        self.store(state, out, ids);
+        let filled = compute(out)?;
+        self.store(state, out, filled);
         Ok(())
     }
 
-    /// Caches `mask` (whose ids are `ids`, when known) as the mask of `state` unless it is
-    /// cached already or the budget is spent.
-    fn store(&self, state: usize, mask: &[u32], ids: Option<Vec<u32>>) {
+    /// Caches `mask` (of which `filled` tells what is known) as the mask of `state` unless it
+    /// is cached already or the budget is spent.
+    fn store(&self, state: usize, mask: &[u32], filled: Filled) {
         if self.slots.get(state).is_some() {
             return;
         }
-        let cached = match ids {
-            Some(mut ids) if ids.len() <= max_ids(mask.len()) => {
+        let cached = match filled {
+            Filled::Ids(mut ids) if ids.len() <= max_ids(mask.len()) => {
                 ids.sort_unstable();
                 ids.dedup();
                 debug_assert!(ids.iter().all(|&t| bitset::contains(mask, t as usize)));
                 Cached::Ids(ids.into_boxed_slice())
             }
-            _ => Cached::of(mask),
+            Filled::Recipe(recipe) => Cached::Recipe(recipe),
+            Filled::Words | Filled::Ids(_) => Cached::of(mask),
         };
         let size = cached.bytes();
         let reserved = self.bytes.fetch_add(size, Ordering::Relaxed) + size;
@@ -210,7 +222,7 @@ mod tests {
         cache.write_or_compute(state, &mut out, |m| {
             assert!(!cached, "recomputed a cached mask");
             m.copy_from_slice(words);
-            Ok(None)
+            Ok(Filled::Words)
         })?;
         Ok(out)
     }
@@ -269,7 +281,7 @@ mod tests {
             cache
                 .write_or_compute(state, &mut out, |m| {
                     m.copy_from_slice(&mask);
-                    Ok::<_, ()>(Some(reported.clone()))
+                    Ok::<_, ()>(Filled::Ids(reported.clone()))
                 })
                 .unwrap();
             assert_eq!(cache.words(state).is_none(), tokens <= 64, "{tokens} tokens");
@@ -287,6 +299,38 @@ mod tests {
         assert_eq!(out, mask);
     }
 
+    /// Writes its words, counting its writes.
+    struct Counted(Vec<u32>, AtomicUsize);
+
+    impl Recipe for Counted {
+        fn write(&self, out: &mut [u32]) {
+            self.1.fetch_add(1, Ordering::Relaxed);
+            out.copy_from_slice(&self.0);
+        }
+        fn heap_bytes(&self) -> usize {
+            24
+        }
+    }
+
+    #[test]
+    fn a_recipe_is_kept_instead_of_the_words_and_written_on_each_visit() {
+        let cache = MaskCache::new(usize::MAX);
+        let dense: Vec<u32> = (0..64).map(|i| i as u32 * 7 + 1).collect();
+        let recipe = Arc::new(Counted(dense.clone(), AtomicUsize::new(0)));
+        let mut out = vec![0u32; 64];
+        cache
+            .write_or_compute(0, &mut out, |m| {
+                m.copy_from_slice(&dense);
+                Ok::<_, ()>(Filled::Recipe(recipe.clone()))
+            })
+            .unwrap();
+        assert_eq!(cache.cached_bytes(), 24 + 16, "the recipe's bytes, not the words'");
+        assert_eq!(cache.words(0), None, "no words to borrow");
+        let mut again = vec![u32::MAX; 64];
+        assert!(cache.write(0, &mut again));
+        assert_eq!((again, recipe.1.load(Ordering::Relaxed)), (dense, 1));
+    }
+
     #[test]
     fn concurrent_fills_count_each_slot_once() {
         let cache = MaskCache::new(usize::MAX);
@@ -295,9 +339,9 @@ mod tests {
                 s.spawn(|| {
                     for state in 0..64 {
                         let mut out = [0u32; 16];
-                        let fill = |m: &mut [u32]| -> Result<Option<Vec<u32>>, ()> {
+                        let fill = |m: &mut [u32]| -> Result<Filled, ()> {
                             m.iter_mut().for_each(|w| *w = state as u32 + 1);
-                            Ok(None)
+                            Ok(Filled::Words)
                         };
                         cache.write_or_compute(state, &mut out, fill).unwrap();
                         assert_eq!(out, [state as u32 + 1; 16]);

@@ -39,7 +39,7 @@ use crate::guide::token_dfa::TokenDfa;
 use crate::max_match::lazy::LazyMaxMatch;
 use crate::regex::byte_dfa::ByteDfa;
 use crate::tokenizer::vocab::Vocabulary;
-use crate::util::bitset;
+use crate::util::bitset::{self, Filled};
 pub(crate) use product::{ByteEdges, ProductAutomaton};
 
 /// The construction behind a guide.
@@ -271,13 +271,14 @@ impl Guide {
     /// Writes the mask of `state` into `out` (`mask_words()` words), every word of it: `out` may
     /// hold anything before.
     pub fn write_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
-        self.write_mask_and_ids(state, out).map(drop)
+        self.compute_mask(state, out).map(drop)
     }
 
-    /// [`Guide::write_mask`], and the mask's ids (in no order, maybe repeated) where the
-    /// automaton knows them without reading `out` back (a lazy guide's narrow states).
-    fn write_mask_and_ids(&self, state: u32, out: &mut [u32]) -> Result<Option<Vec<u32>>> {
-        let mut ids = None;
+    /// [`Guide::write_mask`], and what the automaton knows of the mask besides its words: its
+    /// ids where it knows them without reading `out` back (a lazy guide's narrow states), or
+    /// a recipe (a lazy guide's dense states inside a string).
+    fn compute_mask(&self, state: u32, out: &mut [u32]) -> Result<Filled> {
+        let eos: &[u32] = if self.is_final(state) { self.vocab.eos_token_ids() } else { &[] };
         match &self.automaton {
             Automaton::Product(p) => p.write_mask(state, out),
             Automaton::PreTokenized(p) => p.write_mask(state, out),
@@ -287,18 +288,12 @@ impl Guide {
                     bitset::set(out, t as usize);
                 }
             }
-            Automaton::Lazy(l) => ids = l.automaton.write_mask(state, out, mask_cache::max_ids(out.len()))?,
+            // A lazy guide's recipe writes EOS too.
+            Automaton::Lazy(l) => return l.automaton.write_mask(state, out, mask_cache::max_ids(out.len()), eos),
             Automaton::MaxMatch(m) => m.write_mask(state, out)?,
         }
-        if self.is_final(state) {
-            for &e in self.vocab.eos_token_ids() {
-                bitset::set(out, e as usize);
-            }
-            if let Some(ids) = &mut ids {
-                ids.extend_from_slice(self.vocab.eos_token_ids());
-            }
-        }
-        Ok(ids)
+        eos.iter().for_each(|&e| bitset::set(out, e as usize));
+        Ok(Filled::Words)
     }
 
     /// The mask of `state`: borrowed from the cache when it holds the mask's words, else written
@@ -332,7 +327,7 @@ impl Guide {
     /// Writes the mask of `state` into `out` (`mask_words()` words): a copy of the cached mask,
     /// or computed into `out` and then cached when the budget allows.
     pub fn copy_mask(&self, state: u32, out: &mut [u32]) -> Result<()> {
-        self.masks.write_or_compute(state as usize, out, |m| self.write_mask_and_ids(state, m))
+        self.masks.write_or_compute(state as usize, out, |m| self.compute_mask(state, m))
     }
 
     /// Sorted allowed token ids (EOS included on final states).

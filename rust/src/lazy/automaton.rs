@@ -18,12 +18,15 @@
 
 use rustc_hash::FxHashSet;
 
-use super::engine::{Engine, Node, Side};
+use std::sync::Arc;
+
+use super::after_class::AfterClass;
+use super::engine::{Engine, Node, Side, TokenizerParts};
 use super::text::TextId;
 use crate::error::{Error, Result};
 use crate::tokenizer_dfa::lone_tokens::ROOT;
 use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START};
-use crate::util::bitset;
+use crate::util::bitset::{self, Filled, Recipe};
 use crate::util::concurrent::Interner;
 use crate::util::token_set::TokenSet;
 
@@ -34,6 +37,32 @@ type Member = (TextId, u32);
 /// `mask words / SPARSE_FILTER_DIVISOR` tokens in all tests each token against the lone tokens
 /// and `F(c)` rather than clearing both from the whole mask.
 const SPARSE_FILTER_DIVISOR: usize = 2;
+
+/// A dense mask after a token of class `class` inside a string, kept as the tokenizer's part no
+/// class changes and the ids set beside it (byte-fallback moves, special tokens, EOS): a few
+/// dozen bytes in the guide's mask cache where its words are 16 KB on Llama 3, written again
+/// in one pass over the part, `F(class)` and the sets after its boundaries (see
+/// [`crate::lazy::after_class`]).
+struct AfterClassMask {
+    parts: Arc<TokenizerParts>,
+    part: Arc<AfterClass>,
+    class: u32,
+    ids: Box<[u32]>,
+}
+
+impl Recipe for AfterClassMask {
+    fn write(&self, out: &mut [u32]) {
+        let (parts, class) = (&*self.parts, self.class);
+        parts.with_forbidden_bits(class, out.len(), |bits| {
+            self.part.write(bits.filter(|bits| bits.len() == out.len()), &parts.tok.forbidden(class), out)
+        });
+        self.ids.iter().for_each(|&t| bitset::set(out, t as usize));
+    }
+
+    fn heap_bytes(&self) -> usize {
+        self.ids.len() * 4 + std::mem::size_of::<AfterClassMask>()
+    }
+}
 
 /// See the module docs.
 pub(crate) struct LazyAutomaton {
@@ -122,22 +151,22 @@ impl LazyAutomaton {
         Ok(out)
     }
 
-    /// The mask without EOS (see the module docs), and its ids (in no order, maybe repeated)
-    /// where every set it was made of is sparse and they number at most `max_ids` (a key's, a
-    /// literal's, a number's state): the caller's mask cache then keeps those instead of
-    /// scanning the 16 KB it was written to.
-    pub(crate) fn write_mask(&self, state: u32, out: &mut [u32], max_ids: usize) -> Result<Option<Vec<u32>>> {
-        self.engine.timed(|| self.fill_mask(state, out, max_ids))
+    /// The mask (see the module docs) with the `eos` ids set (none where the state is not
+    /// final), and what the caller's mask cache may keep instead of scanning the 16 KB it was
+    /// written to: its ids (in no order, maybe repeated) where every set it was made of is
+    /// sparse and they number at most `max_ids` (a key's, a literal's, a number's state), or a
+    /// recipe for a dense mask after a class (a string's contents, see
+    /// [`crate::lazy::after_class`]).
+    pub(crate) fn write_mask(&self, state: u32, out: &mut [u32], max_ids: usize, eos: &[u32]) -> Result<Filled> {
+        self.engine.timed(|| self.fill_mask(state, out, max_ids, eos))
     }
 
-    fn fill_mask(&self, state: u32, out: &mut [u32], max_ids: usize) -> Result<Option<Vec<u32>>> {
+    fn fill_mask(&self, state: u32, out: &mut [u32], max_ids: usize, eos: &[u32]) -> Result<Filled> {
         let engine = &self.engine;
         let parts = engine.parts();
         let (members, side) = self.members(state);
         // The ids set so far, while every set has been sparse and small enough.
         let mut ids: Option<Vec<u32>> = Some(Vec::new());
-        // Whether the first tokens after each boundary are in `out` already.
-        let mut boundaries_written = false;
         let add_set = |set: &TokenSet, out: &mut [u32], ids: &mut Option<Vec<u32>>| {
             set.or_into(out);
             match (set.as_sparse(), ids.as_mut()) {
@@ -176,22 +205,8 @@ impl LazyAutomaton {
                     }
                     _ => None,
                 };
-                if let Some((set, (z, u))) = one_dense {
-                    // One dense set (a string's contents, the median first visit): the part no
-                    // class changes, with the sets after the boundaries, is the tokenizer's
-                    // (`crate::lazy::after_class`); `F(c)` is taken out of it in one pass.
-                    ids = None;
-                    let mut after = Vec::new();
-                    for zm in self.boundaries(z, u, side)? {
-                        if engine.live(Node::piece_start(zm))? {
-                            after.push(engine.first_tokens(zm, ROOT)?);
-                        }
-                    }
-                    boundaries_written = true;
-                    let part = parts.after_class.get_or_make(set, &after, &parts.lone);
-                    parts.with_forbidden_bits(c, out.len(), |bits| {
-                        part.write(bits.filter(|bits| bits.len() == out.len()), &parts.tok.forbidden(c), out)
-                    });
+                if let Some((set, member)) = one_dense {
+                    return self.fill_after_class(c, set, member, side, out, eos);
                 } else if sparse.is_some_and(|n| n <= out.len() / SPARSE_FILTER_DIVISOR) {
                     out.fill(0);
                     // A narrow state's few first tokens (a key literal's, a number's) are looked
@@ -229,7 +244,7 @@ impl LazyAutomaton {
                 }
             }
         }
-        if matches!(engine.side(side), Side::InPiece(_) | Side::AfterLone) && !boundaries_written {
+        if matches!(engine.side(side), Side::InPiece(_) | Side::AfterLone) {
             for &(z, u) in members {
                 for zm in self.boundaries(z, u, side)? {
                     if engine.live(Node::piece_start(zm))? {
@@ -243,7 +258,50 @@ impl LazyAutomaton {
                 add(id, out, &mut ids);
             }
         }
-        Ok(ids)
+        eos.iter().for_each(|&e| add(e, out, &mut ids));
+        Ok(ids.map_or(Filled::Words, Filled::Ids))
+    }
+
+    /// The mask after class `c` of a state whose one member `(z, u)` has dense first tokens
+    /// `set` (a string's contents, the median first visit), and its recipe: the tokenizer's
+    /// part no class changes, which holds the first tokens after the member's boundaries
+    /// ([`crate::lazy::after_class`]), less `F(c)`, plus the byte-fallback moves, the special
+    /// tokens and `eos`.
+    fn fill_after_class(
+        &self,
+        c: u32,
+        set: &Arc<TokenSet>,
+        (z, u): Member,
+        side: u32,
+        out: &mut [u32],
+        eos: &[u32],
+    ) -> Result<Filled> {
+        let engine = &self.engine;
+        let parts = engine.parts();
+        let mut after = Vec::new();
+        for zm in self.boundaries(z, u, side)? {
+            if engine.live(Node::piece_start(zm))? {
+                after.push(engine.first_tokens(zm, ROOT)?);
+            }
+        }
+        let mut ids = Vec::new();
+        if u == NONE {
+            ids.extend_from_slice(&engine.fallback_moves(z, side)?);
+        }
+        for (j, &id) in self.tokens.iter().enumerate() {
+            if !self.token_successors(&[(z, u)], side, j)?.is_empty() {
+                ids.push(id);
+            }
+        }
+        ids.extend_from_slice(eos);
+        let recipe = AfterClassMask {
+            parts: engine.shared_parts().clone(),
+            part: parts.after_class.get_or_make(set, &after, &parts.lone),
+            class: c,
+            ids: ids.into_boxed_slice(),
+        };
+        recipe.write(out);
+        Ok(Filled::Recipe(Arc::new(recipe)))
     }
 
     /// The live members after the grammar's special token `j`, from each member that may take it.

@@ -622,6 +622,10 @@ impl Engine {
     fn check_clock(&self, stage: &str) -> Result<()> {
         CALL_DEADLINE.with(|d| d.get().map_or(Ok(()), |deadline| deadline.check(stage)))
     }
+    /// The tokenizer's parts, to hold beside the guide (a mask's recipe).
+    pub(crate) fn shared_parts(&self) -> &Arc<TokenizerParts> {
+        &self.parts
+    }
     pub(crate) fn parts(&self) -> &TokenizerParts {
         &self.parts
     }

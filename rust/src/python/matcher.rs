@@ -74,8 +74,8 @@ impl PyMatcher {
         // and its data alive for the call, and `row` does not outlive it; this call makes no
         // other reference to the row (see `bitmask_row` for concurrent callers).
         let row = unsafe { std::slice::from_raw_parts_mut(start.as_ptr(), words) };
-        // A cached mask is a copy, made with the GIL held: releasing and taking it back cost
-        // more than the copy.
+        // A cached mask is a copy (or, inside a string, one pass over shared words), made with
+        // the GIL held: releasing and taking it back cost more than the copy.
         let inner = &self.inner;
         if inner.write_cached_mask(row) {
             return Ok(());

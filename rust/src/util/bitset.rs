@@ -4,6 +4,26 @@
 //! layout xgrammar and llguidance use for their batch bitmasks), so masks can be copied into a
 //! caller's buffer word by word.
 
+/// A mask kept as the way to write it again: a few hundred bytes where its words are 16 KB on a
+/// 128k vocabulary, at a pass over words it shares with other masks each time it is written.
+pub trait Recipe: Send + Sync {
+    /// Writes the mask into `out`, every word of it.
+    fn write(&self, out: &mut [u32]);
+    /// Heap bytes the recipe holds of its own (not what it shares).
+    fn heap_bytes(&self) -> usize;
+}
+
+/// What a function that wrote a mask knows of it besides the words it wrote (a mask cache keeps
+/// the cheapest form it is told of).
+pub enum Filled {
+    /// Nothing more: the words are all there is.
+    Words,
+    /// The mask's token ids, in any order, repeats allowed.
+    Ids(Vec<u32>),
+    /// How to write the mask again.
+    Recipe(std::sync::Arc<dyn Recipe>),
+}
+
 /// A 64-bit fingerprint of `words` (equal words, equal fingerprints; a cache keyed by it must
 /// still compare what it finds). One multiply and rotate per two words.
 pub fn fingerprint(words: &[u32]) -> u64 {

@@ -38,6 +38,11 @@ type Member = (TextId, u32);
 /// and `F(c)` rather than clearing both from the whole mask.
 const SPARSE_FILTER_DIVISOR: usize = 2;
 
+/// What one token's lookup in a forbidden set without a bitset costs, in ids of the set cleared
+/// from a mask: fewer tokens than `|F(c)| / LOOKUP_COST_IN_CLEARED_IDS` are looked up one by
+/// one, more are set and `F(c)` cleared after them.
+const LOOKUP_COST_IN_CLEARED_IDS: usize = 8;
+
 /// A dense mask after a token of class `class` inside a string, kept as the tokenizer's part no
 /// class changes and the ids set beside it (byte-fallback moves, special tokens, EOS): a few
 /// dozen bytes in the guide's mask cache where its words are 16 KB on Llama 3, written again
@@ -216,14 +221,31 @@ impl LazyAutomaton {
                 };
                 if let Some((set, member)) = one_dense {
                     return self.fill_after_class(c, set, member, side, out, eos);
-                } else if sparse.is_some_and(|n| n <= out.len() / SPARSE_FILTER_DIVISOR) {
+                } else if let Some(n) = sparse.filter(|&n| n <= out.len() / SPARSE_FILTER_DIVISOR) {
                     out.fill(0);
-                    // A narrow state's few first tokens (a key literal's, a number's) are looked
-                    // up one by one: clearing the lone tokens and `F(c)` word by word from the
+                    // A narrow state's few first tokens (a key literal's, a number's) are tested
+                    // one by one: clearing the lone tokens and `F(c)` word by word from the
                     // whole mask would cost more.
-                    for &t in sets.iter().filter_map(|set| set.as_sparse()).flatten() {
-                        if !bitset::contains(&parts.lone, t as usize) && !parts.tok.forbids(c, t) {
-                            add(t, out, &mut ids);
+                    let tokens = || sets.iter().filter_map(|set| set.as_sparse()).flatten().copied();
+                    let kept = |t: u32| !bitset::contains(&parts.lone, t as usize);
+                    if n * LOOKUP_COST_IN_CLEARED_IDS <= parts.tok.forbidden(c).len()
+                        || parts.tok.forbidden_bits(c).is_some()
+                    {
+                        (tokens().filter(|&t| kept(t) && !parts.tok.forbids(c, t))).for_each(|t| add(t, out, &mut ids));
+                    } else {
+                        // Many tokens against `F(c)`'s few ids a word: `F(c)` is cleared from
+                        // the mask once the tokens are in, and the tokens kept are those left.
+                        // Each token looked up in it (a rank table's cache miss, then a search
+                        // among runs) cost ~80 µs at a string's opening on o200k: 2,780 tokens
+                        // after ` "`.
+                        #[cfg(test)]
+                        engine.masks_cleared_after.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        tokens().filter(|&t| kept(t)).for_each(|t| bitset::set(out, t as usize));
+                        parts.clear_forbidden(c, out);
+                        for t in tokens() {
+                            if bitset::contains(out, t as usize) {
+                                add(t, out, &mut ids);
+                            }
                         }
                     }
                 } else {

@@ -431,6 +431,10 @@ pub(crate) struct Engine {
     by_neighbour: AtomicUsize,
     #[cfg(test)]
     sliced_first_sets_reused: AtomicUsize,
+    /// Narrow masks whose class's forbidden set was cleared after their tokens were set
+    /// (`crate::lazy::automaton`).
+    #[cfg(test)]
+    pub(crate) masks_cleared_after: AtomicUsize,
     /// Slice groups a first-token set took as live through their hubs.
     settled_by_hubs: AtomicUsize,
     /// Nodes proved dead by their pair conditions ([`Engine::dead_by_pairs`]).
@@ -586,6 +590,8 @@ impl Engine {
             by_neighbour: AtomicUsize::new(0),
             #[cfg(test)]
             sliced_first_sets_reused: AtomicUsize::new(0),
+            #[cfg(test)]
+            masks_cleared_after: AtomicUsize::new(0),
             settled_by_hubs: AtomicUsize::new(0),
             dead_by_pairs: AtomicUsize::new(0),
             max_states,

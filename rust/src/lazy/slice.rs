@@ -1604,10 +1604,19 @@ pub(crate) fn simulate(slice: &ByteDfa, dfa: &TextRegex, q: u32) -> Option<Vec<u
 /// that never converge (Mistral-7B).
 const MAX_EQUIVALENCE_PAIRS: usize = 64;
 
+/// Bytes past `a` and `b` [`equivalent`] looks at most: a pair that has not met by then is taken
+/// as distinct. Two positions of a counted string (`{3,255}`) differ only at its end, and each
+/// byte further builds the next position of both on a DFA determinized on demand: with the pair
+/// bound alone, 64 positions ahead at every step inside `Github_easy/o58906`'s strings, in every
+/// guide (~7.6 M instructions for two steps on Llama 3).
+const MAX_EQUIVALENCE_DEPTH: usize = 8;
+
 /// Whether regex states `a` and `b` take exactly the same byte strings to acceptance, so that a
 /// slice may pair either with one slice state: a search over the pairs of states the same bytes
 /// lead them to (one byte per class), failing on a pair where one accepts and the other does
-/// not, where only one is dead, or past [`MAX_EQUIVALENCE_PAIRS`] pairs. A minimal DFA has no
+/// not, where only one is dead, or past [`MAX_EQUIVALENCE_PAIRS`] pairs or
+/// [`MAX_EQUIVALENCE_DEPTH`] bytes (taking equivalent states as distinct costs a slice, never a
+/// mask). A minimal DFA has no
 /// distinct equivalent states; a DFA determinized on demand does (a character's UTF-8 lead
 /// bytes reach the same position by different NFA states), and without this check
 /// `Github_easy/o58906`'s counted strings took no slice: 23 ms for one mask on Mistral-7B.
@@ -1619,15 +1628,20 @@ fn equivalent(dfa: &TextRegex, a: u32, b: u32) -> bool {
     let bytes: Vec<u8> =
         (0..=255u8).filter(|&c| !std::mem::replace(&mut seen_classes[dfa.byte_class(c) as usize], true)).collect();
     let mut seen = rustc_hash::FxHashSet::default();
-    let mut todo = vec![(a, b)];
-    while let Some((x, y)) = todo.pop() {
+    let mut todo = vec![(a, b, 0)];
+    while let Some((x, y, depth)) = todo.pop() {
         if x == y || !seen.insert((x.min(y), x.max(y))) {
             continue;
         }
-        if x == DEAD || y == DEAD || dfa.is_accepting(x) != dfa.is_accepting(y) || seen.len() > MAX_EQUIVALENCE_PAIRS {
+        if x == DEAD
+            || y == DEAD
+            || dfa.is_accepting(x) != dfa.is_accepting(y)
+            || seen.len() > MAX_EQUIVALENCE_PAIRS
+            || depth == MAX_EQUIVALENCE_DEPTH
+        {
             return false;
         }
-        todo.extend(bytes.iter().map(|&c| (dfa.next(x, c), dfa.next(y, c))));
+        todo.extend(bytes.iter().map(|&c| (dfa.next(x, c), dfa.next(y, c), depth + 1)));
     }
     true
 }

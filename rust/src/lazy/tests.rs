@@ -413,6 +413,23 @@ fn narrow_masks_cleared_after_their_tokens_give_the_eager_masks() {
     assert!(cleared > 0, "no mask cleared its forbidden set after its tokens");
 }
 
+/// On a DFA determinized on demand, a counted string's positions are told apart from their
+/// neighbours within a few bytes (`slice::MAX_EQUIVALENCE_DEPTH`): the same masks as the lazy
+/// guide of its minimal DFA (whose `{3,255}` product is too large for an eager guide).
+#[test]
+fn counted_positions_on_demand_give_the_minimal_dfas_masks() {
+    let regex = r#"\{"a": "([^"\\\x00-\x1F]|\\["\\]){3,255}", "n": [0-9]\}"#;
+    let text = r#"{"a": "Grüß Gott", "n": 7}"#;
+    for vocab in [Arc::new(crate::testing::shared_vocabulary("llama3")), mistral()] {
+        let compiler = Compiler::new(vocab, Limits::default());
+        let minimal = compiler.compile_regex_lazy(regex).unwrap();
+        let spelled = spelling(&minimal, text.as_bytes(), minimal.initial_state()).expect("the guide spells it");
+        let on_demand = compiler.compile_regex_lazy_with(regex, Bound::ON_DEMAND).unwrap();
+        assert!(on_demand.lazy_engine().unwrap().space().dfa().as_dfa().is_none(), "not determinized on demand");
+        assert_same_masks(&on_demand, &minimal, std::slice::from_ref(&spelled), regex);
+    }
+}
+
 /// Keys and literals: most candidates at a narrow text state are non-canonical prefixes of the
 /// canonical token (` t`, ` tr`, ` tru` before ` true`), whose class nodes
 /// `Engine::dead_by_pairs` proves dead without a search; the masks stay the eager ones, along

@@ -72,7 +72,7 @@ use super::after_class::AfterClassCache;
 use super::groups::{Group, GroupCache, Groups, Mapped, Walked};
 use super::slice::{Hub, Region, SliceInputs, SliceUse, Slices, NO_HUB, SLICE_PATTERNS};
 use super::slice_store::{SliceStore, StoreInputs};
-use super::text::{ClosureBounds, Step, TextId, TextKey, TextSpace, WaySearch};
+use super::text::{ClosureBounds, Step, TextId, TextKey, TextSpace, WaySearch, WideState};
 use crate::error::{Error, Result};
 use crate::limits::Deadline;
 use crate::pre_tokenizer::normal_form::NormalForm;
@@ -530,9 +530,12 @@ const WALK_CLOSURE_EDGES: usize = 128;
 /// (the mathematical digits' last byte). Keyed, its set is found once per tokenizer instead
 /// of once per guide (the date's first digit 370-690 → 80-170 µs on Llama 3), and so are a
 /// short counted class's (`"[a-z]{2,40}"`: ~6.5 → ~0.15 ms of masks a document in later
-/// guides). A state of more than 32 ASCII bytes stays wide (`TextSpace::byte_closure_of`):
-/// spelled out, `[a-zA-Z0-9]{1,100}` built 8,192 edges before giving up at each position,
-/// its masks ~3× slower.
+/// guides). A state of more than 32 ASCII bytes stays wide (`TextSpace::byte_closure_of`)
+/// while its slice use is unknown or counted: spelled out, `[a-zA-Z0-9]{1,100}` built 8,192
+/// edges before giving up at each position, its masks ~3× slower. One that no slice takes
+/// (a UUID's `[a-z0-9]{4}`, counted too few times for a derived slice) is spelled out: its
+/// closure ends with the count. Unkeyed, each of its positions cost 0.2-2.8 ms in every guide
+/// (`Github_medium/o65710`'s, Llama 3).
 const KEY_CLOSURE: ClosureBounds =
     ClosureBounds { max_states: 1024, max_edges: 8192, wide_bytes: 64, ascii_only: false };
 
@@ -1774,9 +1777,12 @@ impl Engine {
         let mut failed = None;
         let closure = self.space.byte_closure_of(&[self.key(z)], KEY_CLOSURE, |k| {
             // Only a loop use has a region: a state whose use is still unknown (found only
-            // by a counted use's table) makes no key.
+            // by a counted use's table) makes no key. A state no slice takes is spelled out
+            // if it is within the bounds (see `KEY_CLOSURE`).
             let slice = match self.loop_use(k.regex_state()) {
-                Ok(slice) => slice??,
+                Ok(Some(Some(slice))) => slice,
+                Ok(Some(None)) => return Some(WideState::SpelledOut),
+                Ok(None) => return None,
                 Err(e) => {
                     failed = Some(e);
                     return None;
@@ -1805,7 +1811,7 @@ impl Engine {
                 }
             }
             regions.push((region, slice));
-            Some((description, next))
+            Some(WideState::Described(description, next))
         });
         if let Some(e) = failed {
             return Err(e);

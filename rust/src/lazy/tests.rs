@@ -660,6 +660,30 @@ fn sliced_states_share_first_token_sets_by_region_and_exits() {
     }
 }
 
+/// A class of more than 32 ASCII characters that no slice takes (a UUID's `[a-z0-9]`, counted
+/// too few times for a derived slice) is spelled out in a key's closure
+/// (`WideState::SpelledOut`): a second guide of each regex takes every first-token set from
+/// the first's, and every guide gives its eager masks. Without it, those states made no key.
+#[test]
+fn wide_ascii_classes_without_a_slice_share_first_token_sets() {
+    let cases = [(r#""[a-z0-9]{4}-[a-z0-9]{4}""#, &b"\"ab12-3c4d\""[..]), (r#"\["[a-z0-9]{3}x"\]"#, b"[\"9z0x\"]")];
+    for vocab in field_vocabularies() {
+        let compiler = Compiler::new(vocab.clone(), Limits::default());
+        for (regex, text) in cases {
+            let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+            let mut walks: Vec<Vec<u32>> = (0..6).map(|seed| eager.random_walk(seed, 20).unwrap()).collect();
+            walks.push(spelling(&eager, text, eager.initial_state()).expect("the guide spells it"));
+            let first = compiler.compile_regex_lazy(regex).unwrap();
+            assert_same_masks(&first, &eager, &walks, regex);
+            let again = compiler.compile_regex_lazy(regex).unwrap();
+            assert_same_masks(&again, &eager, &walks, regex);
+            let engine = again.lazy_engine().unwrap();
+            let found = engine.first_token_sets() - engine.first_sets_reused();
+            assert_eq!(found, 0, "{regex}: {found} of {} sets found again", engine.first_token_sets());
+        }
+    }
+}
+
 /// A piece start is proved live by its shortest way alone (`Engine::live_by_clean_way`) only on
 /// a tokenizer where every piece of text has canonical tokens. Falcon has no token for `\x0b`:
 /// in `hello(\x0b|world)` the piece start after `hello` has a one-byte way that no tokens spell,

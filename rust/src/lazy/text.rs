@@ -51,6 +51,17 @@ const _: () = assert!(PARTIAL_SHIFT + PARTIAL_BITS <= 128);
 /// the closure's caller instead ([`TextSpace::byte_closure_of`]).
 pub(crate) const WIDE_STATE: u32 = u32::MAX;
 
+/// What the caller of [`TextSpace::byte_closure_of`] makes of a wide state.
+pub(crate) enum WideState {
+    /// Its description (in the shape after [`WIDE_STATE`]) and the states the closure goes on
+    /// from after it (their numbers follow).
+    Described(Vec<u32>, Vec<TextKey>),
+    /// Spelled out byte by byte like a narrow state, if it takes at most
+    /// [`ClosureBounds::wide_bytes`] bytes (a class of more than [`WIDE_ASCII_BYTES`] ASCII
+    /// characters that no slice takes: a UUID's `[a-z0-9]{8}`).
+    SpelledOut,
+}
+
 /// How far [`TextSpace::byte_closure_of`] goes before it gives up.
 #[derive(Clone, Copy)]
 pub(crate) struct ClosureBounds {
@@ -568,14 +579,14 @@ impl TextSpace {
     /// The byte closure of several states together ([`TextSpace::byte_closure`]'s, without
     /// its `min_bytes`, within `bounds`), numbered breadth first from `starts` in their order
     /// (a state met twice numbered once). A state taking more than `bounds.wide_bytes` bytes,
-    /// or more than 32 ASCII ones, is left to `wide`: its description (in the shape after [`WIDE_STATE`]) and the states the closure
-    /// goes on from after it (their numbers follow), or `None` to give up (a sliced state's
-    /// region: `crate::lazy::engine::Engine::shared_first_key`).
+    /// or more than [`WIDE_ASCII_BYTES`] ASCII ones, is left to `wide`: described (a sliced
+    /// state's region: `crate::lazy::engine::Engine::shared_first_key`), spelled out after all,
+    /// or `None` to give up.
     pub(crate) fn byte_closure_of(
         &self,
         starts: &[TextKey],
         bounds: ClosureBounds,
-        mut wide: impl FnMut(TextKey) -> Option<(Vec<u32>, Vec<TextKey>)>,
+        mut wide: impl FnMut(TextKey) -> Option<WideState>,
     ) -> Option<ByteClosure> {
         let ClosureBounds { max_states, max_edges, wide_bytes, ascii_only } = bounds;
         self.pieces.as_ref()?;
@@ -618,14 +629,19 @@ impl TextSpace {
             at += 1;
             let taken = self.bytes_taken(k.q());
             if taken.len() > wide_bytes || taken.ascii_len() > WIDE_ASCII_BYTES {
-                let (description, next) = wide(k)?;
-                shape.push(WIDE_STATE);
-                shape.extend(description);
-                shape.push(next.len() as u32);
-                for to in next {
-                    shape.push(number(&mut states, to)?);
+                match wide(k)? {
+                    WideState::Described(description, next) => {
+                        shape.push(WIDE_STATE);
+                        shape.extend(description);
+                        shape.push(next.len() as u32);
+                        for to in next {
+                            shape.push(number(&mut states, to)?);
+                        }
+                        continue;
+                    }
+                    WideState::SpelledOut if taken.len() <= wide_bytes => {}
+                    WideState::SpelledOut => return None,
                 }
-                continue;
             }
             let count_at = shape.len();
             shape.push(0);

@@ -540,8 +540,12 @@ const KEY_CLOSURE: ClosureBounds =
     ClosureBounds { max_states: 1024, max_edges: 8192, wide_bytes: 64, ascii_only: false };
 
 /// The slice regions a shared first-token set's key may describe ([`Engine::shared_first_key`]):
-/// a string's contents, and the next string's after `","`.
-const KEY_REGIONS: usize = 4;
+/// a string's contents, and the next string's after `","`. propertok's own JSON string
+/// (`json_schema`'s) needs five on Llama 3 from a state inside a word: its `\u` escapes and
+/// U+007F-U+009F leave the slice as exit tokens and come back into the contents at four other
+/// pre-tokenizer states. With four, every string field of its schemas made no key there, and
+/// its first step past a word cost ~170 µs in every guide.
+const KEY_REGIONS: usize = 8;
 
 /// When a wide regex state's first-token set is found from its neighbour's
 /// ([`Engine::neighbour`]): the state takes at least `NEIGHBOUR_MIN_BYTES` bytes (a narrower

@@ -684,6 +684,32 @@ fn wide_ascii_classes_without_a_slice_share_first_token_sets() {
     }
 }
 
+/// propertok's own JSON string (`json_schema`'s: `\u` escapes, and U+007F-U+009F, which the
+/// slice leaves to exit tokens) comes back into its contents at other pre-tokenizer states after
+/// those exits: the key of a state inside it describes five regions on Llama 3, past the four
+/// stop 73 allowed (`KEY_REGIONS`). A second guide of the regex takes every first-token set from
+/// the first's, and every guide gives its eager masks.
+#[test]
+fn own_json_strings_share_first_token_sets() {
+    let body = r#"(?:[^"\\\x00-\x1F]|\\(?:["\\/bfnrt]|u(?:(?:(?:[0-9a-cA-CeEfF]\p{AHex}|[dD][0-7])\p{AHex}{2})|[dD][89abAB]\p{AHex}{2}\\u[dD][c-fC-F]\p{AHex}{2})))*"#;
+    let regex = r#"\{"a": "B", "b": "B"\}"#.replace('B', body);
+    let text = "{\"a\": \"Hi there, w\u{f6}rld \\u00e9\u{85}!\", \"b\": \"x\"}";
+    for name in ["gpt2", "llama3"] {
+        let vocab = Arc::new(crate::testing::shared_vocabulary(name));
+        let compiler = Compiler::new(vocab, Limits::default());
+        let eager = compiler.compile_regex(&regex, Method::Cartesian).unwrap();
+        let mut walks: Vec<Vec<u32>> = (0..6).map(|seed| eager.random_walk(seed, 16).unwrap()).collect();
+        walks.push(spelling(&eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it"));
+        let first = compiler.compile_regex_lazy(&regex).unwrap();
+        assert_same_masks(&first, &eager, &walks, name);
+        let again = compiler.compile_regex_lazy(&regex).unwrap();
+        assert_same_masks(&again, &eager, &walks, name);
+        let engine = again.lazy_engine().unwrap();
+        let found = engine.first_token_sets() - engine.first_sets_reused();
+        assert_eq!(found, 0, "{name}: {found} of {} sets found again", engine.first_token_sets());
+    }
+}
+
 /// A piece start is proved live by its shortest way alone (`Engine::live_by_clean_way`) only on
 /// a tokenizer where every piece of text has canonical tokens. Falcon has no token for `\x0b`:
 /// in `hello(\x0b|world)` the piece start after `hello` has a one-byte way that no tokens spell,

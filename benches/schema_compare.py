@@ -12,6 +12,8 @@ another. Schemas propertok cannot convert or compile count as not compiled for i
 document.
 
     /tmp/propertok-bench-venv/bin/python benches/schema_compare.py --tokenizers mistral7b,llama3
+    /tmp/propertok-bench-venv/bin/python benches/schema_compare.py --flat --subset Glaiveai2K --schemas 60
+        # schemas that do not recurse: compile_json_schema's regex against the peers' compilers
     python benches/schema_compare.py --coverage   # which recursive schemas each path builds
     /tmp/propertok-bench-venv/bin/python benches/schema_compare.py --compile-all --tokenizers mistral7b
         # every JSONSchemaBench schema (recursive or not): which each library compiles
@@ -36,10 +38,13 @@ sys.path.insert(0, str(ROOT / "benches"))
 import compare  # noqa: E402
 
 
-def recursive_schemas(n: int, seed: int):
+def recursive_schemas(n: int, seed: int, flat: bool = False, subset: str = ""):
+    """A seeded sample of ``n`` schemas that recurse (``flat``: that do not, one rule), from the
+    JSONSchemaBench subsets whose name starts with ``subset``."""
     from propertok.json_schema import schema_to_rules
 
     rows = [json.loads(line) for line in (compare.SHARED / "data" / "jsonschemabench_schemas.jsonl").open()]
+    rows = [r for r in rows if r["subset"].startswith(subset)]
     rng = random.Random(seed)
     rng.shuffle(rows)
     out = []
@@ -47,7 +52,7 @@ def recursive_schemas(n: int, seed: int):
         warnings.simplefilter("ignore")
         for r in rows:
             try:
-                if len(schema_to_rules(r["schema"], whitespace="")) > 1:
+                if (len(schema_to_rules(r["schema"], whitespace="")) > 1) != flat:
                     out.append(r)
             except Exception:  # noqa: BLE001 - a schema the converter refuses is not sampled
                 continue
@@ -291,6 +296,9 @@ def main(argv=None) -> int:
     p.add_argument("--libs", default="propertok,llguidance,xgrammar")
     p.add_argument("--schemas", type=int, default=40)
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--flat", action="store_true",
+                   help="schemas that do not recurse (one regex through compile_json_schema) instead")
+    p.add_argument("--subset", default="", help="JSONSchemaBench subsets whose name starts with this")
     p.add_argument("--coverage", action="store_true",
                    help="count the recursive schemas each path builds (all of JSONSchemaBench; no tokenizer)")
     p.add_argument("--compile-all", action="store_true",
@@ -311,8 +319,9 @@ def main(argv=None) -> int:
         for key, n in sorted(coverage().items()):
             print(f"{key}: {n}")
         return 0
-    schemas = recursive_schemas(args.schemas, args.seed)
-    print(f"{len(schemas)} recursive schemas: " + ", ".join(r["id"] for r in schemas[:8]) + ", ...")
+    schemas = recursive_schemas(args.schemas, args.seed, args.flat, args.subset)
+    kind = "flat" if args.flat else "recursive"
+    print(f"{len(schemas)} {kind} schemas: " + ", ".join(r["id"] for r in schemas[:8]) + ", ...")
     for tok in args.tokenizers.split(","):
         result, valid, docs = run(tok, schemas, args.libs.split(","), args.in_process)
         print(f"\n## {tok}: propertok's documents valid by jsonschema: {valid}/{docs}\n")

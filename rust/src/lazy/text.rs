@@ -58,7 +58,7 @@ pub(crate) enum WideState {
     Described(Vec<u32>, Vec<TextKey>),
     /// Spelled out byte by byte like a narrow state, if it takes at most
     /// [`ClosureBounds::wide_bytes`] bytes (a class of more than [`WIDE_ASCII_BYTES`] ASCII
-    /// characters that no slice takes: a UUID's `[a-z0-9]{8}`).
+    /// characters that no slice takes: a UUID's `[a-z0-9]{4}`).
     SpelledOut,
 }
 

@@ -83,38 +83,37 @@ def child(a):
         subprocess.run(["callgrind_control", "-i", "off", str(os.getpid())], check=True, capture_output=True)
 
 
+def package_env(build, dest: Path) -> dict:
+    """A copy of the installed package in `dest` with `build`'s extension (`None`: the installed
+    one), and the environment that imports it."""
+    import propertok
+
+    shutil.copytree(Path(propertok.__file__).resolve().parent, dest / "propertok",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    if build is not None:
+        shutil.copyfile(build, dest / "propertok" / "_core.abi3.so")
+    return dict(os.environ, PYTHONPATH=f"{dest}{os.pathsep}{HERE}")
+
+
+def child_args(a, inputs) -> list:
+    return [sys.executable, __file__, "--child", "--inputs", inputs, "--tokenizer", a.tokenizer,
+            "--reps", str(a.reps), "--cache-dir", a.cache_dir]
+
+
 def prime(build, a, inputs, work):
     """The same walks as a counted run of `build`, without valgrind, so that the first counted build
     finds the cache directory as full as the later ones do: a build that fills it (slice sets,
     derived slices' tables) pays walks that every later build reads from disk (a first A/B at
     stop 74 read -30 % for a change worth +0.7 %)."""
-    import propertok
-
-    dest = Path(work) / "prime"
-    shutil.copytree(Path(propertok.__file__).resolve().parent, dest / "propertok",
-                    ignore=shutil.ignore_patterns("__pycache__"), dirs_exist_ok=True)
-    if build is not None:
-        shutil.copyfile(build, dest / "propertok" / "_core.abi3.so")
-    env = dict(os.environ, PYTHONPATH=f"{dest}{os.pathsep}{HERE}")
-    cmd = [sys.executable, __file__, "--child", "--prime", "--inputs", inputs, "--tokenizer", a.tokenizer,
-           "--reps", str(a.reps), "--cache-dir", a.cache_dir]
-    subprocess.run(cmd, check=True, env=env, stderr=subprocess.DEVNULL)
+    env = package_env(build, Path(work) / "prime")
+    subprocess.run(child_args(a, inputs) + ["--prime"], check=True, env=env, stderr=subprocess.DEVNULL)
 
 
 def count(i, build, a, inputs, work):
     """Inclusive instruction counts of PARTS (and the total) for build `i` (`None`: the installed one)."""
-    import propertok
-
-    dest = Path(work) / f"build{i}"
-    shutil.copytree(Path(propertok.__file__).resolve().parent, dest / "propertok",
-                    ignore=shutil.ignore_patterns("__pycache__"))
-    if build is not None:
-        shutil.copyfile(build, dest / "propertok" / "_core.abi3.so")
+    env = package_env(build, Path(work) / f"build{i}")
     out = Path(work) / f"callgrind.out.{i}"
-    env = dict(os.environ, PYTHONPATH=f"{dest}{os.pathsep}{HERE}")
-    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}", sys.executable,
-           __file__, "--child", "--inputs", inputs, "--tokenizer", a.tokenizer, "--reps", str(a.reps),
-           "--cache-dir", a.cache_dir]
+    cmd = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}"] + child_args(a, inputs)
     subprocess.run(cmd, check=True, env=env, stderr=subprocess.DEVNULL)
     if a.keep:
         Path(a.keep).mkdir(parents=True, exist_ok=True)

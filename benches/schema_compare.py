@@ -38,7 +38,7 @@ sys.path.insert(0, str(ROOT / "benches"))
 import compare  # noqa: E402
 
 
-def recursive_schemas(n: int, seed: int, flat: bool = False, subset: str = ""):
+def sample_schemas(n: int, seed: int, flat: bool = False, subset: str = ""):
     """A seeded sample of ``n`` schemas that recurse (``flat``: that do not, one rule), from the
     JSONSchemaBench subsets whose name starts with ``subset``."""
     from propertok.json_schema import schema_to_rules
@@ -319,7 +319,7 @@ def main(argv=None) -> int:
         for key, n in sorted(coverage().items()):
             print(f"{key}: {n}")
         return 0
-    schemas = recursive_schemas(args.schemas, args.seed, args.flat, args.subset)
+    schemas = sample_schemas(args.schemas, args.seed, args.flat, args.subset)
     kind = "flat" if args.flat else "recursive"
     print(f"{len(schemas)} {kind} schemas: " + ", ".join(r["id"] for r in schemas[:8]) + ", ...")
     for tok in args.tokenizers.split(","):

@@ -63,13 +63,14 @@
 //! class each).
 
 use std::cell::Cell;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::after_class::AfterClassCache;
 use super::groups::{Group, GroupCache, Groups, Mapped, Walked};
+use super::horizon::{self, StandIns};
 use super::slice::{Hub, Region, SliceInputs, SliceUse, Slices, NO_HUB, SLICE_PATTERNS};
 use super::slice_store::{SliceStore, StoreInputs};
 use super::text::{ClosureBounds, Step, TextId, TextKey, TextSpace, WaySearch, WideState};
@@ -416,6 +417,14 @@ pub(crate) struct Engine {
     /// Per regex state, how it takes a slice's tokens (a loop or a count), if it does (see
     /// [`crate::lazy::slice`]).
     slice_uses: ShardedMap<u32, Option<SliceUse>>,
+    /// Per regex state of a counted string, the states its liveness may be read from
+    /// ([`Engine::live_by_horizon`]), and the counted positions whose strings were tabled.
+    count_stand_ins: ShardedMap<u32, StandIns>,
+    counts_tabled: ShardedMap<u32, ()>,
+    /// Counted positions met first in their strings, not tabled (the last [`FIRST_POSITIONS`]).
+    first_positions: std::sync::Mutex<Vec<u32>>,
+    any_stand_ins: AtomicBool,
+    by_horizon: AtomicUsize,
     way_search_failures: AtomicUsize,
     /// Nodes proved live by a hint ([`Engine::hinted_live`]).
     hinted: AtomicUsize,
@@ -562,6 +571,10 @@ const SORT_BY_BITSET_MIN: usize = 256;
 const HINTS: usize = 8;
 const NO_HINT: u32 = u32::MAX;
 
+/// The first positions of counted strings an engine remembers ([`Engine::table_counts`]): a
+/// document is inside one string at a time, and seldom comes back to an earlier one.
+const FIRST_POSITIONS: usize = 8;
+
 /// Bytes a fact or an interned key costs (entry, with its 16-byte text key, plus hash-table
 /// slack).
 const BYTES_PER_ENTRY: usize = 48;
@@ -588,6 +601,11 @@ impl Engine {
             ways: ShardedMap::default(),
             clean_ways: ShardedMap::default(),
             slice_uses: ShardedMap::default(),
+            count_stand_ins: ShardedMap::default(),
+            counts_tabled: ShardedMap::default(),
+            first_positions: std::sync::Mutex::new(Vec::new()),
+            any_stand_ins: AtomicBool::new(false),
+            by_horizon: AtomicUsize::new(0),
             way_search_failures: AtomicUsize::new(0),
             hinted: AtomicUsize::new(0),
             by_clean_way: AtomicUsize::new(0),
@@ -716,6 +734,12 @@ impl Engine {
     /// The text states kept so far, and how many of those walked had their groups from a slice.
     pub(crate) fn text_states(&self) -> (usize, usize) {
         (self.texts.len(), self.sliced.load(Ordering::Relaxed))
+    }
+    /// Nodes whose liveness was read off a counted string's horizon or first proved count
+    /// ([`Engine::live_by_horizon`]).
+    #[cfg(test)]
+    pub(crate) fn horizon_answers(&self) -> usize {
+        self.by_horizon.load(Ordering::Relaxed)
     }
     /// Way searches that ran out of budget so far.
     #[cfg(test)]
@@ -1025,6 +1049,62 @@ impl Engine {
         };
         self.charge(BYTES_PER_ENTRY + found.as_ref().map_or(0, |u| u.heap_bytes()))?;
         Ok(Some(self.slice_uses.insert_if_absent(q, found)))
+    }
+
+    /// Tables the stand-ins of the counted string whose position is regex state `q`
+    /// ([`horizon::stand_ins`]) at the second position of the string a guide judges, unless
+    /// a position of it was tabled: once per string and guide. Nothing where `slice_use`
+    /// counts no string to an end.
+    ///
+    /// Why not at the first: the table costs about one position's judgement (~0.27 ms for a
+    /// `{0,255}` string on Llama 3), and most strings of real documents are a token or two.
+    fn table_counts(&self, q: u32, slice_use: &SliceUse) -> Result<()> {
+        let (Some(slice), Some(dfa)) = (slice_use.counted_slice(), self.space.dfa().as_dfa()) else { return Ok(()) };
+        if self.count_stand_ins.get(&q).is_some() || self.counts_tabled.get(&q).is_some() {
+            return Ok(());
+        }
+        // The walks run outside the lock (a few hundred DFA steps each).
+        let firsts = self.first_positions.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        if !firsts.iter().any(|&p| horizon::follows(slice, dfa, p, q, slice_use.max_count())) {
+            let mut firsts = self.first_positions.lock().unwrap_or_else(|e| e.into_inner());
+            if firsts.len() == FIRST_POSITIONS {
+                firsts.remove(0);
+            }
+            firsts.push(q);
+            return Ok(());
+        }
+        let tabled = horizon::stand_ins(slice, dfa, q);
+        self.charge((tabled.stand_ins.len() + tabled.positions.len() + 1) * BYTES_PER_ENTRY)?;
+        for (r, stand_ins) in tabled.stand_ins {
+            self.count_stand_ins.insert_if_absent(r, stand_ins);
+            self.any_stand_ins.store(true, Ordering::Release);
+        }
+        for p in tabled.positions.into_iter().chain([q]) {
+            self.counts_tabled.insert_if_absent(p, ());
+        }
+        Ok(())
+    }
+
+    /// `n`'s liveness read off the same node at another count of a counted string
+    /// ([`crate::lazy::horizon`]): live if it is live with a few characters left, dead if it is
+    /// dead at the string's earliest proved count. Those nodes are the same at every position
+    /// of the string, so their searches are done once; `None` where neither answers.
+    fn live_by_horizon(&self, n: Node) -> Result<Option<bool>> {
+        if !self.any_stand_ins.load(Ordering::Acquire) {
+            return Ok(None);
+        }
+        let key = self.key(n.text);
+        let Some(stand_ins) = self.count_stand_ins.get(&key.regex_state()) else { return Ok(None) };
+        let at = |q: u32| -> Result<Node> { Ok(Node { text: self.text_id(key.with_regex_state(q))?, ..n }) };
+        let known = match (stand_ins.above, stand_ins.below) {
+            (Some(q), _) if self.live(at(q)?)? => Some(true),
+            (_, Some(q)) if !self.live(at(q)?)? => Some(false),
+            _ => None,
+        };
+        if known.is_some() {
+            self.by_horizon.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(known)
     }
 
     /// The piece start after a boundary of `kind` at `n`, if one may be placed there: never at a
@@ -1412,6 +1492,10 @@ impl Engine {
             self.hinted.fetch_add(1, Ordering::Relaxed);
             self.record(start, true)?;
             return Ok(true);
+        }
+        if let Some(known) = self.live_by_horizon(start)? {
+            self.record(start, known)?;
+            return Ok(known);
         }
         if self.stuck_piece_start(start) || self.stuck(start.text)? {
             self.record(start, false)?;
@@ -2001,6 +2085,11 @@ impl Engine {
         // its own.
         let mut hub_live: Vec<Option<bool>> = vec![None; certified.map_or(0, |(slice, _)| slice.num_hubs())];
         let mut root_live: Vec<Option<bool>> = vec![None; certified.map_or(0, |(slice, _)| slice.num_roots())];
+        // At a counted position, the nodes of its string may be judged at its horizon (see
+        // `crate::lazy::horizon` and `Engine::live_by_horizon`).
+        if let Some((_, slice_use)) = certified {
+            self.table_counts(self.key(z).regex_state(), slice_use)?;
+        }
         let node_live = |(key, side, split): Hub, slice_use: &SliceUse| -> Result<bool> {
             match slice_use.target(key) {
                 Some(to) => self.live(Node { text: self.text_id(to)?, side, split }),

@@ -36,6 +36,7 @@ pub(crate) mod after_class;
 pub(crate) mod automaton;
 pub(crate) mod engine;
 pub(crate) mod groups;
+pub(crate) mod horizon;
 pub mod pushdown;
 pub(crate) mod slice;
 pub(crate) mod slice_store;

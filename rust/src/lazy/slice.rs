@@ -783,6 +783,25 @@ impl SliceUse {
         self.states
     }
 
+    /// The slice's DFA where the use counts characters to an end: past what one token
+    /// completes ([`Counting::UpTo`]), or to a count from which the regex is dead (a
+    /// `maxLength` within a token of its end). Each position of such a string is a regex state
+    /// of its own.
+    pub(crate) fn counted_slice(&self) -> Option<&ByteDfa> {
+        let n = self.states as usize;
+        let ends = match self.counting {
+            Counting::Loop => false,
+            Counting::UpTo => true,
+            Counting::Saturating(c) => self.map[n * c as usize..].iter().all(|&q| q == DEAD),
+        };
+        ends.then_some(&self.slice.dfa)
+    }
+
+    /// The most characters the use's table counts (a token's most, or where it saturates).
+    pub(crate) fn max_count(&self) -> usize {
+        self.map.len() / self.states as usize - 1
+    }
+
     /// Whether the use counts characters.
     fn counts_chars(&self) -> bool {
         self.counting != Counting::Loop

@@ -430,6 +430,41 @@ fn counted_positions_on_demand_give_the_minimal_dfas_masks() {
     }
 }
 
+/// Counted strings (`{0,16}` with escapes, `{3,12}`) read most nodes of their positions off the
+/// same nodes at the string's horizon or at its first proved count (`crate::lazy::horizon`), and
+/// where counts are not nested (`[a-z]{4}x|[a-z]{6}y`) nothing is read off: the masks are the
+/// eager ones at every position, up to each string's last character, on GPT-2, Llama 3 and
+/// Mistral-7B, from one thread and from threads sharing a fresh guide.
+#[test]
+fn counted_strings_read_their_nodes_at_the_horizon() {
+    let regex = r#"\{"a": "([^"\\\x00-\x1F]|\\["\\/bfnrt]){0,16}", "b": "[^"\\\x00-\x1F]{3,12}", "c": "([a-z]{4}x|[a-z]{6}y)"\}"#;
+    let texts = [
+        r#"{"a": "0123456789abcdef", "b": "xyz", "c": "abcdx"}"#,
+        r#"{"a": "Grüß \"x\" Gott ok", "b": "twelve chars", "c": "abcdefy"}"#,
+        r#"{"a": "", "b": "a b c d", "c": "wxyzx"}"#,
+    ];
+    let vocabs = [
+        Arc::new(crate::testing::shared_vocabulary("gpt2")),
+        Arc::new(crate::testing::shared_vocabulary("llama3")),
+        mistral(),
+    ];
+    for vocab in vocabs {
+        let compiler = Compiler::new(vocab, Limits::default());
+        let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+        let mut walks: Vec<Vec<u32>> = (0..13).map(|seed| eager.random_walk(seed, 60).unwrap()).collect();
+        for text in texts {
+            walks.push(spelling(&eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it"));
+        }
+        let lazy = compiler.compile_regex_lazy(regex).unwrap();
+        assert_same_masks(&lazy, &eager, &walks, regex);
+        assert!(lazy.lazy_engine().unwrap().horizon_answers() > 0, "no node read off a horizon");
+        // Threads sharing a fresh guide table the strings and read their stand-ins at once.
+        let shared = Arc::new(compiler.compile_regex_lazy(regex).unwrap());
+        let want: Vec<Vec<Vec<u32>>> = walks.iter().map(|w| masks_along(&eager, w)).collect();
+        assert!(masks_from_threads(&shared, &walks) == want, "threads: the masks differ from the eager ones");
+    }
+}
+
 /// Keys and literals: most candidates at a narrow text state are non-canonical prefixes of the
 /// canonical token (` t`, ` tr`, ` tru` before ` true`), whose class nodes
 /// `Engine::dead_by_pairs` proves dead without a search; the masks stay the eager ones, along

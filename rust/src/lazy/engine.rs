@@ -420,6 +420,9 @@ pub(crate) struct Engine {
     /// Per regex state of a counted string, the states its liveness may be read from
     /// ([`Engine::live_by_horizon`]), and the counted positions whose strings were tabled.
     count_stand_ins: ShardedMap<u32, StandIns>,
+    /// Per later position of a counted string that a use's table reaches, that use and how many
+    /// characters on ([`SliceUse::later_positions`]).
+    later_positions: ShardedMap<u32, (SliceUse, u32)>,
     counts_tabled: ShardedMap<u32, ()>,
     /// Counted positions met first in their strings, not tabled (the last [`FIRST_POSITIONS`]).
     first_positions: std::sync::Mutex<Vec<u32>>,
@@ -602,6 +605,7 @@ impl Engine {
             clean_ways: ShardedMap::default(),
             slice_uses: ShardedMap::default(),
             count_stand_ins: ShardedMap::default(),
+            later_positions: ShardedMap::default(),
             counts_tabled: ShardedMap::default(),
             first_positions: std::sync::Mutex::new(Vec::new()),
             any_stand_ins: AtomicBool::new(false),
@@ -740,6 +744,11 @@ impl Engine {
     #[cfg(test)]
     pub(crate) fn horizon_answers(&self) -> usize {
         self.by_horizon.load(Ordering::Relaxed)
+    }
+    /// `q`'s slice use as an earlier position of its string gives it ([`SliceUse::shifted`]).
+    #[cfg(test)]
+    pub(crate) fn shifted_use(&self, q: u32) -> Option<SliceUse> {
+        self.later_positions.get(&q).and_then(|(earlier, k)| earlier.shifted(k, self.space.dfa()))
     }
     /// Way searches that ran out of budget so far.
     #[cfg(test)]
@@ -1034,20 +1043,31 @@ impl Engine {
     }
 
     /// `q`'s slice use, memoized once found ([`Slices::find`]; without `counted`,
-    /// [`Slices::find_loop`], `None` where a counted use's table would come first).
+    /// [`Slices::find_loop`], `None` where a counted use's table would come first), or read
+    /// off an earlier position's of the same string ([`SliceUse::shifted`]).
     fn find_slice_use(&self, q: u32, counted: bool) -> Result<Option<Option<SliceUse>>> {
         if let Some(known) = self.slice_uses.get(&q) {
             return Ok(Some(known));
         }
         let (slices, dfa, parts) = (&self.parts.slices, self.space.dfa(), self.parts.slice_inputs());
-        let found = match counted {
-            true => Some(slices.find(dfa, q, parts)),
-            false => slices.find_loop(dfa, q, parts),
+        let shifted = self.later_positions.get(&q).and_then(|(earlier, k)| earlier.shifted(k, dfa));
+        let found = match (shifted, counted) {
+            (Some(shifted), _) => Some(Some(shifted)),
+            (None, true) => Some(slices.find(dfa, q, parts)),
+            (None, false) => slices.find_loop(dfa, q, parts),
         };
         let Some(found) = found else {
             return Ok(None);
         };
         self.charge(BYTES_PER_ENTRY + found.as_ref().map_or(0, |u| u.heap_bytes()))?;
+        if let Some(found) = &found {
+            for (later, k) in found.later_positions() {
+                if self.later_positions.get(&later).is_none() {
+                    self.charge(BYTES_PER_ENTRY)?;
+                    self.later_positions.insert_if_absent(later, (found.clone(), k));
+                }
+            }
+        }
         Ok(Some(self.slice_uses.insert_if_absent(q, found)))
     }
 

@@ -797,6 +797,77 @@ impl SliceUse {
         ends.then_some(&self.slice.dfa)
     }
 
+    /// The later positions of a counted string that the use's table reaches (a slice's
+    /// characters counted, [`Counting::UpTo`], or to a count past which the regex is dead):
+    /// `(regex state after k characters, k)`, each a use [`SliceUse::shifted`] derives.
+    pub(crate) fn later_positions(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        let (n, start) = (self.states as usize, self.slice.dfa.start() as usize);
+        let end = match self.counted_slice() {
+            Some(_) => self.map.len() / n - 1,
+            None => 0,
+        };
+        (1..end).filter_map(move |k| Some((self.map[start + n * k], k as u32)).filter(|&(q, _)| q != DEAD))
+    }
+
+    /// The use of the position `k` characters on ([`SliceUse::later_positions`]), read off this
+    /// use's map: from there, the states after `j` characters are this map's after `k + j`,
+    /// and the last `k` counts of its table are walked on from this table's last
+    /// ([`count_on`]). That holds where every character the slice completes brings it back to
+    /// its start (a class's star, a JSON string's characters and escapes), so that every
+    /// string reaching `k + j` characters passes the start after `k`. `None` elsewhere, and
+    /// where [`Slices::find`] would not count there (the position takes no character).
+    ///
+    /// Why: each position of a counted string simulated its map anew (~70 µs on Llama 3, a
+    /// quarter of such a step's instructions), though its predecessor's map holds most of it.
+    pub(crate) fn shifted(&self, k: u32, dfa: &TextRegex) -> Option<SliceUse> {
+        let (n, k) = (self.states as usize, k as usize);
+        let slice = &self.slice.dfa;
+        let start = slice.start();
+        let last = self.map.len() / n - 1;
+        if self.counted_slice().is_none() || k == 0 || k >= last {
+            return None;
+        }
+        let q = self.map[start as usize + n * k];
+        let back_to_start = (0..n as u32).all(|s| {
+            (0..=255u8).all(|b| {
+                let s2 = slice.next(s, b);
+                s2 == DEAD || !slice.is_accepting(s2) || s2 == start
+            })
+        });
+        // `simulate_counted`'s own refusal at the first character, over one count.
+        if q == DEAD || !back_to_start || !slice.is_accepting(start) || simulate_counted(slice, 1, dfa, q).is_none() {
+            return None;
+        }
+        let mut map = match self.counting {
+            // Dead from count `c - k` on, and alive before it (as `c` was this map's first dead
+            // count): what `saturation` finds on the position's own table.
+            Counting::Saturating(c) => {
+                let counting = Counting::Saturating(c - k as u32);
+                return Some(SliceUse {
+                    slice: self.slice.clone(),
+                    counting,
+                    states: self.states,
+                    map: self.map[n * k..].into(),
+                });
+            }
+            _ => vec![UNSEEN; self.map.len()],
+        };
+        map[..n * (last - k + 1)].copy_from_slice(&self.map[n * k..]);
+        // Every slice state at this table's last count, dead ones too (a string dying there
+        // that another one reaching the same pair does not is a disagreement, as in
+        // `simulate_counted`).
+        let todo = (0..n as u32).map(|s| (s, last - k)).collect();
+        let mut map = count_on(slice, dfa, map, todo, false)?;
+        let counting = match saturation(&map, n) {
+            Some(c) => {
+                map.truncate(n * (c as usize + 1));
+                Counting::Saturating(c)
+            }
+            None => Counting::UpTo,
+        };
+        Some(SliceUse { slice: self.slice.clone(), counting, states: self.states, map: map.into() })
+    }
+
     /// The most characters the use's table counts (a token's most, or where it saturates).
     pub(crate) fn max_count(&self) -> usize {
         self.map.len() / self.states as usize - 1
@@ -1676,8 +1747,26 @@ fn equivalent(dfa: &TextRegex, a: u32, b: u32) -> bool {
 /// its end in the slice decide where it leads. Bytes are tried one per class of the two DFAs
 /// together (tens, not 256).
 pub(crate) fn simulate_counted(slice: &ByteDfa, max_chars: usize, dfa: &TextRegex, q: u32) -> Option<Vec<u32>> {
-    const UNSEEN: u32 = DEAD - 1;
+    let mut map = vec![UNSEEN; slice.num_states() * (max_chars + 1)];
+    map[slice.start() as usize] = q;
+    count_on(slice, dfa, map, vec![(slice.start(), 0)], true)
+}
+
+/// A counted map's entry no string reaches (yet).
+const UNSEEN: u32 = DEAD - 1;
+
+/// [`simulate_counted`]'s walk from the pairs `todo`, whose entries of `map` are set (the others
+/// [`UNSEEN`], or set and checked against), up to `map`'s last count; with `refuse_first`,
+/// `None` where the first character dies.
+fn count_on(
+    slice: &ByteDfa,
+    dfa: &TextRegex,
+    mut map: Vec<u32>,
+    mut todo: Vec<(u32, usize)>,
+    refuse_first: bool,
+) -> Option<Vec<u32>> {
     let n = slice.num_states();
+    let max_chars = map.len() / n - 1;
     // One byte per pair of classes: a bitset over the 2^16 pairs, on the stack.
     let mut seen_pairs = [0u64; 1024];
     let bytes: Vec<u8> = (0..=255u8)
@@ -1698,9 +1787,6 @@ pub(crate) fn simulate_counted(slice: &ByteDfa, max_chars: usize, dfa: &TextRege
             bytes.iter().filter_map(step).collect()
         })
         .collect();
-    let mut map = vec![UNSEEN; n * (max_chars + 1)];
-    map[slice.start() as usize] = q;
-    let mut todo = vec![(slice.start(), 0usize)];
     while let Some((s, k)) = todo.pop() {
         let r = map[s as usize + n * k];
         for &(b, s2, completes) in &moves[s as usize] {
@@ -1709,7 +1795,7 @@ pub(crate) fn simulate_counted(slice: &ByteDfa, max_chars: usize, dfa: &TextRege
                 continue;
             }
             let r2 = if r == DEAD { DEAD } else { dfa.next(r, b) };
-            if k == 0 && r2 == DEAD {
+            if refuse_first && k == 0 && r2 == DEAD {
                 return None;
             }
             match &mut map[s2 as usize + n * k2] {

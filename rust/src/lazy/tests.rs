@@ -430,11 +430,48 @@ fn counted_positions_on_demand_give_the_minimal_dfas_masks() {
     }
 }
 
+/// A counted string's later positions take their slice uses from an earlier position's
+/// (`SliceUse::shifted`): each is the use `Slices::find` finds there on its own, map and
+/// counting alike, from the second position to the string's last but one (the last counts
+/// nothing), far from the end (`Counting::UpTo`, the table walked on) and near it.
+#[test]
+fn later_positions_of_a_counted_string_shift_an_earlier_use() {
+    for vocab in [Arc::new(crate::testing::shared_vocabulary("llama3")), mistral()] {
+        let compiler = Compiler::new(vocab, Limits::default());
+        // `{0,300}`: far from the end, positions count up to a token's length; `{0,40}`: on
+        // Llama 3 every position counts to the end, and shifts a use that does.
+        let (mut up_to, mut saturating) = (0, 0);
+        for max in [300, 40] {
+            let regex = format!(r#"\{{"a": "([^"\\\x00-\x1F]|\\["\\/bfnrt]){{0,{max}}}"\}}"#);
+            let lazy = compiler.compile_regex_lazy(&regex).unwrap();
+            let engine = lazy.lazy_engine().unwrap();
+            let (dfa, parts) = (engine.space().dfa(), engine.parts());
+            let mut q = br#"{"a": ""#.iter().fold(dfa.start(), |q, &b| dfa.next(q, b));
+            for count in 0..=max {
+                let own = parts.slices.find(dfa, q, parts.slice_inputs()).map(|u| u.identity());
+                match engine.shifted_use(q) {
+                    Some(derived) => assert_eq!(Some(derived.identity()), own, "{regex}: count {count}"),
+                    None => assert!(count == 0 || count == max, "{regex}: count {count} shifted no earlier use"),
+                }
+                let found = engine.slice_use(q).unwrap();
+                assert_eq!(found.as_ref().map(|u| u.identity()), own, "{regex}: count {count}");
+                match found.map(|u| u.counting()) {
+                    Some(crate::lazy::slice::Counting::UpTo) => up_to += 1,
+                    Some(crate::lazy::slice::Counting::Saturating(_)) => saturating += 1,
+                    _ => {}
+                }
+                q = dfa.next(q, b'a');
+            }
+        }
+        assert!(up_to > 10 && saturating > 10, "{up_to} counted up to a token's length, {saturating} to the end");
+    }
+}
+
 /// Counted strings (`{0,16}` with escapes, `{3,12}`) read most nodes of their positions off the
 /// same nodes at the string's horizon or at its first proved count (`crate::lazy::horizon`), and
 /// where counts are not nested (`[a-z]{4}x|[a-z]{6}y`) nothing is read off: the masks are the
-/// eager ones at every position, up to each string's last character, on GPT-2, Llama 3 and
-/// Mistral-7B, from one thread and from threads sharing a fresh guide.
+/// eager ones at every position, up to each string's last character, on GPT-2 and Mistral-7B,
+/// from one thread and from threads sharing a fresh guide.
 #[test]
 fn counted_strings_read_their_nodes_at_the_horizon() {
     let regex = r#"\{"a": "([^"\\\x00-\x1F]|\\["\\/bfnrt]){0,16}", "b": "[^"\\\x00-\x1F]{3,12}", "c": "([a-z]{4}x|[a-z]{6}y)"\}"#;
@@ -443,12 +480,9 @@ fn counted_strings_read_their_nodes_at_the_horizon() {
         r#"{"a": "Grüß \"x\" Gott ok", "b": "twelve chars", "c": "abcdefy"}"#,
         r#"{"a": "", "b": "a b c d", "c": "wxyzx"}"#,
     ];
-    let vocabs = [
-        Arc::new(crate::testing::shared_vocabulary("gpt2")),
-        Arc::new(crate::testing::shared_vocabulary("llama3")),
-        mistral(),
-    ];
-    for vocab in vocabs {
+    // Llama 3's eager guide of these strings takes ~15 s (past `max_compile_seconds` under a
+    // loaded test run); GPT-2 has a pre-tokenizer too.
+    for vocab in [Arc::new(crate::testing::shared_vocabulary("gpt2")), mistral()] {
         let compiler = Compiler::new(vocab, Limits::default());
         let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
         let mut walks: Vec<Vec<u32>> = (0..13).map(|seed| eager.random_walk(seed, 60).unwrap()).collect();

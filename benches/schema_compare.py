@@ -38,13 +38,16 @@ sys.path.insert(0, str(ROOT / "benches"))
 import compare  # noqa: E402
 
 
-def sample_schemas(n: int, seed: int, flat: bool = False, subset: str = ""):
+def sample_schemas(n: int, seed: int, flat: bool = False, subset: str = "", keyword: str = ""):
     """A seeded sample of ``n`` schemas that recurse (``flat``: that do not, one rule), from the
-    JSONSchemaBench subsets whose name starts with ``subset``."""
+    JSONSchemaBench subsets whose name starts with ``subset``; with ``keyword``, of the schemas
+    that use that keyword (``maxLength``), recursive or not."""
     from propertok.json_schema import schema_to_rules
 
     rows = [json.loads(line) for line in (compare.SHARED / "data" / "jsonschemabench_schemas.jsonl").open()]
     rows = [r for r in rows if r["subset"].startswith(subset)]
+    if keyword:
+        rows = [r for r in rows if f'"{keyword}"' in json.dumps(r["schema"])]
     rng = random.Random(seed)
     rng.shuffle(rows)
     out = []
@@ -52,7 +55,8 @@ def sample_schemas(n: int, seed: int, flat: bool = False, subset: str = ""):
         warnings.simplefilter("ignore")
         for r in rows:
             try:
-                if (len(schema_to_rules(r["schema"], whitespace="")) > 1) != flat:
+                recursive = len(schema_to_rules(r["schema"], whitespace="")) > 1
+                if keyword or recursive != flat:
                     out.append(r)
             except Exception:  # noqa: BLE001 - a schema the converter refuses is not sampled
                 continue
@@ -299,6 +303,8 @@ def main(argv=None) -> int:
     p.add_argument("--flat", action="store_true",
                    help="schemas that do not recurse (one regex through compile_json_schema) instead")
     p.add_argument("--subset", default="", help="JSONSchemaBench subsets whose name starts with this")
+    p.add_argument("--keyword", default="",
+                   help="schemas that use this keyword (maxLength), recursive or not, instead")
     p.add_argument("--coverage", action="store_true",
                    help="count the recursive schemas each path builds (all of JSONSchemaBench; no tokenizer)")
     p.add_argument("--compile-all", action="store_true",
@@ -319,8 +325,8 @@ def main(argv=None) -> int:
         for key, n in sorted(coverage().items()):
             print(f"{key}: {n}")
         return 0
-    schemas = sample_schemas(args.schemas, args.seed, args.flat, args.subset)
-    kind = "flat" if args.flat else "recursive"
+    schemas = sample_schemas(args.schemas, args.seed, args.flat, args.subset, args.keyword)
+    kind = f"{args.keyword}" if args.keyword else "flat" if args.flat else "recursive"
     print(f"{len(schemas)} {kind} schemas: " + ", ".join(r["id"] for r in schemas[:8]) + ", ...")
     for tok in args.tokenizers.split(","):
         result, valid, docs = run(tok, schemas, args.libs.split(","), args.in_process)

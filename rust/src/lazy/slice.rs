@@ -612,6 +612,22 @@ pub(crate) struct Slice {
     max_chars: usize,
     /// The witness tokens a group's certificate tries, in order (see [`Certificates`]).
     witnesses: Box<[u32]>,
+    /// Whether every character the slice completes brings it back to its start, which it
+    /// accepts (a class's star): then a counted use's table serves later positions
+    /// ([`SliceUse::shifted`]).
+    returns_to_start: bool,
+}
+
+/// [`Slice::returns_to_start`] of the slice DFA `dfa`.
+fn returns_to_start(dfa: &ByteDfa) -> bool {
+    let start = dfa.start();
+    dfa.is_accepting(start)
+        && (0..dfa.num_states() as u32).all(|s| {
+            (0..=255u8).all(|b| {
+                let s2 = dfa.next(s, b);
+                s2 == DEAD || !dfa.is_accepting(s2) || s2 == start
+            })
+        })
 }
 
 /// The exit tokens of a slice that leave it at one place, as subtrees of the tokenizer's trie:
@@ -828,14 +844,8 @@ impl SliceUse {
             return None;
         }
         let q = self.map[start as usize + n * k];
-        let back_to_start = (0..n as u32).all(|s| {
-            (0..=255u8).all(|b| {
-                let s2 = slice.next(s, b);
-                s2 == DEAD || !slice.is_accepting(s2) || s2 == start
-            })
-        });
         // `simulate_counted`'s own refusal at the first character, over one count.
-        if q == DEAD || !back_to_start || !slice.is_accepting(start) || simulate_counted(slice, 1, dfa, q).is_none() {
+        if q == DEAD || !self.slice.returns_to_start || simulate_counted(slice, 1, dfa, q).is_none() {
             return None;
         }
         let mut map = match self.counting {
@@ -909,7 +919,8 @@ impl SliceUse {
         let space = TextSpace::new(dfa.clone(), None, Arc::new(ContentTrie::default()), None).unwrap();
         let (id, pattern) = (SliceId::Pattern(0), ".*".to_string());
         let (exits, chars, witnesses) = (Vec::new(), Box::new([]) as Box<[u8]>, Box::new([]) as Box<[u32]>);
-        let slice = Slice { id, pattern, dfa, space, exits, chars, max_chars: 0, witnesses };
+        let returns_to_start = returns_to_start(&dfa);
+        let slice = Slice { id, pattern, dfa, space, exits, chars, max_chars: 0, witnesses, returns_to_start };
         SliceUse { slice: Arc::new(slice), counting: Counting::Loop, states: 1, map: Arc::from(Vec::new()) }
     }
 }
@@ -988,7 +999,8 @@ impl Slice {
         let space = TextSpace::new(dfa.clone(), slices.pieces.clone(), slices.contents.clone(), slices.normal_form)?;
         let witnesses = witness_tokens(trie, vocab, tok, &chars);
         let exits = (leaving.into_iter()).map(|((at, byte), nodes)| Exit { at, byte, nodes: nodes.into() }).collect();
-        Ok(Slice { id, pattern, dfa, space, exits, chars, max_chars, witnesses })
+        let returns_to_start = returns_to_start(&dfa);
+        Ok(Slice { id, pattern, dfa, space, exits, chars, max_chars, witnesses, returns_to_start })
     }
 
     /// Writes the tables [`Slice::build`] made, for [`Slice::read_tables`] (the disk cache,
@@ -1048,7 +1060,8 @@ impl Slice {
         }
         let max_chars = chars.iter().copied().max().unwrap_or(0) as usize;
         let space = TextSpace::new(dfa.clone(), slices.pieces.clone(), slices.contents.clone(), slices.normal_form)?;
-        Ok(Slice { id, pattern, dfa, space, exits, chars, max_chars, witnesses })
+        let returns_to_start = returns_to_start(&dfa);
+        Ok(Slice { id, pattern, dfa, space, exits, chars, max_chars, witnesses, returns_to_start })
     }
 }
 

@@ -83,7 +83,14 @@ def tokenizer_under_test(pt):
 
     def get(name: str) -> TokenizerUnderTest:
         if name not in cache:
-            cache[name] = TokenizerUnderTest(pt, name)
+            try:
+                cache[name] = TokenizerUnderTest(pt, name)
+            except FileNotFoundError:
+                # Only the embedded tokenizer is there without the shared corpus: the test skips
+                # with the module docs' message (fails under $PROPERTOK_REQUIRE_SHARED, as CI runs).
+                if has_shared() or os.environ.get(REQUIRE_SHARED_ENV):
+                    raise
+                pytest.skip(shared_missing_reason(f"tokenizers/ for {name}"))
         return cache[name]
 
     return get

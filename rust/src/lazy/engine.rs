@@ -71,6 +71,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::after_class::AfterClassCache;
 use super::groups::{Group, GroupCache, Groups, Mapped, Walked};
 use super::horizon::{self, StandIns};
+use super::shifted_walk::{self, RecentWalk, RecentWalks, WalkedStates};
 use super::slice::{Hub, Region, SliceInputs, SliceUse, Slices, NO_HUB, SLICE_PATTERNS};
 use super::slice_store::{SliceStore, StoreInputs};
 use super::text::{ClosureBounds, Step, TextId, TextKey, TextSpace, WaySearch, WideState};
@@ -437,6 +438,15 @@ pub(crate) struct Engine {
     sliced: AtomicUsize,
     /// Text states whose walk came from [`TokenizerParts::walks`].
     walks_reused: AtomicUsize,
+    /// Large walks kept for later states to take shifted ([`Engine::walk_shifted_or`]).
+    recent_walks: RecentWalks,
+    /// One byte of each of the regex's byte classes.
+    class_bytes: Vec<u8>,
+    /// Text states whose walk was an earlier one's shifted.
+    walks_shifted: AtomicUsize,
+    /// Walks of at least this many tokens are kept as candidates
+    /// ([`shifted_walk::SHIFT_MIN_TOKENS`]; tests on small vocabularies lower it).
+    shift_min_tokens: AtomicUsize,
     /// First-token sets taken from [`TokenizerParts::first_sets`].
     first_sets_reused: AtomicUsize,
     /// First-token sets found from a neighbour's ([`Engine::neighbour`]).
@@ -592,6 +602,7 @@ impl Engine {
         max_bytes: usize,
         max_seconds: Option<f64>,
     ) -> Engine {
+        let class_bytes = shifted_walk::class_bytes(space.dfa());
         let engine = Engine {
             parts,
             space,
@@ -615,6 +626,10 @@ impl Engine {
             by_clean_way: AtomicUsize::new(0),
             sliced: AtomicUsize::new(0),
             walks_reused: AtomicUsize::new(0),
+            recent_walks: RecentWalks::default(),
+            class_bytes,
+            walks_shifted: AtomicUsize::new(0),
+            shift_min_tokens: AtomicUsize::new(shifted_walk::SHIFT_MIN_TOKENS),
             first_sets_reused: AtomicUsize::new(0),
             by_neighbour: AtomicUsize::new(0),
             #[cfg(test)]
@@ -681,6 +696,18 @@ impl Engine {
         self.walks_reused.load(Ordering::Relaxed)
     }
 
+    /// Text states whose walk was an earlier one's shifted (see [`Engine::walk_shifted_or`]).
+    #[cfg(test)]
+    pub(crate) fn walks_shifted(&self) -> usize {
+        self.walks_shifted.load(Ordering::Relaxed)
+    }
+
+    /// Keeps every walk, however small, as a candidate for shifting (small vocabularies).
+    #[cfg(test)]
+    pub(crate) fn shift_every_walk(&self) {
+        self.shift_min_tokens.store(0, Ordering::Relaxed);
+    }
+
     /// How many first-token sets this guide took from another guide's (see
     /// [`Engine::shared_first_key`]).
     #[cfg(test)]
@@ -723,7 +750,7 @@ impl Engine {
                 continue;
             };
             let mut walked = Walked::default();
-            self.walk_trie(&self.parts.trie, key, &mut walked);
+            self.walk_trie(&self.parts.trie, key, &mut walked, None);
             out.push((closure.shape.clone(), walked.by_target_number(|to| closure.number(to))));
         }
         Ok(out)
@@ -945,6 +972,7 @@ impl Engine {
         self.check_clock("a trie walk of a text state met for the first time")?;
         let key = self.key(z);
         let mut walked = Walked::default();
+        let mut recorded = None;
         let shared = match self.slice_use(key.regex_state())? {
             Some(slice) => {
                 let inside = self.parts.slices.groups(self.parts.slice_inputs(), &slice, key);
@@ -954,18 +982,104 @@ impl Engine {
                     .filter_map(|(j, &k)| Some((walked.target(slice.target(k)?), j as u32)))
                     .collect();
                 let exits = self.parts.slices.exits(&slice, &self.space);
-                self.walk_below(&exits, key, &mut walked);
+                recorded = self.walk_shifted_or(z, Some(&exits), &mut walked, |walked, seen| {
+                    self.walk_below(&exits, key, walked, seen)
+                })?;
                 self.sliced.fetch_add(1, Ordering::Relaxed);
                 Some(Mapped { slice: inside, slice_use: slice, targets })
             }
             None => {
-                self.walk_or_reuse(key, &mut walked, |walked| self.walk_trie(&self.parts.trie, key, walked));
+                let mut failed = None;
+                self.walk_or_reuse(key, &mut walked, |walked| {
+                    let walk = |walked: &mut Walked, seen: &mut WalkedStates| {
+                        self.walk_trie(&self.parts.trie, key, walked, Some(seen))
+                    };
+                    match self.walk_shifted_or(z, None, walked, walk) {
+                        Ok(found) => recorded = found,
+                        Err(e) => failed = Some(e),
+                    }
+                });
+                if let Some(e) = failed {
+                    return Err(e);
+                }
                 None
             }
         };
         let groups = self.assemble(walked, shared)?;
         self.charge(0)?;
-        Ok(self.groups.insert(z, Arc::new(groups)))
+        let groups = self.groups.insert(z, Arc::new(groups));
+        if let Some(recent) = recorded {
+            self.recent_walks.push(recent);
+        }
+        Ok(groups)
+    }
+
+    /// The walk from text state `z` (below `roots`, the whole trie if `None`) into `walked`:
+    /// read off a recent large walk's groups where a shift of regex states carries one onto the
+    /// other ([`crate::lazy::shifted_walk`]), else done by `walk`, which records the regex states
+    /// it reaches. Returns the walk to keep as a candidate for later ones, if large, for the
+    /// caller to keep once `z`'s groups are stored.
+    fn walk_shifted_or(
+        &self,
+        z: TextId,
+        roots: Option<&[u32]>,
+        walked: &mut Walked,
+        walk: impl FnOnce(&mut Walked, &mut WalkedStates),
+    ) -> Result<Option<RecentWalk>> {
+        let key = self.key(z);
+        // A grammar's special tokens step the regex beside the bytes, and an automaton past its
+        // limit refuses new transitions: neither is shifted.
+        let shiftable = self.space.num_tokens() == 0 && self.space.dfa().overflow().is_none();
+        if shiftable {
+            for recent in self.recent_walks.candidates(key, roots) {
+                let Some(earlier) = self.groups.get(recent.z) else { continue };
+                let (dfa, q) = (self.space.dfa(), key.regex_state());
+                let Some(sigma) =
+                    shifted_walk::shift_map(dfa, &self.class_bytes, &recent.states, recent.key.regex_state(), q)
+                else {
+                    continue;
+                };
+                // Every target's regex state is in `σ` (the walk reached it from its start);
+                // should one not be, the walk is done rather than shifted.
+                let targets: Option<Vec<TextKey>> = (earlier.by_target())
+                    .filter_map(|target| target.own().next())
+                    .map(|g| {
+                        let to = self.key(g.to);
+                        sigma.get(&to.regex_state()).map(|&q| to.with_regex_state(q))
+                    })
+                    .collect();
+                let Some(targets) = targets else { continue };
+                let before = walked.num_tokens();
+                // Each target's groups are in (class, token) order: the pushes stay sorted unless
+                // `σ` takes two targets to one.
+                let mut numbers = FxHashSet::default();
+                let mut distinct = before == 0;
+                let with_own = earlier.by_target().filter(|target| target.own().next().is_some());
+                for (target, to) in with_own.zip(targets) {
+                    let i = walked.target(to);
+                    distinct &= numbers.insert(i);
+                    for g in target.own() {
+                        walked.push_group(i, g.class, earlier.tokens(&g));
+                    }
+                }
+                if distinct {
+                    walked.presorted();
+                }
+                if walked.num_tokens() - before >= LONG_WALK_TOKENS {
+                    long_work::notify();
+                }
+                self.walks_shifted.fetch_add(1, Ordering::Relaxed);
+                let states = recent.states.iter().filter_map(|x| sigma.get(x).copied()).collect::<FxHashSet<u32>>();
+                let mut states: Vec<u32> = states.into_iter().collect();
+                states.sort_unstable();
+                return Ok(Some(RecentWalk { z, key, roots: roots.map(Box::from), states: states.into() }));
+            }
+        }
+        let mut seen = WalkedStates::new(key.regex_state());
+        let before = walked.num_tokens();
+        walk(walked, &mut seen);
+        let large = shiftable && walked.num_tokens() - before >= self.shift_min_tokens.load(Ordering::Relaxed);
+        Ok(large.then(|| RecentWalk { z, key, roots: roots.map(Box::from), states: seen.into_sorted() }))
     }
 
     /// The groups of a walk, its targets interned.
@@ -975,31 +1089,44 @@ impl Engine {
         Ok(Groups::assemble(walked, &ids, |i| distances[i as usize], shared))
     }
 
-    /// The tokens of `trie` that text state `key` takes, with their successors, into `walked`.
-    fn walk_trie(&self, trie: &TokenTrie, key: TextKey, walked: &mut Walked) {
+    /// The tokens of `trie` that text state `key` takes, with their successors, into `walked`;
+    /// the regex states of the nodes reached alive into `seen`, if given.
+    fn walk_trie(&self, trie: &TokenTrie, key: TextKey, walked: &mut Walked, mut seen: Option<&mut WalkedStates>) {
         let tok = &*self.parts.tok;
         trie.for_each_walk_narrowed(
             key,
             |z| self.space.bytes_taken(z.regex_state()),
-            |k, b| Ok::<_, std::convert::Infallible>(self.space.byte(k, b)),
+            |k, b| Ok::<_, std::convert::Infallible>(self.step_seen(k, b, &mut seen)),
             |t, to| push_walked(walked, t, to, class_or_lone(tok, t)),
         )
         .unwrap_or_else(|never| match never {})
     }
 
     /// The tokens of the subtrees of the tokenizer's trie at `roots` that text state `key`
-    /// takes, with their successors, into `walked` (a slice's exit tokens).
-    fn walk_below(&self, roots: &[u32], key: TextKey, walked: &mut Walked) {
+    /// takes, with their successors, into `walked` (a slice's exit tokens); the regex states of
+    /// the nodes reached alive into `seen`.
+    fn walk_below(&self, roots: &[u32], key: TextKey, walked: &mut Walked, seen: &mut WalkedStates) {
         let tok = &*self.parts.tok;
+        let mut seen = Some(seen);
         (self.parts.trie)
             .for_each_walk_below(
                 roots,
                 key,
                 |z| self.space.bytes_taken(z.regex_state()),
-                |k, b| Ok::<_, std::convert::Infallible>(self.space.byte(k, b)),
+                |k, b| Ok::<_, std::convert::Infallible>(self.step_seen(k, b, &mut seen)),
                 |t, to| push_walked(walked, t, to, class_or_lone(tok, t)),
             )
             .unwrap_or_else(|never| match never {})
+    }
+
+    /// [`TextSpace::byte`], noting the regex state reached in `seen`.
+    #[inline]
+    fn step_seen(&self, k: TextKey, b: u8, seen: &mut Option<&mut WalkedStates>) -> Option<TextKey> {
+        let next = self.space.byte(k, b);
+        if let (Some(next), Some(seen)) = (next, seen.as_deref_mut()) {
+            seen.see(next.regex_state());
+        }
+        next
     }
 
     /// The trie walk of an unsliced text state `key` into `walked`, taken from the tokenizer's

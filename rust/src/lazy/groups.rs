@@ -362,6 +362,11 @@ impl Walked {
         self.local.reserve(n);
     }
 
+    /// Pushes `tokens`, each with target number `i` (of [`Walked::target`]) and `class`.
+    pub(crate) fn push_group(&mut self, i: u32, class: u32, tokens: &[u32]) {
+        self.found.extend(tokens.iter().map(|&t| (i, (class as u64) << 32 | t as u64)));
+    }
+
     /// [`Walked::push`] of `class << 32 | token`.
     pub(crate) fn push_key(&mut self, to: TextKey, key: u64) {
         let i = self.target(to);

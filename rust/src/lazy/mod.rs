@@ -38,6 +38,7 @@ pub(crate) mod engine;
 pub(crate) mod groups;
 pub(crate) mod horizon;
 pub mod pushdown;
+pub(crate) mod shifted_walk;
 pub(crate) mod slice;
 pub(crate) mod slice_store;
 pub mod text;

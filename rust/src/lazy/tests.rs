@@ -499,6 +499,94 @@ fn counted_strings_read_their_nodes_at_the_horizon() {
     }
 }
 
+/// Counted words (`(?:[^"\\ ]+ +){0,16}[^"\\ ]+`): each word is a new wide regex state, whose
+/// walk is the previous word's with every regex state one word on until a token could reach the
+/// count's end (`crate::lazy::shifted_walk`; GPT-2 has tokens of several words, ` . . .`). The
+/// masks are the eager ones at every word up to the last, on GPT-2 and Mistral-7B, for a minimal
+/// DFA and a DFA determinized on demand, from one thread and from threads sharing a fresh guide;
+/// and walks were shifted.
+#[test]
+fn counted_words_take_shifted_walks() {
+    let regex = r#"\{"a": "(?:[^"\\ ]+ +){0,16}[^"\\ ]+"\}"#;
+    let texts = [
+        r#"{"a": "one two three four five six seven eight nine ten eleven twelve 13 14 15 16 end"}"#,
+        r#"{"a": "Grüße,  the quick brown fox jumps over the lazy dog. Twice!"}"#,
+        r#"{"a": "a"}"#,
+    ];
+    for vocab in [Arc::new(crate::testing::shared_vocabulary("gpt2")), mistral()] {
+        let compiler = Compiler::new(vocab, Limits::default());
+        let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+        let mut walks: Vec<Vec<u32>> = (0..13).map(|seed| eager.random_walk(seed, 80).unwrap()).collect();
+        for text in texts {
+            walks.push(spelling(&eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it"));
+        }
+        for guide in [compiler.compile_regex_lazy(regex), compiler.compile_regex_lazy_with(regex, Bound::ON_DEMAND)] {
+            let lazy = guide.unwrap();
+            assert_same_masks(&lazy, &eager, &walks, regex);
+            let shifted = lazy.lazy_engine().unwrap().walks_shifted();
+            assert!(shifted >= 5, "{shifted} walks shifted");
+        }
+        let shared = Arc::new(compiler.compile_regex_lazy(regex).unwrap());
+        let want: Vec<Vec<Vec<u32>>> = walks.iter().map(|w| masks_along(&eager, w)).collect();
+        assert!(masks_from_threads(&shared, &walks) == want, "threads: the masks differ from the eager ones");
+    }
+}
+
+/// Shifted walks by brute force: a character BPE whose tokens span words (`a b`, `b a b`), every
+/// walk kept as a candidate, and every pair of lazy and eager states reachable from the start
+/// (token by token, both guides' masks) compared. Near the count's end a token of several words
+/// would reach past it from the later word: a shift taken there would allow it.
+#[test]
+fn shifted_walks_give_the_eager_masks_on_every_reachable_state() {
+    let merges = [
+        ("a", " "),
+        ("a ", "b"),
+        ("b", " "),
+        (" ", "a"),
+        ("b", " a"),
+        ("a b", " "),
+        ("b ", "a"),
+        ("a", "b"),
+        (" ", "b"),
+        ("b a", " b"),
+        ("a b", " a"),
+    ];
+    let mut tokens: Vec<String> = ["a", "b", " "].map(String::from).into();
+    tokens.extend(merges.iter().map(|(x, y)| format!("{x}{y}")));
+    let tokens: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    let vocab = Arc::new(Vocabulary::char_bpe_for_tests(&tokens, &merges).unwrap());
+    let compiler = Compiler::new(vocab, Limits::default());
+    let mut shifted = 0;
+    for regex in ["(?:[ab]+ ){0,5}[ab]+", "(?:[ab]+ +){1,4}[ab]+b", "(?:a b ){0,3}[ab]+"] {
+        let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+        for guide in [compiler.compile_regex_lazy(regex), compiler.compile_regex_lazy_with(regex, Bound::ON_DEMAND)] {
+            let lazy = guide.unwrap();
+            lazy.lazy_engine().unwrap().shift_every_walk();
+            let mut seen = std::collections::HashSet::new();
+            let mut stack = vec![(lazy.initial_state(), eager.initial_state(), Vec::new())];
+            while let Some((l, e, path)) = stack.pop() {
+                if !seen.insert((l, e)) {
+                    continue;
+                }
+                let (got, want) = (lazy.mask(l).unwrap().into_owned(), eager.mask(e).unwrap().into_owned());
+                assert_eq!(got, want, "{regex}: after {path:?}");
+                for t in (0..want.len() * 32).filter(|&t| want[t / 32] >> (t % 32) & 1 == 1) {
+                    let t = t as u32;
+                    if eager.eos_token_ids().contains(&t) {
+                        continue;
+                    }
+                    let mut next = path.clone();
+                    next.push(t);
+                    stack.push((lazy.next_state(l, t).unwrap(), eager.next_state(e, t).unwrap(), next));
+                }
+            }
+            assert!(seen.len() > 8, "{regex}: {} states", seen.len());
+            shifted += lazy.lazy_engine().unwrap().walks_shifted();
+        }
+    }
+    assert!(shifted >= 4, "{shifted} walks shifted");
+}
+
 /// Keys and literals: most candidates at a narrow text state are non-canonical prefixes of the
 /// canonical token (` t`, ` tr`, ` tru` before ` true`), whose class nodes
 /// `Engine::dead_by_pairs` proves dead without a search; the masks stay the eager ones, along

@@ -1,0 +1,262 @@
+//! Shifted walks: a wide text state's trie walk read off an earlier state's, where a renaming of
+//! regex states carries one walk onto the other (two words of a count).
+//!
+//! `^(?:\S+\s+){0,99}\S+$` (at most 100 words, in 55 places of one JSONSchemaBench schema) has
+//! a regex state per word: inside word `c`, `\S` loops and a space leads on to word `c + 1`. So
+//! every word of a document is a new, wide text state, and its first visit walks every token
+//! that leaves the word's slice by a space (` said`: ~60,000 on Llama 3), 7-9 ms a word in
+//! every guide. Yet the walk from word `c + 1` is the walk from word `c` with every regex state
+//! one word on, as long as no token reaches the count's end.
+//!
+//! # What is proved
+//! Let `X` be the regex states of every trie node a walk from text state `(q, …)` reached alive
+//! (its start, the nodes on its way and its targets). A new state `(q', …)` with the same other
+//! components (pre-tokenizer, normal form, added-token prefix: a text step moves them by the
+//! byte alone) takes the walk of `q` with each target's regex state `x` replaced by `σ(x)`, if
+//! a map `σ` with `σ(q) = q'` exists such that, for every `x` in `X` and every byte `b`:
+//! * `δ(x, b)` is dead exactly when `δ(σ(x), b)` is, and
+//! * when alive, `σ(δ(x, b)) = δ(σ(x), b)`: one `σ` for every way to `δ(x, b)`.
+//!
+//! By induction on a token's bytes: a prefix alive from `q` reaches some `x` in `X` and reaches
+//! `σ(x)` from `q'`; its next byte dies from both or neither. A prefix dead from `q` has a
+//! first dead byte after an alive prefix, so it is dead from `q'` too. The two walks therefore
+//! visit the same trie nodes, and a token's successor from `q'` is its successor from `q` with
+//! `σ` applied to the regex state: the same groups, their targets renamed. [`shift_map`] builds
+//! `σ` by a walk over pairs of regex states from `(q, q')`, expanding only pairs whose first
+//! state is in `X`, one byte per byte class, and fails on the first pair that breaks either
+//! condition (a token near the count's end, where `q'` has fewer words left than `q`).
+//!
+//! Nothing here is about counts: no count, chain or language inclusion is assumed, so any two
+//! states whose walks agree this way share them, and a rename that would change a token's fate
+//! is refused and the state walked. The liveness of the renamed targets is still judged node by
+//! node as for any walk, so masks do not change. `lazy::tests::counted_words_take_shifted_walks`
+//! holds them to the eager guide's at every word (GPT-2, Mistral-7B), and
+//! `lazy::tests::shifted_walks_give_the_eager_masks_on_every_reachable_state` at every state
+//! reachable with a character BPE whose tokens span words, every walk a candidate.
+//!
+//! # Costs
+//! A walk records the states it reaches in a bitset, one store a step: on issue 17's inputs the
+//! mask fills' instructions did not move (`benches/instructions.py`, a build with the shift and
+//! the record turned off read the same). A walk is kept as a candidate when it took at least
+//! [`SHIFT_MIN_TOKENS`] tokens, the last [`RECENT_WALKS`] of them per guide, each as its text
+//! state (its groups stay in the guide's group cache) and the set `X` (a few dozen states). A
+//! new walk tries each candidate with its other components: `|X|` times the byte classes in
+//! regex steps, at most [`MAX_SHIFT_PAIRS`] pairs. A shifted walk then costs its regrouping
+//! and its new targets' searches: a word of the pattern above ~2.5 ms on Llama 3 instead of
+//! 8-9 (`docs/design.md` §8).
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+
+use rustc_hash::FxHashMap;
+
+use super::text::{TextId, TextKey, TextRegex};
+use crate::regex::byte_dfa::DEAD;
+
+/// Walks with fewer tokens are not kept as candidates: a JSON string's exit walk (a few thousand
+/// tokens with a `"` or a `\` on Llama 3) costs little more than trying a shift, and fails it
+/// wherever two strings are followed by different keys.
+pub(crate) const SHIFT_MIN_TOKENS: usize = 8_192;
+
+/// How many large walks a guide keeps as candidates: the last few wide states a document met
+/// (a word, the space after it, the string's next word).
+const RECENT_WALKS: usize = 4;
+
+/// The most pairs of regex states [`shift_map`] may map before it gives up.
+const MAX_SHIFT_PAIRS: usize = 4_096;
+
+/// The regex states a walk reaches alive (`X` in the module docs), recorded as it steps: a
+/// bitset by state id, one store a step (a hash set cost wide walks +0.6 % of issue 17's
+/// mask-fill instructions, the walks' states changing at every character).
+pub(crate) struct WalkedStates {
+    bits: Vec<u64>,
+}
+
+impl WalkedStates {
+    /// A record that starts with the walk's own regex state.
+    pub(crate) fn new(q: u32) -> WalkedStates {
+        let mut seen = WalkedStates { bits: Vec::new() };
+        seen.see(q);
+        seen
+    }
+
+    /// Notes regex state `q` at a node the walk reached alive.
+    #[inline]
+    pub(crate) fn see(&mut self, q: u32) {
+        let word = (q / 64) as usize;
+        if word >= self.bits.len() {
+            self.bits.resize(word + 1, 0);
+        }
+        self.bits[word] |= 1 << (q % 64);
+    }
+
+    pub(crate) fn into_sorted(self) -> Box<[u32]> {
+        (self.bits.iter().enumerate())
+            .flat_map(|(w, &bits)| (0..64).filter(move |i| bits >> i & 1 == 1).map(move |i| (w * 64 + i) as u32))
+            .collect()
+    }
+}
+
+/// A large walk a later text state may take shifted: the text state walked, the exit roots it
+/// walked below (`None`: the whole trie), and the regex states it reached.
+pub(crate) struct RecentWalk {
+    pub(crate) z: TextId,
+    pub(crate) key: TextKey,
+    pub(crate) roots: Option<Box<[u32]>>,
+    pub(crate) states: Box<[u32]>,
+}
+
+/// The last [`RECENT_WALKS`] large walks of a guide, newest first.
+#[derive(Default)]
+pub(crate) struct RecentWalks(Mutex<VecDeque<Arc<RecentWalk>>>);
+
+impl RecentWalks {
+    /// The candidates for a walk from `key` below `roots`: walks from another regex state with
+    /// the same other components, below the same roots.
+    pub(crate) fn candidates(&self, key: TextKey, roots: Option<&[u32]>) -> Vec<Arc<RecentWalk>> {
+        let walks = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        (walks.iter())
+            .filter(|r| r.key != key && r.key.with_regex_state(key.regex_state()) == key && r.roots.as_deref() == roots)
+            .cloned()
+            .collect()
+    }
+
+    pub(crate) fn push(&self, walk: RecentWalk) {
+        let mut walks = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        walks.retain(|r| r.z != walk.z);
+        walks.push_front(Arc::new(walk));
+        walks.truncate(RECENT_WALKS);
+    }
+}
+
+/// One byte of each of the regex's byte classes.
+pub(crate) fn class_bytes(dfa: &TextRegex) -> Vec<u8> {
+    let mut seen = [false; 256];
+    (0..=255u8)
+        .filter(|&b| {
+            let class = dfa.byte_class(b) as usize;
+            !std::mem::replace(&mut seen[class], true)
+        })
+        .collect()
+}
+
+/// The map `σ` of the module docs from `from` (whose walk reached `states`, sorted) to `to`, or
+/// `None` where a pair breaks it, or past [`MAX_SHIFT_PAIRS`].
+pub(crate) fn shift_map(
+    dfa: &TextRegex,
+    bytes: &[u8],
+    states: &[u32],
+    from: u32,
+    to: u32,
+) -> Option<FxHashMap<u32, u32>> {
+    let mut sigma = FxHashMap::default();
+    sigma.insert(from, to);
+    let mut stack = vec![(from, to)];
+    while let Some((x, y)) = stack.pop() {
+        for &b in bytes {
+            let (x2, y2) = (dfa.next(x, b), dfa.next(y, b));
+            if (x2 == DEAD) != (y2 == DEAD) {
+                return None;
+            }
+            if x2 == DEAD {
+                continue;
+            }
+            match sigma.get(&x2) {
+                Some(&known) if known != y2 => return None,
+                Some(_) => {}
+                None => {
+                    if sigma.len() == MAX_SHIFT_PAIRS {
+                        return None;
+                    }
+                    sigma.insert(x2, y2);
+                    if states.binary_search(&x2).is_ok() {
+                        stack.push((x2, y2));
+                    }
+                }
+            }
+        }
+    }
+    Some(sigma)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::regex::byte_dfa::ByteDfa;
+    use rustc_hash::FxHashSet;
+
+    fn dfa(pattern: &str) -> TextRegex {
+        ByteDfa::from_regex(pattern, 100_000).unwrap().into()
+    }
+
+    /// The states reached from `q` by strings over `alphabet` of up to `depth` bytes.
+    fn reached(dfa: &TextRegex, q: u32, alphabet: &[u8], depth: usize) -> Box<[u32]> {
+        let mut seen = FxHashSet::from_iter([q]);
+        let mut layer = vec![q];
+        for _ in 0..depth {
+            layer = (layer.iter())
+                .flat_map(|&x| alphabet.iter().map(move |&b| dfa.next(x, b)))
+                .filter(|&x| x != DEAD && seen.insert(x))
+                .collect();
+        }
+        let mut states: Vec<u32> = seen.into_iter().collect();
+        states.sort_unstable();
+        states.into()
+    }
+
+    fn run(dfa: &TextRegex, q: u32, text: &[u8]) -> u32 {
+        text.iter().fold(q, |q, &b| if q == DEAD { DEAD } else { dfa.next(q, b) })
+    }
+
+    #[test]
+    fn words_shift_by_a_word_until_the_count_end_is_in_reach() {
+        let d = dfa(r"(?:[a-z]+ ){0,9}[a-z]+");
+        let bytes = class_bytes(&d);
+        let word = |c: usize| run(&d, d.start(), "ab ".repeat(c).as_bytes());
+        let (w0, w1) = (run(&d, word(0), b"a"), run(&d, word(1), b"a"));
+        // Walks of up to 4 bytes reach two words on at most: far from the 10th word.
+        let states = reached(&d, w0, b"a ", 4);
+        let sigma = shift_map(&d, &bytes, &states, w0, w1).expect("a word on");
+        assert_eq!(sigma[&run(&d, w0, b" b")], run(&d, w1, b" b"));
+        // From word 7, 4 bytes reach word 9, where word 8 would have no word left.
+        let (w7, w8) = (run(&d, word(7), b"a"), run(&d, word(8), b"a"));
+        let states = reached(&d, w7, b"a ", 4);
+        assert!(shift_map(&d, &bytes, &states, w7, w8).is_none());
+        // Every byte is tried from every state the walk reached: a walk of 2 bytes reaches word
+        // 8, where a space parts the two. With walks of 1 byte the shift holds.
+        assert!(shift_map(&d, &bytes, &reached(&d, w7, b"a ", 2), w7, w8).is_none());
+        assert!(shift_map(&d, &bytes, &reached(&d, w7, b"a ", 1), w7, w8).is_some());
+    }
+
+    #[test]
+    fn two_ways_to_one_state_must_shift_alike() {
+        // From `a`, `x` and `yy` meet in one state; from `b`, `x` and `yy` part.
+        let d = dfa(r"a(?:x|yy)z|b(?:xz|yyw)");
+        let bytes = class_bytes(&d);
+        let (a, b) = (run(&d, d.start(), b"a"), run(&d, d.start(), b"b"));
+        let states = reached(&d, a, b"xyzw", 3);
+        assert!(shift_map(&d, &bytes, &states, a, b).is_none());
+        // Without the walk reaching the meeting state, nothing is asked of it.
+        assert!(shift_map(&d, &bytes, &[a], a, b).is_some());
+    }
+
+    #[test]
+    fn recent_walks_are_candidates_for_the_same_other_components_only() {
+        let walks = RecentWalks::default();
+        // Keys with other components `A` and `B`, whatever their layout.
+        let (a, b) = (TextKey::from_bits(1 << 100), TextKey::from_bits(2 << 100));
+        let key = |q: u32| a.with_regex_state(q);
+        walks.push(RecentWalk { z: 1, key: key(10), roots: None, states: Box::new([10]) });
+        walks.push(RecentWalk { z: 2, key: b.with_regex_state(11), roots: None, states: Box::new([11]) });
+        walks.push(RecentWalk { z: 3, key: key(12), roots: Some(Box::new([7])), states: Box::new([12]) });
+        let found: Vec<TextId> = walks.candidates(key(20), None).iter().map(|r| r.z).collect();
+        assert_eq!(found, vec![1]);
+        let found: Vec<TextId> = walks.candidates(key(20), Some(&[7])).iter().map(|r| r.z).collect();
+        assert_eq!(found, vec![3]);
+        assert!(walks.candidates(key(10), None).is_empty(), "not its own candidate");
+        for z in 4..10 {
+            walks.push(RecentWalk { z, key: key(30 + z), roots: None, states: Box::new([]) });
+        }
+        assert_eq!(walks.candidates(key(20), None).len(), RECENT_WALKS);
+    }
+}

@@ -71,7 +71,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::after_class::AfterClassCache;
 use super::groups::{Group, GroupCache, Groups, Mapped, Walked};
 use super::horizon::{self, StandIns};
-use super::shifted_walk::{self, RecentWalk, RecentWalks, WalkedStates};
+use super::shifted_walk::{self, RecentWalk, RecentWalks, WalkRecord, WalkedStates};
 use super::slice::{Hub, Region, SliceInputs, SliceUse, Slices, NO_HUB, SLICE_PATTERNS};
 use super::slice_store::{SliceStore, StoreInputs};
 use super::text::{ClosureBounds, Step, TextId, TextKey, TextSpace, WaySearch, WideState};
@@ -1008,8 +1008,8 @@ impl Engine {
         let groups = self.assemble(walked, shared)?;
         self.charge(0)?;
         let groups = self.groups.insert(z, Arc::new(groups));
-        if let Some(recent) = recorded {
-            self.recent_walks.push(recent);
+        if let Some(WalkRecord { roots, states }) = recorded {
+            self.recent_walks.push(RecentWalk { key, roots, states, groups: groups.clone() });
         }
         Ok(groups)
     }
@@ -1017,22 +1017,22 @@ impl Engine {
     /// The walk from text state `z` (below `roots`, the whole trie if `None`) into `walked`:
     /// read off a recent large walk's groups where a shift of regex states carries one onto the
     /// other ([`crate::lazy::shifted_walk`]), else done by `walk`, which records the regex states
-    /// it reaches. Returns the walk to keep as a candidate for later ones, if large, for the
-    /// caller to keep once `z`'s groups are stored.
+    /// it reaches. Returns what to keep of the walk as a candidate for later ones, if large, for
+    /// the caller to keep with `z`'s groups.
     fn walk_shifted_or(
         &self,
         z: TextId,
         roots: Option<&[u32]>,
         walked: &mut Walked,
         walk: impl FnOnce(&mut Walked, &mut WalkedStates),
-    ) -> Result<Option<RecentWalk>> {
+    ) -> Result<Option<WalkRecord>> {
         let key = self.key(z);
         // A grammar's special tokens step the regex beside the bytes, and an automaton past its
         // limit refuses new transitions: neither is shifted.
         let shiftable = self.space.num_tokens() == 0 && self.space.dfa().overflow().is_none();
         if shiftable {
             for recent in self.recent_walks.candidates(key, roots) {
-                let Some(earlier) = self.groups.get(recent.z) else { continue };
+                let earlier = &recent.groups;
                 let (dfa, q) = (self.space.dfa(), key.regex_state());
                 let Some(sigma) =
                     shifted_walk::shift_map(dfa, &self.class_bytes, &recent.states, recent.key.regex_state(), q)
@@ -1072,14 +1072,14 @@ impl Engine {
                 let states = recent.states.iter().filter_map(|x| sigma.get(x).copied()).collect::<FxHashSet<u32>>();
                 let mut states: Vec<u32> = states.into_iter().collect();
                 states.sort_unstable();
-                return Ok(Some(RecentWalk { z, key, roots: roots.map(Box::from), states: states.into() }));
+                return Ok(Some(WalkRecord { roots: roots.map(Box::from), states: states.into() }));
             }
         }
         let mut seen = WalkedStates::new(key.regex_state());
         let before = walked.num_tokens();
         walk(walked, &mut seen);
         let large = shiftable && walked.num_tokens() - before >= self.shift_min_tokens.load(Ordering::Relaxed);
-        Ok(large.then(|| RecentWalk { z, key, roots: roots.map(Box::from), states: seen.into_sorted() }))
+        Ok(large.then(|| WalkRecord { roots: roots.map(Box::from), states: seen.into_sorted() }))
     }
 
     /// The groups of a walk, its targets interned.

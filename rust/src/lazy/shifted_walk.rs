@@ -36,31 +36,41 @@
 //!
 //! # Costs
 //! A walk records the states it reaches in a bitset, one store a step: on issue 17's inputs the
-//! mask fills' instructions did not move (`benches/instructions.py`, a build with the shift and
-//! the record turned off read the same). A walk is kept as a candidate when it took at least
-//! [`SHIFT_MIN_TOKENS`] tokens, the last [`RECENT_WALKS`] of them per guide, each as its text
-//! state (its groups stay in the guide's group cache) and the set `X` (a few dozen states). A
-//! new walk tries each candidate with its other components: `|X|` times the byte classes in
-//! regex steps, at most [`MAX_SHIFT_PAIRS`] pairs. A shifted walk then costs its regrouping
-//! and its new targets' searches: a word of the pattern above ~2.5 ms on Llama 3 instead of
-//! 8-9 (`docs/design.md` §8).
+//! mask fills' instructions did not move (`benches/instructions.py`; a build with the shift and
+//! the record turned off read the same). A walk of at least [`SHIFT_MIN_TOKENS`] tokens is kept
+//! as a candidate, at most [`RECENT_WALKS`] per guide, each with its groups (~0.3 MB for a word
+//! on Llama 3, held besides the guide's group cache) and the set `X` (a few dozen states). A new
+//! walk tries each candidate with its other components: `|X|` times the byte classes in regex
+//! steps, at most [`MAX_SHIFT_PAIRS`] pairs. A shifted walk then costs its regrouping and its
+//! new targets' searches: a word of the pattern above ~2.5 ms on Llama 3 instead of ~9
+//! (`docs/design.md` §8).
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap;
 
-use super::text::{TextId, TextKey, TextRegex};
+use super::groups::Groups;
+use super::text::{TextKey, TextRegex};
 use crate::regex::byte_dfa::DEAD;
 
-/// Walks with fewer tokens are not kept as candidates: a JSON string's exit walk (a few thousand
-/// tokens with a `"` or a `\` on Llama 3) costs little more than trying a shift, and fails it
-/// wherever two strings are followed by different keys.
-pub(crate) const SHIFT_MIN_TOKENS: usize = 8_192;
+/// Walks with fewer tokens are not kept as candidates: a narrow walk costs little more than
+/// trying a shift. Counted words walk ~3,200 tokens at each space (Llama 3), besides the ~60,000
+/// inside each word.
+pub(crate) const SHIFT_MIN_TOKENS: usize = 2_048;
 
-/// How many large walks a guide keeps as candidates: the last few wide states a document met
-/// (a word, the space after it, the string's next word).
-const RECENT_WALKS: usize = 4;
+/// How many large walks a guide keeps as candidates, newest first: at most [`RECENT_PER_KEY`]
+/// per other components and exit roots. A word after a full stop has other components than one
+/// after a letter, and each word of `benches/counted_strings.py --words 99` (Llama 3) makes two
+/// walks (inside the word, and at the piece start after its space): kept as the last four
+/// walks, each sentence's first word was walked in full again, its candidate pushed out by the
+/// words between.
+const RECENT_WALKS: usize = 8;
+
+/// How many of the kept walks may share their other components and roots: without a
+/// pre-tokenizer (Mistral-7B) a word's state and the space after it have the same, and a word
+/// shifts from the word before, not from the space between.
+const RECENT_PER_KEY: usize = 2;
 
 /// The most pairs of regex states [`shift_map`] may map before it gives up.
 const MAX_SHIFT_PAIRS: usize = 4_096;
@@ -98,15 +108,32 @@ impl WalkedStates {
 }
 
 /// A large walk a later text state may take shifted: the text state walked, the exit roots it
-/// walked below (`None`: the whole trie), and the regex states it reached.
+/// walked below (`None`: the whole trie), the regex states it reached, and its groups. The
+/// groups are held here, not only in the guide's group cache, which empties when full: with
+/// them gone, every word's candidate was lost at once, every few dozen words (~0.3 MB a
+/// candidate on Llama 3, at most [`RECENT_WALKS`] of them).
 pub(crate) struct RecentWalk {
-    pub(crate) z: TextId,
     pub(crate) key: TextKey,
+    pub(crate) roots: Option<Box<[u32]>>,
+    pub(crate) states: Box<[u32]>,
+    pub(crate) groups: Arc<Groups>,
+}
+
+/// The regex states a walk reached, and the roots it walked below: what a [`RecentWalk`] keeps
+/// besides its text state and groups.
+pub(crate) struct WalkRecord {
     pub(crate) roots: Option<Box<[u32]>>,
     pub(crate) states: Box<[u32]>,
 }
 
-/// The last [`RECENT_WALKS`] large walks of a guide, newest first.
+impl RecentWalk {
+    /// Whether `key` and `roots` have this walk's other components and roots.
+    fn fits(&self, key: TextKey, roots: Option<&[u32]>) -> bool {
+        self.key.with_regex_state(key.regex_state()) == key && self.roots.as_deref() == roots
+    }
+}
+
+/// The large walks a guide keeps as candidates (see [`RECENT_WALKS`]), newest first.
 #[derive(Default)]
 pub(crate) struct RecentWalks(Mutex<VecDeque<Arc<RecentWalk>>>);
 
@@ -115,15 +142,18 @@ impl RecentWalks {
     /// the same other components, below the same roots.
     pub(crate) fn candidates(&self, key: TextKey, roots: Option<&[u32]>) -> Vec<Arc<RecentWalk>> {
         let walks = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        (walks.iter())
-            .filter(|r| r.key != key && r.key.with_regex_state(key.regex_state()) == key && r.roots.as_deref() == roots)
-            .cloned()
-            .collect()
+        walks.iter().filter(|r| r.key != key && r.fits(key, roots)).cloned().collect()
     }
 
+    /// Keeps `walk`, in place of the oldest it supersedes (see [`RECENT_PER_KEY`]).
     pub(crate) fn push(&self, walk: RecentWalk) {
         let mut walks = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        walks.retain(|r| r.z != walk.z);
+        walks.retain(|r| r.key != walk.key || r.roots != walk.roots);
+        let mut alike = 0;
+        walks.retain(|r| {
+            alike += usize::from(r.fits(walk.key, walk.roots.as_deref()));
+            alike < RECENT_PER_KEY
+        });
         walks.push_front(Arc::new(walk));
         walks.truncate(RECENT_WALKS);
     }
@@ -182,6 +212,7 @@ pub(crate) fn shift_map(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lazy::groups::Walked;
     use crate::regex::byte_dfa::ByteDfa;
     use rustc_hash::FxHashSet;
 
@@ -245,18 +276,31 @@ mod tests {
         let walks = RecentWalks::default();
         // Keys with other components `A` and `B`, whatever their layout.
         let (a, b) = (TextKey::from_bits(1 << 100), TextKey::from_bits(2 << 100));
-        let key = |q: u32| a.with_regex_state(q);
-        walks.push(RecentWalk { z: 1, key: key(10), roots: None, states: Box::new([10]) });
-        walks.push(RecentWalk { z: 2, key: b.with_regex_state(11), roots: None, states: Box::new([11]) });
-        walks.push(RecentWalk { z: 3, key: key(12), roots: Some(Box::new([7])), states: Box::new([12]) });
-        let found: Vec<TextId> = walks.candidates(key(20), None).iter().map(|r| r.z).collect();
-        assert_eq!(found, vec![1]);
-        let found: Vec<TextId> = walks.candidates(key(20), Some(&[7])).iter().map(|r| r.z).collect();
-        assert_eq!(found, vec![3]);
-        assert!(walks.candidates(key(10), None).is_empty(), "not its own candidate");
-        for z in 4..10 {
-            walks.push(RecentWalk { z, key: key(30 + z), roots: None, states: Box::new([]) });
+        let groups = Arc::new(Groups::assemble(Walked::default(), &[], |_| 0, None));
+        let walk = |key: TextKey, roots: Option<Box<[u32]>>| RecentWalk {
+            key,
+            roots,
+            states: Box::new([key.regex_state()]),
+            groups: groups.clone(),
+        };
+        walks.push(walk(a.with_regex_state(10), None));
+        walks.push(walk(b.with_regex_state(11), None));
+        walks.push(walk(a.with_regex_state(12), Some(Box::new([7]))));
+        let found = |key: TextKey, roots: Option<&[u32]>| -> Vec<u32> {
+            walks.candidates(key, roots).iter().map(|r| r.key.regex_state()).collect()
+        };
+        assert_eq!(found(a.with_regex_state(20), None), vec![10]);
+        assert_eq!(found(a.with_regex_state(20), Some(&[7])), vec![12]);
+        assert!(found(a.with_regex_state(10), None).is_empty(), "not its own candidate");
+        // Newer walks with the same other components and roots supersede the oldest.
+        walks.push(walk(a.with_regex_state(13), None));
+        assert_eq!(found(a.with_regex_state(20), None), vec![13, 10]);
+        walks.push(walk(a.with_regex_state(14), None));
+        assert_eq!(found(a.with_regex_state(20), None), vec![14, 13]);
+        for m in 3..20u128 {
+            walks.push(walk(TextKey::from_bits(m << 100).with_regex_state(1), None));
         }
-        assert_eq!(walks.candidates(key(20), None).len(), RECENT_WALKS);
+        assert!(found(a.with_regex_state(20), None).is_empty(), "the oldest are dropped");
+        assert!(walks.0.lock().unwrap().len() == RECENT_WALKS);
     }
 }

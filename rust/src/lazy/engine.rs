@@ -984,24 +984,17 @@ impl Engine {
                 let exits = self.parts.slices.exits(&slice, &self.space);
                 recorded = self.walk_shifted_or(z, Some(&exits), &mut walked, |walked, seen| {
                     self.walk_below(&exits, key, walked, seen)
-                })?;
+                });
                 self.sliced.fetch_add(1, Ordering::Relaxed);
                 Some(Mapped { slice: inside, slice_use: slice, targets })
             }
             None => {
-                let mut failed = None;
                 self.walk_or_reuse(key, &mut walked, |walked| {
                     let walk = |walked: &mut Walked, seen: &mut WalkedStates| {
                         self.walk_trie(&self.parts.trie, key, walked, Some(seen))
                     };
-                    match self.walk_shifted_or(z, None, walked, walk) {
-                        Ok(found) => recorded = found,
-                        Err(e) => failed = Some(e),
-                    }
+                    recorded = self.walk_shifted_or(z, None, walked, walk);
                 });
-                if let Some(e) = failed {
-                    return Err(e);
-                }
                 None
             }
         };
@@ -1025,7 +1018,7 @@ impl Engine {
         roots: Option<&[u32]>,
         walked: &mut Walked,
         walk: impl FnOnce(&mut Walked, &mut WalkedStates),
-    ) -> Result<Option<WalkRecord>> {
+    ) -> Option<WalkRecord> {
         let key = self.key(z);
         // A grammar's special tokens step the regex beside the bytes, and an automaton past its
         // limit refuses new transitions: neither is shifted.
@@ -1072,14 +1065,14 @@ impl Engine {
                 let states = recent.states.iter().filter_map(|x| sigma.get(x).copied()).collect::<FxHashSet<u32>>();
                 let mut states: Vec<u32> = states.into_iter().collect();
                 states.sort_unstable();
-                return Ok(Some(WalkRecord { roots: roots.map(Box::from), states: states.into() }));
+                return Some(WalkRecord { roots: roots.map(Box::from), states: states.into() });
             }
         }
         let mut seen = WalkedStates::new(key.regex_state());
         let before = walked.num_tokens();
         walk(walked, &mut seen);
         let large = shiftable && walked.num_tokens() - before >= self.shift_min_tokens.load(Ordering::Relaxed);
-        Ok(large.then(|| WalkRecord { roots: roots.map(Box::from), states: seen.into_sorted() }))
+        large.then(|| WalkRecord { roots: roots.map(Box::from), states: seen.into_sorted() })
     }
 
     /// The groups of a walk, its targets interned.

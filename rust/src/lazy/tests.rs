@@ -534,8 +534,9 @@ fn counted_words_take_shifted_walks() {
 
 /// Shifted walks by brute force: a character BPE whose tokens span words (`a b`, `b a b`), every
 /// walk kept as a candidate, and every pair of lazy and eager states reachable from the start
-/// (token by token, breadth first, both guides' masks) compared. Near the count's end a token of several words
-/// would reach past it from the later word: a shift taken there would allow it.
+/// (token by token, breadth first, both guides' masks) compared. Near the count's end a token
+/// of several words would reach past it from the later word: a shift taken there would allow
+/// it.
 #[test]
 fn shifted_walks_give_the_eager_masks_on_every_reachable_state() {
     let merges = [

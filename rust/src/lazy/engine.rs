@@ -1062,9 +1062,9 @@ impl Engine {
                     long_work::notify();
                 }
                 self.walks_shifted.fetch_add(1, Ordering::Relaxed);
-                let states = recent.states.iter().filter_map(|x| sigma.get(x).copied()).collect::<FxHashSet<u32>>();
-                let mut states: Vec<u32> = states.into_iter().collect();
+                let mut states: Vec<u32> = recent.states.iter().filter_map(|x| sigma.get(x).copied()).collect();
                 states.sort_unstable();
+                states.dedup();
                 return Some(WalkRecord { roots: roots.map(Box::from), states: states.into() });
             }
         }

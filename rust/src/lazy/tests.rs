@@ -47,6 +47,16 @@ fn assert_same_masks(lazy: &Guide, eager: &Guide, walks: &[Vec<u32>], label: &st
     }
 }
 
+/// Thirteen random walks of `eager` (of up to `max_tokens`) and its spelling of each of the three
+/// `texts`: the sixteen walks [`masks_from_threads`] takes.
+fn walks_and_spellings(eager: &Guide, max_tokens: usize, texts: [&str; 3]) -> Vec<Vec<u32>> {
+    let mut walks: Vec<Vec<u32>> = (0..13).map(|seed| eager.random_walk(seed, max_tokens).unwrap()).collect();
+    for text in texts {
+        walks.push(spelling(eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it"));
+    }
+    walks
+}
+
 /// The masks along 16 walks, walked by 8 threads at once on one shared guide: thread `k` walks
 /// `2k` and `2k + 1`, in opposite orders on odd threads.
 fn masks_from_threads(guide: &Arc<Guide>, walks: &[Vec<u32>]) -> Vec<Vec<Vec<u32>>> {
@@ -485,10 +495,7 @@ fn counted_strings_read_their_nodes_at_the_horizon() {
     for vocab in [Arc::new(crate::testing::shared_vocabulary("gpt2")), mistral()] {
         let compiler = Compiler::new(vocab, Limits::default());
         let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
-        let mut walks: Vec<Vec<u32>> = (0..13).map(|seed| eager.random_walk(seed, 60).unwrap()).collect();
-        for text in texts {
-            walks.push(spelling(&eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it"));
-        }
+        let walks = walks_and_spellings(&eager, 60, texts);
         let lazy = compiler.compile_regex_lazy(regex).unwrap();
         assert_same_masks(&lazy, &eager, &walks, regex);
         assert!(lazy.lazy_engine().unwrap().horizon_answers() > 0, "no node read off a horizon");
@@ -516,10 +523,7 @@ fn counted_words_take_shifted_walks() {
     for vocab in [Arc::new(crate::testing::shared_vocabulary("gpt2")), mistral()] {
         let compiler = Compiler::new(vocab, Limits::default());
         let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
-        let mut walks: Vec<Vec<u32>> = (0..13).map(|seed| eager.random_walk(seed, 80).unwrap()).collect();
-        for text in texts {
-            walks.push(spelling(&eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it"));
-        }
+        let walks = walks_and_spellings(&eager, 80, texts);
         for guide in [compiler.compile_regex_lazy(regex), compiler.compile_regex_lazy_with(regex, Bound::ON_DEMAND)] {
             let lazy = guide.unwrap();
             assert_same_masks(&lazy, &eager, &walks, regex);

@@ -453,6 +453,9 @@ pub(crate) struct Engine {
     by_neighbour: AtomicUsize,
     #[cfg(test)]
     sliced_first_sets_reused: AtomicUsize,
+    /// No first-token set is keyed ([`Engine::shared_first_key`]): a reference for tests.
+    #[cfg(test)]
+    keys_off: std::sync::atomic::AtomicBool,
     /// Narrow masks whose class's forbidden set was cleared after their tokens were set
     /// (`crate::lazy::automaton`).
     #[cfg(test)]
@@ -635,6 +638,8 @@ impl Engine {
             #[cfg(test)]
             sliced_first_sets_reused: AtomicUsize::new(0),
             #[cfg(test)]
+            keys_off: std::sync::atomic::AtomicBool::new(false),
+            #[cfg(test)]
             masks_cleared_after: AtomicUsize::new(0),
             settled_by_hubs: AtomicUsize::new(0),
             dead_by_pairs: AtomicUsize::new(0),
@@ -700,6 +705,12 @@ impl Engine {
     #[cfg(test)]
     pub(crate) fn walks_shifted(&self) -> usize {
         self.walks_shifted.load(Ordering::Relaxed)
+    }
+
+    /// Finds every first-token set on its own from now on, keying none.
+    #[cfg(test)]
+    pub(crate) fn turn_keys_off(&self) {
+        self.keys_off.store(true, Ordering::Relaxed);
     }
 
     /// Keeps every walk, however small, as a candidate for shifting (small vocabularies).
@@ -1937,6 +1948,8 @@ impl Engine {
             return Ok(set);
         }
         let shared = self.shared_first_key(z, u)?;
+        #[cfg(test)]
+        let shared = shared.filter(|_| !self.keys_off.load(Ordering::Relaxed));
         if let Some(set) = shared.as_ref().and_then(|key| self.parts.first_sets.get(key)) {
             self.first_sets_reused.fetch_add(1, Ordering::Relaxed);
             #[cfg(test)]
@@ -1980,7 +1993,11 @@ impl Engine {
     /// states they lead to, from which the closure goes on (a string's contents, then `"` and
     /// `,` or `}`; at a key's end, `":"` and the value's contents; at most [`KEY_REGIONS`]
     /// regions). Other wide states (counted uses, whose positions are regions of their own)
-    /// and regions past their bound make no key.
+    /// and regions past their bound make no key. With a normal form a region leaves it out, so
+    /// the key holds the normal-form state each region is entered at, takes no exit after
+    /// which that state still matters, and a region's piece start must be live or dead alike at
+    /// the inert-only state and at the start, hence at every state (`crate::lazy::slice`, "With
+    /// a normalizer").
     ///
     /// A grammar's automaton (or a regex's determinized on demand) is keyed alike: its states
     /// are built as the closure and the exits step to them, and its stacks enter only through
@@ -2001,6 +2018,7 @@ impl Engine {
             return Ok(None);
         }
         let dfa = self.space.dfa();
+        let normal = self.space.normal_form();
         let mut regions: Vec<(Arc<Region>, SliceUse)> = Vec::new();
         let mut failed = None;
         let closure = self.space.byte_closure_of(&[self.key(z)], KEY_CLOSURE, |k| {
@@ -2033,10 +2051,17 @@ impl Engine {
             for (i, &(s, b, ref after)) in region.exits.iter().enumerate() {
                 let q = self.regex_step(slice.paired(s), b);
                 if q != DEAD {
+                    if region.remembers_normal[i] {
+                        return None;
+                    }
                     description.push(i as u32);
                     let after = &region.after[after.start as usize..after.end as usize];
                     next.extend(after.iter().map(|k| k.with_regex_state(q)));
                 }
+            }
+            if normal.is_some() {
+                // The region is explored without the normal form (see `Region`).
+                description.push(k.normal_part());
             }
             regions.push((region, slice));
             Some(WideState::Described(description, next))
@@ -2065,7 +2090,16 @@ impl Engine {
             let mut bits = 0u32;
             for (i, &start) in region.piece_starts.iter().enumerate() {
                 let zm = start.with_regex_state(slice.paired(start.regex_state()));
-                bits |= (self.live(Node::piece_start(self.text_id(zm)?))? as u32) << (i % 32);
+                let live = self.live(Node::piece_start(self.text_id(zm)?))?;
+                // A region's piece start stands for one per normal-form state: the same
+                // liveness at the start and at the inert-only state is every state's.
+                if let Some(nf) = normal {
+                    let inert_only = zm.with_normal_state(nf.inert_only());
+                    if self.live(Node::piece_start(self.text_id(inert_only)?))? != live {
+                        return Ok(None);
+                    }
+                }
+                bits |= (live as u32) << (i % 32);
                 if i % 32 == 31 {
                     out.push(std::mem::take(&mut bits));
                 }

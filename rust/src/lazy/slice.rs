@@ -94,9 +94,8 @@
 //! region's serial, the exits its regex takes and what follows them decides its first-token
 //! set (`crate::lazy::engine::Engine::shared_first_key`); so does a key's end whose closure
 //! runs on into a string's contents (`":"` is one piece, and may go on with punctuation inside
-//! the string), with the region in place of those. Past [`MAX_REGION_STATES`], and with a
-//! normal form (Qwen2's splits the region's states past that bound), a region is not made and
-//! sets are found per guide as before.
+//! the string), with the region in place of those. Past [`MAX_REGION_STATES`] a region is not
+//! made and sets are found per guide as before.
 //!
 //! # With a normalizer
 //! The normal form is a component of the text state (`crate::lazy::text`), and it differs after
@@ -107,6 +106,23 @@
 //! `(s₀, m, n, f)` are those of the inert-first tokens from `(s₀, m, n, f₀)` (`f₀` the start,
 //! walked once) plus a walk of the other tokens (marks, vowel signs, a character's continuation
 //! bytes: a few thousand) from `(s₀, m, n, f)` itself.
+//!
+//! A region leaves the normal form out ([`TextSpace::byte_ignoring_composition`]: it decodes
+//! characters, but its state stays the start): with it, one region held 38,000-138,000 states
+//! from each of ~70 starts on Qwen2, and none was made. A key then holds the normal-form state
+//! the guide enters the region at, and what the region leaves out stays exact:
+//! - inside it, each step of the normal form is a function of that state and the bytes;
+//! - past an exit the regex takes, the state must be the same from every state before it: the
+//!   exit completes a character, or starts one, whose every completion takes every state to one
+//!   same state (`NormalForm::forgets_state_after`; `"`, `\` and ASCII in general). A region
+//!   marks the other exits (`Region::remembers_normal`), and a key that takes one is not made;
+//! - a piece start after a boundary inside the region stands for one per normal-form state. Its
+//!   liveness is monotone in the texts the normal form allows, and those of every state lie
+//!   between the inert-only state's (`NormalForm::inert_only`) and the start's: where both
+//!   agree, every state agrees, and otherwise no key is made.
+//!
+//! On `benches/step_tail.py`'s 300 Qwen2 documents this took the string steps over 30 µs from
+//! 2,704 to 1,152 (see `docs/design.md` §8).
 //!
 //! # Derived slices
 //! The patterns above are the classes JSON uses. Regexes written by people have classes of
@@ -239,7 +255,8 @@ pub(crate) type Hub = (TextKey, u32, u32);
 pub(crate) const NO_HUB: u32 = u32::MAX;
 
 /// A loop use's *region*: the states of the slice's text space that bytes reach from one start
-/// `(s₀, m, n, f)` without a boundary, reduced to what a guide's first-token set there depends
+/// `(s₀, m, n)` without a boundary, the normal form left out (see the module docs), reduced to
+/// what a guide's first-token set there depends
 /// on besides its regex (see `crate::lazy::engine::Engine::shared_first_key`). A guide's state
 /// `(q, m, n, f)` that loops on the slice has the region's states, with `φ(s)` for each slice
 /// state `s`, as its byte closure inside the slice; the rest of its closure starts where bytes
@@ -256,6 +273,10 @@ pub(crate) struct Region {
     /// The states after an exit's byte, in the slice's space: their regex component stays the
     /// slice state the byte left (a guide puts its own regex state there).
     pub(crate) after: Box<[TextKey]>,
+    /// Per exit, with a normal form: whether the states after it depend on the normal-form
+    /// state before it (see `TextSpace::byte_ignoring_composition`), which the region leaves
+    /// out. A key can describe the region only where its regex takes no such exit.
+    pub(crate) remembers_normal: Box<[bool]>,
     /// The distinct piece starts after a boundary at a region state, in the slice's space.
     pub(crate) piece_starts: Box<[TextKey]>,
 }
@@ -265,19 +286,21 @@ impl Region {
     /// [`MAX_REGION_STATES`] states.
     fn find(slice: &Slice, from: TextKey) -> Option<Region> {
         let space = &slice.space;
+        let normal = space.normal_form();
         let mut states = vec![from];
         let mut seen: rustc_hash::FxHashSet<TextKey> = std::iter::once(from).collect();
         let mut piece_starts = Vec::new();
         let mut starts_seen = rustc_hash::FxHashSet::default();
         // `(slice state, byte, state after)`, sorted and deduplicated at the end.
         let mut left: Vec<(u32, u8, TextKey)> = Vec::new();
+        let mut remembering: Vec<(u32, u8)> = Vec::new();
         let mut at = 0;
         while let Some(&k) = states.get(at) {
             at += 1;
             let taken = space.bytes_taken(k.regex_state());
             for b in 0..=255u8 {
                 if taken.contains(b) {
-                    if let Some(to) = space.byte(k, b) {
+                    if let Some(to) = space.byte_ignoring_composition(k, b) {
                         if seen.insert(to) {
                             if states.len() == MAX_REGION_STATES {
                                 return None;
@@ -286,6 +309,9 @@ impl Region {
                         }
                     }
                 } else if let Some(to) = space.byte_beside_regex(k, b) {
+                    if normal.is_some_and(|nf| !nf.forgets_state_after(k.partial_char(), b)) {
+                        remembering.push((k.regex_state(), b));
+                    }
                     left.push((k.regex_state(), b, to));
                 }
             }
@@ -300,25 +326,27 @@ impl Region {
         left.sort_unstable();
         left.dedup();
         let after: Vec<TextKey> = left.iter().map(|&(_, _, to)| to).collect();
-        let exits = (left.chunk_by(|x, y| (x.0, x.1) == (y.0, y.1)))
+        let exits: Box<[(u32, u8, Range<u32>)]> = (left.chunk_by(|x, y| (x.0, x.1) == (y.0, y.1)))
             .scan(0u32, |start, run| {
                 let range = *start..*start + run.len() as u32;
                 *start = range.end;
                 Some((run[0].0, run[0].1, range))
             })
             .collect();
-        Some(Region { serial: 0, exits, after: after.into(), piece_starts: piece_starts.into() })
+        remembering.sort_unstable();
+        let remembers_normal = exits.iter().map(|&(s, b, _)| remembering.binary_search(&(s, b)).is_ok()).collect();
+        Some(Region { serial: 0, exits, after: after.into(), remembers_normal, piece_starts: piece_starts.into() })
     }
 
     fn heap_bytes(&self) -> usize {
-        self.exits.len() * 16 + (self.after.len() + self.piece_starts.len()) * 16
+        self.exits.len() * 17 + (self.after.len() + self.piece_starts.len()) * 16
     }
 }
 
 /// States a [`Region`] may have: past them, a sliced state's first-token set is not shared.
 /// Llama 3's JSON string contents have 300-1,500 from each start. Qwen2's, whose normal form
-/// tells apart what follows most letters, passed 4,096 from each of ~70 starts, so regions are
-/// not made with a normal form.
+/// tells apart what follows most letters, passed 4,096 from each of ~70 starts before regions
+/// left the normal form out.
 const MAX_REGION_STATES: usize = 4096;
 
 impl SliceGroups {
@@ -1342,15 +1370,15 @@ impl Slices {
         self.cache.insert(key, Arc::new(made), bytes)
     }
 
-    /// The region of a loop use from the pre-tokenizer, added-token and normal-form components
-    /// of `at` (see [`Region`]); `None` for a counted use or past [`MAX_REGION_STATES`].
+    /// The region of a loop use from the pre-tokenizer and added-token components of `at` (see
+    /// [`Region`]: the normal form is left out); `None` for a counted use, inside a character
+    /// (a region starts between two), or past [`MAX_REGION_STATES`].
     pub(crate) fn region(&self, slice: &SliceUse, at: TextKey) -> Option<Arc<Region>> {
-        // With a normal form the region's states pass the bound (see [`MAX_REGION_STATES`]).
-        if slice.counts_chars() || self.normal_form.is_some() {
+        if slice.counts_chars() || at.partial_char() != 0 {
             return None;
         }
         let s = &*slice.slice;
-        let key = (s.id, false, at.with_regex_state(s.dfa.start()));
+        let key = (s.id, false, at.with_regex_state(s.dfa.start()).with_normal_state(NormalForm::START));
         if let Some(known) = self.regions.get(&key) {
             return known;
         }

@@ -825,6 +825,50 @@ fn sliced_states_share_first_token_sets_by_region_and_exits() {
     }
 }
 
+/// With a normalizer (Qwen2's NFC), a region is explored without the normal form and keyed
+/// with the normal-form state a guide enters it at (`crate::lazy::slice::Region`,
+/// `NormalForm::inert_only`). Five string regexes compiled in every order on one `Compiler`
+/// share first-token sets, and every guide gives the masks of a guide that keys none (Qwen2's
+/// eager product of a free string passes `max_guide_bytes`) along random walks, which write
+/// marks and other scripts, and spellings of texts whose words end in a letter a combining
+/// acute composes with (`e`, so no mark may follow it) and in letters it does not (`q`,
+/// followed by U+0301; `x` by U+0300): a key blind to the state a region is entered at fails it.
+#[test]
+fn normal_form_regions_share_first_token_sets() {
+    let body = r#"([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"#;
+    let templates = [r#""B""#, r#""B","#, r#""B"x"#, r#"\{"a":"B"\}"#, r#"\["B","B"\]"#];
+    let regexes: Vec<String> = templates.iter().map(|r| r.replace('B', body)).collect();
+    let texts = [
+        "fine caf\u{e9} q\u{301}q e",
+        "sq\u{301} \u{d55c}\u{ad6d}\u{c5b4} e",
+        "\u{928}\u{92e}\u{938}\u{94d}\u{924}\u{947} x\u{300}",
+    ];
+    let vocab = Arc::new(crate::testing::shared_vocabulary("qwen2"));
+    let mut walks: Vec<Vec<Vec<u32>>> = Vec::new();
+    let mut unkeyed: Vec<Guide> = Vec::new();
+    for (regex, template) in regexes.iter().zip(templates) {
+        let guide = Compiler::new(vocab.clone(), Limits::default()).compile_regex_lazy(regex).unwrap();
+        guide.lazy_engine().unwrap().turn_keys_off();
+        let mut these: Vec<Vec<u32>> = (0..6).map(|seed| guide.random_walk(seed, 16).unwrap()).collect();
+        for text in texts {
+            let spelled = template.replace('\\', "").replace('B', text);
+            these.push(spelling(&guide, spelled.as_bytes(), guide.initial_state()).expect("the guide spells it"));
+        }
+        walks.push(these);
+        unkeyed.push(guide);
+    }
+    let mut reused = 0;
+    for rotation in 0..regexes.len() {
+        let compiler = Compiler::new(vocab.clone(), Limits::default());
+        for i in (0..regexes.len()).cycle().skip(rotation).take(regexes.len()) {
+            let lazy = compiler.compile_regex_lazy(&regexes[i]).unwrap();
+            assert_same_masks(&lazy, &unkeyed[i], &walks[i], &regexes[i]);
+            reused += lazy.lazy_engine().unwrap().sliced_first_sets_reused();
+        }
+    }
+    assert!(reused >= 20, "{reused} sliced first-token sets reused");
+}
+
 /// A class of more than 32 ASCII characters that no slice takes (a UUID's `[a-z0-9]`, counted
 /// too few times for a derived slice) is spelled out in a key's closure
 /// (`WideState::SpelledOut`): a second guide of each regex takes every first-token set from

@@ -125,6 +125,18 @@ impl TextKey {
     fn with_normal(self, f: u32, partial: u32) -> TextKey {
         TextKey(self.0 & ((1 << F_SHIFT) - 1) | (f as u128) << F_SHIFT | (partial as u128) << PARTIAL_SHIFT)
     }
+    /// The same key with normal-form state `f`, between characters.
+    pub(crate) fn with_normal_state(self, f: u32) -> TextKey {
+        self.with_normal(f, 0)
+    }
+    /// The normal-form component, state and partial character, in one word.
+    pub(crate) fn normal_part(self) -> u32 {
+        self.partial() << F_BITS | self.f()
+    }
+    /// The partial character (see [`TextKey`]), 0 between characters.
+    pub(crate) fn partial_char(self) -> u32 {
+        self.partial()
+    }
     /// The same key at the normal form's start, when it is elsewhere between characters.
     pub(crate) fn normal_start(self) -> Option<TextKey> {
         (self.partial() == 0 && self.f() != NormalForm::START).then(|| self.with_normal(NormalForm::START, 0))
@@ -668,6 +680,40 @@ impl TextSpace {
     /// tokenizer.
     #[inline(always)]
     pub(crate) fn byte_beside_regex(&self, z: TextKey, b: u8) -> Option<TextKey> {
+        let next = self.byte_of_pieces(z, b)?;
+        match self.normal {
+            None => Some(next),
+            Some(nf) => {
+                let (f, partial) = nf.byte(z.f(), z.partial(), b)?;
+                Some(next.with_normal(f, partial))
+            }
+        }
+    }
+
+    /// [`TextSpace::byte`] with the normal form's compositions left out: it decodes the
+    /// characters (a partial character stays in the key) and refuses those no normalized text
+    /// has, but its state stays the start, which takes every character another state takes
+    /// (`NormalForm::inert_only`). So every step [`TextSpace::byte`] takes from `z` with any
+    /// normal-form state, this takes too. A [`crate::lazy::slice::Region`] is explored this way
+    /// and keyed with the normal-form state it is entered at.
+    pub(crate) fn byte_ignoring_composition(&self, z: TextKey, b: u8) -> Option<TextKey> {
+        let next = match self.dfa.next(z.q(), b) {
+            DEAD => return None,
+            q => self.byte_of_pieces(z.with_regex_state(q), b)?,
+        };
+        match self.normal {
+            None => Some(next),
+            Some(nf) => {
+                let (_, partial) = nf.byte(NormalForm::START, z.partial(), b)?;
+                Some(next.with_normal(NormalForm::START, partial))
+            }
+        }
+    }
+
+    /// The pre-tokenizer's and the added-token prefix's step on `b`, with `z`'s regex state and
+    /// the normal form at its start (the caller sets it).
+    #[inline(always)]
+    fn byte_of_pieces(&self, z: TextKey, b: u8) -> Option<TextKey> {
         if b == TOKEN_MARKER {
             return None;
         }
@@ -678,14 +724,12 @@ impl TextSpace {
             },
             None => 0,
         };
-        let next = TextKey::pack(z.q(), m, self.contents.step(z.n(), b));
-        match self.normal {
-            None => Some(next),
-            Some(nf) => {
-                let (f, partial) = nf.byte(z.f(), z.partial(), b)?;
-                Some(next.with_normal(f, partial))
-            }
-        }
+        Some(TextKey::pack(z.q(), m, self.contents.step(z.n(), b)))
+    }
+
+    /// The tokenizer's normalizer, if it has one.
+    pub(crate) fn normal_form(&self) -> Option<&'static NormalForm> {
+        self.normal
     }
 
     /// Whether some byte may follow `z` ([`TextSpace::byte`] takes it): stops at the first.

@@ -85,7 +85,8 @@ pub struct NormalForm {
     classes: CharClasses,
     /// The class of each code point below U+10000, read directly (the rest: `classes`).
     bmp: Box<[u16]>,
-    /// `state * num_classes + class` → next state or [`DEAD`].
+    /// `state * num_classes + class` → next state or [`DEAD`]; after the `num_states` rows of
+    /// the DFA, the row of [`NormalForm::inert_only`].
     table: Vec<u32>,
     /// Inside a multi-byte character (see `Prefixes`).
     prefixes: Prefixes,
@@ -93,6 +94,8 @@ pub struct NormalForm {
     /// Per class: every state goes to one same live state (a starter that composes with nothing
     /// before it: ASCII, most letters and syllables), so what came before does not matter.
     inert: Vec<bool>,
+    /// Per class: every state goes to one same state, maybe dead.
+    uniform: Vec<bool>,
 }
 
 /// The state of the UTF-8 decoding inside a character: which classes its completions can have.
@@ -109,11 +112,13 @@ struct Prefixes {
     next: Vec<[u32; 64]>,
     /// Per prefix: whether the next byte completes the character.
     last: Vec<bool>,
+    /// Per prefix: whether every class it may complete into is uniform (see `NormalForm`).
+    uniform: Vec<bool>,
 }
 
 impl Prefixes {
     fn new(classes: &CharClasses) -> Prefixes {
-        let mut p = Prefixes { lead: [DEAD; 256], next: Vec::new(), last: Vec::new() };
+        let mut p = Prefixes { lead: [DEAD; 256], next: Vec::new(), last: Vec::new(), uniform: Vec::new() };
         let mut ids: FxHashMap<(u32, Runs), u32> = FxHashMap::default();
         for (b, lead) in classes.utf8_lead_runs().into_iter().enumerate() {
             if let Some((k, runs)) = lead {
@@ -189,8 +194,21 @@ impl NormalForm {
     /// The state before any text.
     pub const START: u32 = 0;
 
+    /// The states of the DFA ([`NormalForm::inert_only`] is not one of them).
     pub fn num_states(&self) -> usize {
         self.num_states
+    }
+
+    /// A state outside the DFA that takes only inert characters, each to where every state
+    /// takes it: its language is the normalized strings that are empty or start with an inert
+    /// character, a subset of every state's. The start's language holds every state's (a
+    /// normalized string's suffix after a character is normalized). So a property monotone in
+    /// the language (some continuation exists) that holds here holds at every state, and one
+    /// that fails at the start fails at every state.
+    /// Lazy guides use it to decide a piece start's liveness for every normal-form state at once
+    /// (`crate::lazy::slice::Region`).
+    pub fn inert_only(&self) -> u32 {
+        self.num_states as u32
     }
 
     pub fn num_classes(&self) -> usize {
@@ -245,6 +263,26 @@ impl NormalForm {
     /// The number of distinct prefixes inside a character (see `Prefixes`).
     pub fn num_prefixes(&self) -> usize {
         self.prefixes.next.len()
+    }
+
+    /// Whether every state goes on alike after byte `b` from partial character `partial` (see
+    /// [`NormalForm::byte`]): to one same state on the character `b` completes, or on each
+    /// character the partial one after `b` may still complete into (dead counts as a state).
+    pub fn forgets_state_after(&self, partial: u32, b: u8) -> bool {
+        let (next, completes) = match partial {
+            0 if b.is_ascii() => (self.bmp[b as usize] as u32, true),
+            0 => (self.prefixes.lead[b as usize], false),
+            _ if b & 0xC0 != 0x80 => return true,
+            _ => (
+                self.prefixes.next[partial as usize - 1][(b & 0x3F) as usize],
+                self.prefixes.last[partial as usize - 1],
+            ),
+        };
+        match (next, completes) {
+            (DEAD, _) => true,
+            (class, true) => self.uniform[class as usize],
+            (prefix, false) => self.prefixes.uniform[prefix as usize],
+        }
     }
 
     /// Whether every state goes to one same live state on `cp` (see `inert`).
@@ -379,14 +417,25 @@ impl NormalForm {
         assert!(n <= u16::MAX as usize, "normal form: {n} character classes");
         let classes = CharClasses::from_runs(&run_starts, &run_classes, n);
         let bmp: Vec<u16> = (0..0x10000).map(|cp| classes.class_of(cp) as u16).collect();
-        let inert = (0..n)
+        let inert: Vec<bool> = (0..n)
             .map(|c| {
                 let first = table[c];
                 first != DEAD && (0..num_states).all(|s| table[s * n + c] == first)
             })
             .collect();
-        let prefixes = Prefixes::new(&classes);
-        NormalForm { classes, bmp: bmp.into_boxed_slice(), table, num_states, inert, prefixes }
+        let mut table = table;
+        let inert_only: Vec<u32> = (0..n).map(|c| if inert[c] { table[c] } else { DEAD }).collect();
+        table.extend(inert_only);
+        let uniform: Vec<bool> = (0..n).map(|c| (0..num_states).all(|s| table[s * n + c] == table[c])).collect();
+        let mut prefixes = Prefixes::new(&classes);
+        // A prefix's next prefixes were interned after it.
+        prefixes.uniform = vec![true; prefixes.next.len()];
+        for p in (0..prefixes.next.len()).rev() {
+            let of =
+                |x: u32| x == DEAD || if prefixes.last[p] { uniform[x as usize] } else { prefixes.uniform[x as usize] };
+            prefixes.uniform[p] = prefixes.next[p].iter().all(|&x| of(x));
+        }
+        NormalForm { classes, bmp: bmp.into_boxed_slice(), table, num_states, inert, uniform, prefixes }
     }
 }
 

@@ -146,3 +146,78 @@ fn bytes_are_judged_as_the_normalizer_judges_their_text() {
         }
     }
 }
+
+/// Whether every string `small`'s state continues with (a string it keeps normalized) also
+/// keeps `big`'s normalized: a walk over the pairs of states both reach on the same characters
+/// (every live state accepts, so only dying matters).
+fn continues_within(nf: &NormalForm, small: u32, big: u32, seen: &mut rustc_hash::FxHashSet<(u32, u32)>) -> bool {
+    let mut todo = vec![(small, big)];
+    seen.insert((small, big));
+    while let Some((s, b)) = todo.pop() {
+        for class in 0..nf.num_classes() as u32 {
+            let (s2, b2) = (nf.step(s, class), nf.step(b, class));
+            if s2 == DEAD {
+                continue;
+            }
+            if b2 == DEAD {
+                return false;
+            }
+            if seen.insert((s2, b2)) {
+                todo.push((s2, b2));
+            }
+        }
+    }
+    true
+}
+
+/// What `NormalForm::inert_only` promises lazy guides: its language is within every state's, and
+/// every state's within the start's.
+#[test]
+fn the_inert_only_state_continues_within_every_state_and_every_state_within_the_start() {
+    for form in [Form::Nfc, Form::Nfkc] {
+        let nf = NormalForm::get(form);
+        let mut seen = rustc_hash::FxHashSet::default();
+        for f in 0..nf.num_states() as u32 {
+            assert!(continues_within(nf, f, NormalForm::START, &mut seen), "{form:?}: state {f} not within the start");
+        }
+        let mut seen = rustc_hash::FxHashSet::default();
+        for f in 0..nf.num_states() as u32 {
+            assert!(continues_within(nf, nf.inert_only(), f, &mut seen), "{form:?}: inert-only not within state {f}");
+        }
+        // It is not the start: it refuses a text's leading mark, which the start takes.
+        let acute = nf.class_of_code_point(0x301);
+        assert_ne!(nf.step(NormalForm::START, acute), DEAD);
+        assert_eq!(nf.step(nf.inert_only(), acute), DEAD);
+    }
+}
+
+/// The two facts behind `NormalForm::inert_only`, asked of the normalizer itself: a normalized
+/// text's suffix after a character is normalized, and a normalized text that starts with an
+/// inert character stays normalized after any normalized text.
+#[test]
+fn suffixes_and_inert_starts_keep_text_normalized_by_the_normalizer() {
+    let mut rng = SplitMix64::new(17);
+    for form in [Form::Nfc, Form::Nfkc] {
+        let nf = NormalForm::get(form);
+        let (mut suffixes, mut joined) = (0, 0);
+        for _ in 0..100_000 {
+            let pick = |rng: &mut SplitMix64| -> String {
+                (0..rng.below(4)).map(|_| ALPHABET[rng.below(ALPHABET.len())]).collect()
+            };
+            let (head, tail) = (pick(&mut rng), pick(&mut rng));
+            let whole = format!("{head}{tail}");
+            if reference(form, &whole) {
+                suffixes += 1;
+                assert!(reference(form, &tail), "{form:?}: {whole:?} normalized, its suffix {tail:?} not");
+            }
+            if reference(form, &head)
+                && reference(form, &tail)
+                && tail.chars().next().is_some_and(|c| nf.is_inert(c as u32))
+            {
+                joined += 1;
+                assert!(reference(form, &whole), "{form:?}: {head:?} and {tail:?} normalized, {whole:?} not");
+            }
+        }
+        assert!(suffixes > 10_000 && joined > 10_000, "{form:?}: {suffixes} suffixes and {joined} joins checked");
+    }
+}

@@ -121,8 +121,8 @@
 //!   between the inert-only state's (`NormalForm::inert_only`) and the start's: where both
 //!   agree, every state agrees, and otherwise no key is made.
 //!
-//! On `benches/step_tail.py`'s 300 Qwen2 documents this took the string steps over 30 µs from
-//! 2,704 to 1,152 (see `docs/design.md` §8).
+//! Along `benches/step_tail.py`'s 300 Qwen2 documents this took the string steps over 30 µs
+//! from ~2,900 to ~1,200-1,400 (`docs/design.md` §8).
 //!
 //! # Derived slices
 //! The patterns above are the classes JSON uses. Regexes written by people have classes of
@@ -256,12 +256,13 @@ pub(crate) const NO_HUB: u32 = u32::MAX;
 
 /// A loop use's *region*: the states of the slice's text space that bytes reach from one start
 /// `(s₀, m, n)` without a boundary, the normal form left out (see the module docs), reduced to
-/// what a guide's first-token set there depends
-/// on besides its regex (see `crate::lazy::engine::Engine::shared_first_key`). A guide's state
-/// `(q, m, n, f)` that loops on the slice has the region's states, with `φ(s)` for each slice
-/// state `s`, as its byte closure inside the slice; the rest of its closure starts where bytes
-/// the slice does not take leave it, and those bytes lead, for the components other than the
-/// regex's, to the same states in every guide.
+/// what a guide's first-token set there depends on besides its regex (see
+/// `crate::lazy::engine::Engine::shared_first_key`). A guide's state `(q, m, n, f)` that loops
+/// on the slice has the region's states, with `φ(s)` for each slice state `s`, as its byte
+/// closure inside the slice; the rest of its closure starts where bytes the slice does not take
+/// leave it, and those bytes lead, for the components other than the regex's, to the same
+/// states in every guide (the normal form's only past an exit that forgets it:
+/// `remembers_normal`).
 pub(crate) struct Region {
     /// Tells regions apart in the keys of shared first-token sets: unique among the regions
     /// the tokenizer made.

@@ -2091,11 +2091,12 @@ impl Engine {
             for (i, &start) in region.piece_starts.iter().enumerate() {
                 let zm = start.with_regex_state(slice.paired(start.regex_state()));
                 let live = self.live(Node::piece_start(self.text_id(zm)?))?;
-                // A region's piece start stands for one per normal-form state: the same
-                // liveness at the start and at the inert-only state is every state's.
-                if let Some(nf) = normal {
+                // A region's piece start stands for one per normal-form state. Dead at the
+                // start, it is dead at every state; live, it must be live at the inert-only
+                // state too to be live at every state.
+                if let Some(nf) = normal.filter(|_| live) {
                     let inert_only = zm.with_normal_state(nf.inert_only());
-                    if self.live(Node::piece_start(self.text_id(inert_only)?))? != live {
+                    if !self.live(Node::piece_start(self.text_id(inert_only)?))? {
                         return Ok(None);
                     }
                 }

@@ -221,3 +221,33 @@ fn suffixes_and_inert_starts_keep_text_normalized_by_the_normalizer() {
         assert!(suffixes > 10_000 && joined > 10_000, "{form:?}: {suffixes} suffixes and {joined} joins checked");
     }
 }
+
+/// `NormalForm::forgets_state_after` against its definition, read off the table: a byte that
+/// completes a character forgets the state when every state goes to one same state on that
+/// character; a lead byte when every character it may begin does. All of ASCII and of the
+/// two-byte characters (the combining marks among them), and a CJK lead byte.
+#[test]
+fn a_byte_forgets_the_state_where_every_state_goes_on_alike() {
+    for form in [Form::Nfc, Form::Nfkc] {
+        let nf = NormalForm::get(form);
+        let alike = |cp: u32| {
+            let class = nf.class_of_code_point(cp);
+            (0..nf.num_states() as u32).all(|s| nf.step(s, class) == nf.step(NormalForm::START, class))
+        };
+        for b in 0..0x80u8 {
+            assert_eq!(nf.forgets_state_after(0, b), alike(b as u32), "{form:?} {b:#x}");
+        }
+        for lead in 0xC2..=0xDFu8 {
+            let chars: Vec<u32> = (0..64).map(|low| ((lead as u32 & 0x1F) << 6) | low).collect();
+            assert_eq!(nf.forgets_state_after(0, lead), chars.iter().all(|&c| alike(c)), "{form:?} lead {lead:#x}");
+            let (_, partial) = nf.byte(NormalForm::START, 0, lead).unwrap();
+            for &c in &chars {
+                let last = 0x80 | (c & 0x3F) as u8;
+                assert_eq!(nf.forgets_state_after(partial, last), alike(c), "{form:?} U+{c:04X}");
+            }
+        }
+        // A combining acute's lead byte remembers the state; a CJK ideograph's does not.
+        assert!(!nf.forgets_state_after(0, 0xCC));
+        assert!(nf.forgets_state_after(0, 0xE4));
+    }
+}

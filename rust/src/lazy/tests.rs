@@ -792,6 +792,32 @@ fn closures_with_multi_byte_characters_share_first_token_sets() {
     }
 }
 
+/// outlines-core's JSON string contents, and five regexes around them (`B`): a string alone,
+/// before `,` and before `x`, a key's value, two strings in an array.
+const STRING_BODY: &str = r#"([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"#;
+const STRING_TEMPLATES: [&str; 5] = [r#""B""#, r#""B","#, r#""B"x"#, r#"\{"a":"B"\}"#, r#"\["B","B"\]"#];
+
+/// Compiles `regexes` lazily in every rotation of their order, each rotation on a fresh
+/// `Compiler`; every guide gives `reference[i]`'s masks along `walks[i]`. Returns how many
+/// sliced first-token sets the guides took from earlier ones.
+fn sliced_sets_reused_in_every_order(
+    vocab: &Arc<Vocabulary>,
+    regexes: &[String],
+    reference: &[Guide],
+    walks: &[Vec<Vec<u32>>],
+) -> usize {
+    let mut reused = 0;
+    for rotation in 0..regexes.len() {
+        let compiler = Compiler::new(vocab.clone(), Limits::default());
+        for i in (0..regexes.len()).cycle().skip(rotation).take(regexes.len()) {
+            let lazy = compiler.compile_regex_lazy(&regexes[i]).unwrap();
+            assert_same_masks(&lazy, &reference[i], &walks[i], &regexes[i]);
+            reused += lazy.lazy_engine().unwrap().sliced_first_sets_reused();
+        }
+    }
+    reused
+}
+
 /// Sliced text states share first-token sets across guides by their slice's region and what
 /// follows the string (`Engine::shared_first_key`): strings closed by different text keep their
 /// own sets (`",` is one piece on these tokenizers, `"x` two, and `"` may end the text or not),
@@ -800,11 +826,7 @@ fn closures_with_multi_byte_characters_share_first_token_sets() {
 /// (`{"a":` then `"`, one piece with what follows), and between two strings (`","`).
 #[test]
 fn sliced_states_share_first_token_sets_by_region_and_exits() {
-    let body = r#"([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"#;
-    let regexes: Vec<String> = [r#""B""#, r#""B","#, r#""B"x"#, r#"\{"a":"B"\}"#, r#"\["B","B"\]"#]
-        .iter()
-        .map(|r| r.replace('B', body))
-        .collect();
+    let regexes: Vec<String> = STRING_TEMPLATES.iter().map(|r| r.replace('B', STRING_BODY)).collect();
     for name in ["gpt2", "llama3"] {
         let vocab = Arc::new(crate::testing::shared_vocabulary(name));
         let eager_compiler = Compiler::new(vocab.clone(), Limits::default());
@@ -812,15 +834,7 @@ fn sliced_states_share_first_token_sets_by_region_and_exits() {
             regexes.iter().map(|r| eager_compiler.compile_regex(r, Method::Cartesian).unwrap()).collect();
         let walks: Vec<Vec<Vec<u32>>> =
             eager.iter().map(|g| (0..6).map(|seed| g.random_walk(seed, 12).unwrap()).collect()).collect();
-        let mut reused = 0;
-        for rotation in 0..regexes.len() {
-            let compiler = Compiler::new(vocab.clone(), Limits::default());
-            for i in (0..regexes.len()).cycle().skip(rotation).take(regexes.len()) {
-                let lazy = compiler.compile_regex_lazy(&regexes[i]).unwrap();
-                assert_same_masks(&lazy, &eager[i], &walks[i], &regexes[i]);
-                reused += lazy.lazy_engine().unwrap().sliced_first_sets_reused();
-            }
-        }
+        let reused = sliced_sets_reused_in_every_order(&vocab, &regexes, &eager, &walks);
         assert!(reused >= 20, "{name}: {reused} sliced first-token sets reused");
     }
 }
@@ -835,9 +849,7 @@ fn sliced_states_share_first_token_sets_by_region_and_exits() {
 /// followed by U+0301; `x` by U+0300): a key blind to the state a region is entered at fails it.
 #[test]
 fn normal_form_regions_share_first_token_sets() {
-    let body = r#"([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"#;
-    let templates = [r#""B""#, r#""B","#, r#""B"x"#, r#"\{"a":"B"\}"#, r#"\["B","B"\]"#];
-    let regexes: Vec<String> = templates.iter().map(|r| r.replace('B', body)).collect();
+    let regexes: Vec<String> = STRING_TEMPLATES.iter().map(|r| r.replace('B', STRING_BODY)).collect();
     let texts = [
         "fine caf\u{e9} q\u{301}q e",
         "sq\u{301} \u{d55c}\u{ad6d}\u{c5b4} e",
@@ -846,7 +858,7 @@ fn normal_form_regions_share_first_token_sets() {
     let vocab = Arc::new(crate::testing::shared_vocabulary("qwen2"));
     let mut walks: Vec<Vec<Vec<u32>>> = Vec::new();
     let mut unkeyed: Vec<Guide> = Vec::new();
-    for (regex, template) in regexes.iter().zip(templates) {
+    for (regex, template) in regexes.iter().zip(STRING_TEMPLATES) {
         let guide = Compiler::new(vocab.clone(), Limits::default()).compile_regex_lazy(regex).unwrap();
         guide.lazy_engine().unwrap().turn_keys_off();
         let mut these: Vec<Vec<u32>> = (0..6).map(|seed| guide.random_walk(seed, 16).unwrap()).collect();
@@ -857,15 +869,7 @@ fn normal_form_regions_share_first_token_sets() {
         walks.push(these);
         unkeyed.push(guide);
     }
-    let mut reused = 0;
-    for rotation in 0..regexes.len() {
-        let compiler = Compiler::new(vocab.clone(), Limits::default());
-        for i in (0..regexes.len()).cycle().skip(rotation).take(regexes.len()) {
-            let lazy = compiler.compile_regex_lazy(&regexes[i]).unwrap();
-            assert_same_masks(&lazy, &unkeyed[i], &walks[i], &regexes[i]);
-            reused += lazy.lazy_engine().unwrap().sliced_first_sets_reused();
-        }
-    }
+    let reused = sliced_sets_reused_in_every_order(&vocab, &regexes, &unkeyed, &walks);
     assert!(reused >= 20, "{reused} sliced first-token sets reused");
 }
 

@@ -17,7 +17,8 @@ many *other* schemas (the next seed's sample; none with ``--ids``), as a server 
 before; only the rounds after it (``--reps``) are counted: every guide's own first visits, and
 first-token sets shared only where another schema had the same shape. ``--warm same`` warms on the
 counted schemas themselves (every shareable set is then shared: an upper bound on what sharing
-gives). Each ``--build`` (a ``_core.abi3.so``) runs from a copy of the package beside it; with a
+gives); ``--warm none`` counts a new process's first round, as ``compare.py`` times it (with a
+``--cache-dir``, what the tokenizer's disk cache holds is read, not made). Each ``--build`` (a ``_core.abi3.so``) runs from a copy of the package beside it; with a
 ``--cache-dir``, the first build first walks the same inputs without valgrind, so that every
 counted build finds the disk cache as full. Needs
 ``valgrind``; ~50x slower than a plain run (40 Glaiveai2K + 20 Github_* schemas: ~25 s a build).
@@ -142,8 +143,8 @@ def main():
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--tokenizer", default="llama3")
     ap.add_argument("--reps", type=int, default=1, help="counted rounds after the warm one")
-    ap.add_argument("--warm", choices=["others", "same"], default="others",
-                    help="warm the Compiler on other schemas (default) or on the counted ones")
+    ap.add_argument("--warm", choices=["others", "same", "none"], default="others",
+                    help="warm the Compiler on other schemas (default), on the counted ones, or not at all")
     ap.add_argument("--build", action="append", default=[], help="a _core.abi3.so to count (repeatable)")
     ap.add_argument("--cache-dir", default=os.environ.get("PROPERTOK_BENCH_CACHE_DIR", ""),
                     help="the Compiler's cache_dir, as compare.py's --cache-dir (default: none, or "
@@ -162,7 +163,7 @@ def main():
     items = compare.sample_items(a.glaive, a.github, a.seed, [x for x in a.ids.split(",") if x])
     if not items:
         sys.exit("no inputs: give --glaive, --github or --ids")
-    warm_items = items
+    warm_items = items if a.warm == "same" else []
     if a.warm == "others":
         ids = {r["id"] for r in items}
         warm_items = [r for r in compare.sample_items(a.glaive, a.github, a.seed + 1, []) if r["id"] not in ids]
@@ -171,8 +172,8 @@ def main():
         inputs = str(Path(work) / "inputs.json")
         Path(inputs).write_text(json.dumps({"items": items, "warm_items": warm_items, "paths": dict(paths)}))
         builds = a.build or [None]
-        print(f"{len(items)} schemas, {a.tokenizer}, warmed on {a.warm if a.warm == 'same' else len(warm_items)}"
-              f" {'schemas' if a.warm == 'same' else 'other schemas'}, {a.reps} counted round(s); millions of instructions")
+        warmed = {"same": "warmed on the same schemas", "none": "not warmed"}.get(a.warm, f"warmed on {len(warm_items)} other schemas")
+        print(f"{len(items)} schemas, {a.tokenizer}, {warmed}, {a.reps} counted round(s); millions of instructions")
         print(f"{'':22}" + "".join(f"{Path(b).name if b else 'installed':>16}" for b in builds))
         if a.cache_dir:
             prime(builds[0], a, inputs, work)

@@ -338,7 +338,10 @@ class Compiler:
         hit), ``cache`` (``"hit"``, ``"miss"``, ``"write-failed"``, ``"disabled"``),
         ``slice_sets_walked`` and ``slice_sets_loaded`` (the lazy guides' shared token tables of
         JSON string contents and ``.*`` so far, one per kind of text before them: walked over the
-        vocabulary by this compiler, or read from ``cache_dir``); ``construction`` is not included
+        vocabulary by this compiler, or read from ``cache_dir``), ``slice_regions_found`` and
+        ``slice_regions_loaded`` (the text states of string contents from one start that a shared
+        first-token set's key describes: explored here, or read from ``cache_dir``);
+        ``construction`` is not included
         (see ``tokenizer_dfa_construction``)."""
     def tokens_always_split(self) -> list[int]:
         """Token ids the merges can emit but whose text the pre-tokenizer never leaves whole, so

@@ -304,6 +304,13 @@ impl Compiler {
         Some(self.lazy_parts.get()?.as_ref().ok()?.slices.sets_made())
     }
 
+    /// The regions of lazy guides' string contents (what keys of shared first-token sets
+    /// describe) this compiler found, and read from the cache directory, in that order; `None`
+    /// before its lazy tables are made.
+    pub fn slice_regions_made(&self) -> Option<(usize, usize)> {
+        Some(self.lazy_parts.get()?.as_ref().ok()?.slices.regions_made())
+    }
+
     /// A lazy compile of a pattern (or rules, or a grammar's text) longer than this tells its
     /// caller the work is long ([`long_work`]) before parsing it: its NFA alone takes a
     /// millisecond or more.

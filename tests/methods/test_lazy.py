@@ -384,3 +384,25 @@ def test_slice_sets_kept_in_the_cache_dir_give_the_eager_masks(pt, mistral, tmp_
     walked = made[0][0]
     assert walked > 0 and made == [(walked, 0), (0, walked)], made
     assert len(list(tmp_path.glob("slices-*/*.bin"))) == walked
+
+
+def test_regions_kept_in_the_cache_dir_are_read_by_the_next_compiler(pt, tokenizer_under_test, tmp_path):
+    """The regions that shared first-token sets are keyed by (a string's contents from one start)
+    are kept in ``cache_dir`` and read by the next compiler instead of explored, with the same
+    masks (GPT-2: Mistral-7B has no pre-tokenizer, so no region)."""
+    require_shared("the gpt2 tokenizer")
+    tut = tokenizer_under_test("gpt2")
+    regex = r'\{"a": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*", "b": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"\}'
+    ids = tut.oracle.canonical('{"a": "Grüß 2024, x at 10:30", "b": "東京 12 go"}')
+    made, masks = [], []
+    for round in range(2):
+        compiler = pt.Compiler(tut.vocab, cache_dir=str(tmp_path))
+        masks.append(_masks_along(compiler.compile_regex(regex, lazy=True), ids))
+        stats = compiler.tokenizer_dfa_stats()
+        made.append((stats["slice_regions_found"], stats["slice_regions_loaded"]))
+    found = made[0][0]
+    assert found > 0 and made == [(found, 0), (0, found)], made
+    assert len(list(tmp_path.glob("slices-*/*.region"))) == found
+    assert len(masks[0]) == len(masks[1]) == len(ids) + 1
+    for i, (a, b) in enumerate(zip(*masks)):
+        assert np.array_equal(a, b), f"masks differ after {ids[:i]}"

@@ -1553,7 +1553,12 @@ fn slice_sets_from_the_disk_cache_give_the_walked_masks() {
         let mut files: Vec<_> = std::fs::read_dir(&slice_dir).unwrap().map(|e| e.unwrap().path()).collect();
         files.sort();
         let (tables, files): (Vec<_>, Vec<_>) = files.into_iter().partition(|p| p.extension().unwrap() == "tables");
+        let (regions, files): (Vec<_>, Vec<_>) = files.into_iter().partition(|p| p.extension().unwrap() == "region");
         assert_eq!(files.len(), walked, "{name}: one file per set, no temporary left");
+        let (found, read) = first.slice_regions_made().unwrap();
+        assert_eq!((regions.len(), read), (found, 0), "{name}: one file per region found");
+        // Without a pre-tokenizer no first-token set is shared, so no region is asked for.
+        assert_eq!(found == 0, name == "mistral7b", "{name}: {found} regions");
         let derived = first.lazy_parts().unwrap().slices.num_derived();
         assert!(derived >= 1, "{name}: field c takes a derived slice");
         let fixed = super::slice::SLICE_PATTERNS.len();
@@ -1565,6 +1570,8 @@ fn slice_sets_from_the_disk_cache_give_the_walked_masks() {
         let got: Vec<_> = walks.iter().map(|w| masks_along(&lazy, w)).collect();
         assert!(got == want, "{name}: masks from the disk cache differ");
         assert_eq!(second.slice_sets_made(), Some((0, walked)), "{name}");
+        assert_eq!(second.slice_regions_made(), Some((0, found)), "{name}");
+        assert_eq!(second.lazy_parts().unwrap().slices.regions_found_again(), found, "{name}: regions read back");
         assert_eq!(second.lazy_parts().unwrap().slices.num_derived_loaded(), derived, "{name}");
         assert_eq!(second.lazy_parts().unwrap().slices.num_fixed_loaded(), fixed, "{name}");
 
@@ -1578,6 +1585,11 @@ fn slice_sets_from_the_disk_cache_give_the_walked_masks() {
         let p0 = tables.iter().find(|p| p.file_name().unwrap() == "p0.tables").expect("the first pattern's tables");
         let p0_bytes = std::fs::read(p0).unwrap();
         std::fs::write(p0, &p0_bytes[..p0_bytes.len() - 1]).unwrap();
+        // A region file cut short.
+        let region_bytes = regions.first().map(|r| std::fs::read(r).unwrap());
+        if let (Some(r), Some(bytes)) = (regions.first(), &region_bytes) {
+            std::fs::write(r, &bytes[..bytes.len() - 1]).unwrap();
+        }
         let third = compiler();
         let lazy = third.compile_regex_lazy(STRINGS).unwrap();
         let got: Vec<_> = walks.iter().map(|w| masks_along(&lazy, w)).collect();
@@ -1588,6 +1600,10 @@ fn slice_sets_from_the_disk_cache_give_the_walked_masks() {
         assert_eq!(std::fs::read(&files[0]).unwrap().len(), bytes.len(), "{name}: rewritten whole");
         assert_eq!(std::fs::read(&tables[0]).unwrap(), table_bytes, "{name}: tables rebuilt as they were");
         assert_eq!(std::fs::read(p0).unwrap(), p0_bytes, "{name}: the pattern's tables rebuilt as they were");
+        assert_eq!(third.slice_regions_made(), Some((found.min(1), found - found.min(1))), "{name}");
+        if let (Some(r), Some(bytes)) = (regions.first(), region_bytes) {
+            assert_eq!(std::fs::read(r).unwrap(), bytes, "{name}: the region found and written as it was");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

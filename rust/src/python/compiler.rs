@@ -206,6 +206,9 @@ impl PyCompiler {
         let (walked, loaded) = self.inner.slice_sets_made().unwrap_or((0, 0));
         d.set_item("slice_sets_walked", walked)?;
         d.set_item("slice_sets_loaded", loaded)?;
+        let (found, loaded) = self.inner.slice_regions_made().unwrap_or((0, 0));
+        d.set_item("slice_regions_found", found)?;
+        d.set_item("slice_regions_loaded", loaded)?;
         Ok(d)
     }
     /// Token ids the merges can emit but whose text the pre-tokenizer never leaves whole (so no

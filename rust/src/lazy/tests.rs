@@ -423,6 +423,22 @@ fn narrow_masks_cleared_after_their_tokens_give_the_eager_masks() {
     assert!(cleared > 0, "no mask cleared its forbidden set after its tokens");
 }
 
+/// The ways that prove a key's piece starts live follow the bytes nearest to acceptance where
+/// the pre-tokenizer takes them (`Engine::nearest_chain`), without a search: keys, literals and
+/// numbers on GPT-2 and Llama 3, with the eager guide's masks.
+#[test]
+fn ways_along_nearest_bytes_give_the_eager_masks_without_searches() {
+    let regex = r#"\{"first_name": "[a-z]{1,8}", "account_id": (0|[1-9][0-9]{0,3}), "is_active": (true|false)\}"#;
+    let text = br#"{"first_name": "ada", "account_id": 42, "is_active": true}"#;
+    for name in ["gpt2", "llama3"] {
+        let compiler = Compiler::new(Arc::new(crate::testing::shared_vocabulary(name)), Limits::default());
+        let lazy = compiler.compile_regex_lazy(regex).unwrap();
+        assert_gives_the_eager_masks(&compiler, &lazy, regex, text);
+        let (searches, chains) = lazy.lazy_engine().unwrap().ways_found();
+        assert!(chains > 2 * searches, "{name}: {chains} ways along nearest bytes, {searches} searched");
+    }
+}
+
 /// On a DFA determinized on demand, a counted string's positions are told apart from their
 /// neighbours within a few bytes (`slice::MAX_EQUIVALENCE_DEPTH`): the same masks as the lazy
 /// guide of its minimal DFA (whose `{3,255}` product is too large for an eager guide).
@@ -1453,8 +1469,10 @@ fn neighbours_and_watches_beside_strings_give_the_eager_masks() {
     // instead, `Engine::shared_first_key`).
     let (mut by_neighbour, mut by_neighbour_on_demand) = ([0; 3], [0; 3]);
     let vocabs = ["gpt2", "llama3"].map(|name| Arc::new(crate::testing::shared_vocabulary(name)));
+    // The eager guide of WATCH takes ~7 s on Llama 3: a busy machine passed the default 30 s.
+    let limits = Limits { max_compile_seconds: Some(300.0), ..Limits::default() };
     for vocab in [mistral()].into_iter().chain(vocabs) {
-        let compiler = Compiler::new(vocab.clone(), Limits::default());
+        let compiler = Compiler::new(vocab.clone(), limits);
         for (case, (regex, texts, derived)) in cases.into_iter().enumerate() {
             let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
             let mut walks: Vec<Vec<u32>> = (0..8).map(|seed| eager.random_walk(seed, 60).unwrap()).collect();

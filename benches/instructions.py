@@ -169,6 +169,12 @@ def main():
         ids = {r["id"] for r in items}
         warm_items = [r for r in compare.sample_items(a.glaive, a.github, a.seed + 1, []) if r["id"] not in ids]
     paths, _, _ = compare.canonical_paths(items + warm_items, compare.load_oracle_module(), a.tokenizer, 1)
+    # A schema with no document (its regex matches nothing, as `compare.py` reports it) is left out.
+    dropped = [r["id"] for r in items if not paths.get(r["id"])]
+    items = [r for r in items if paths.get(r["id"])]
+    warm_items = [r for r in warm_items if paths.get(r["id"])]
+    if dropped:
+        print(f"left out, no document: {', '.join(dropped)}")
     with tempfile.TemporaryDirectory(prefix="propertok-instr-") as work:
         inputs = str(Path(work) / "inputs.json")
         Path(inputs).write_text(json.dumps({"items": items, "warm_items": warm_items, "paths": dict(paths)}))

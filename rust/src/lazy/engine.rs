@@ -434,6 +434,8 @@ pub(crate) struct Engine {
     hinted: AtomicUsize,
     /// Piece starts proved live by a clean way ([`Engine::live_by_clean_way`]).
     by_clean_way: AtomicUsize,
+    /// First-token sets made as the union of their threads' ([`Engine::first_tokens_of_threads`]).
+    thread_unions: AtomicUsize,
     /// Ways found by a search, and along bytes nearest to acceptance ([`Engine::nearest_chain`]).
     way_searches: AtomicUsize,
     nearest_chains: AtomicUsize,
@@ -459,6 +461,10 @@ pub(crate) struct Engine {
     /// No first-token set is keyed ([`Engine::shared_first_key`]): a reference for tests.
     #[cfg(test)]
     keys_off: std::sync::atomic::AtomicBool,
+    /// Leaves out the last thread of every union ([`Engine::first_tokens_of_threads`]), so
+    /// that a test shows it would see a wrong union.
+    #[cfg(test)]
+    threads_dropped: std::sync::atomic::AtomicBool,
     /// Narrow masks whose class's forbidden set was cleared after their tokens were set
     /// (`crate::lazy::automaton`).
     #[cfg(test)]
@@ -584,6 +590,40 @@ const KEY_REGIONS: usize = 8;
 const NEIGHBOUR_MIN_BYTES: usize = 64;
 const NEIGHBOUR_MAX_BYTES: usize = 16;
 
+/// The fewest bytes a regex state takes for [`Engine::first_tokens_of_threads`] to split it
+/// into threads: a narrower one's walk is narrowed to its bytes. With 32, an email's states
+/// (38-57 bytes: its local part beside a quoted one, a domain's labels) were split, and their
+/// threads, new at each step too, cost more than the walk they replaced (`Github_easy/o58906`:
+/// 17 → 22 ms of masks a guide on Llama 3).
+const THREAD_MIN_BYTES: usize = 64;
+
+/// How many unions of threads one thread may be inside at once
+/// ([`Engine::first_tokens_of_threads`]): a thread's set may come from its neighbour's
+/// (`Engine::neighbour`), itself a union, and no proof rules out a cycle back, so past this
+/// depth a set is found whole.
+const MAX_UNION_DEPTH: u32 = 4;
+
+thread_local! {
+    /// The unions of threads whose sets this thread is finding, one inside another.
+    static UNION_DEPTH: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// One level of [`UNION_DEPTH`], left when dropped (on an error too).
+struct UnionDepth;
+
+impl UnionDepth {
+    fn enter() -> UnionDepth {
+        UNION_DEPTH.set(UNION_DEPTH.get() + 1);
+        UnionDepth
+    }
+}
+
+impl Drop for UnionDepth {
+    fn drop(&mut self) {
+        UNION_DEPTH.set(UNION_DEPTH.get() - 1);
+    }
+}
+
 /// The fewest gathered first tokens that [`sort_token_ids`] sorts through a bitset.
 const SORT_BY_BITSET_MIN: usize = 256;
 
@@ -634,6 +674,7 @@ impl Engine {
             by_clean_way: AtomicUsize::new(0),
             way_searches: AtomicUsize::new(0),
             nearest_chains: AtomicUsize::new(0),
+            thread_unions: AtomicUsize::new(0),
             sliced: AtomicUsize::new(0),
             walks_reused: AtomicUsize::new(0),
             recent_walks: RecentWalks::default(),
@@ -646,6 +687,8 @@ impl Engine {
             sliced_first_sets_reused: AtomicUsize::new(0),
             #[cfg(test)]
             keys_off: std::sync::atomic::AtomicBool::new(false),
+            #[cfg(test)]
+            threads_dropped: std::sync::atomic::AtomicBool::new(false),
             #[cfg(test)]
             masks_cleared_after: AtomicUsize::new(0),
             settled_by_hubs: AtomicUsize::new(0),
@@ -714,6 +757,11 @@ impl Engine {
         self.walks_shifted.load(Ordering::Relaxed)
     }
 
+    /// Leaves the last thread out of every union of threads from now on (a wrong union).
+    #[cfg(test)]
+    pub(crate) fn drop_a_thread(&self) {
+        self.threads_dropped.store(true, Ordering::Relaxed);
+    }
     /// Finds every first-token set on its own from now on, keying none.
     #[cfg(test)]
     pub(crate) fn turn_keys_off(&self) {
@@ -814,6 +862,11 @@ impl Engine {
     #[cfg(test)]
     pub(crate) fn ways_found(&self) -> (usize, usize) {
         (self.way_searches.load(Ordering::Relaxed), self.nearest_chains.load(Ordering::Relaxed))
+    }
+    /// First-token sets made as the union of their threads' sets.
+    #[cfg(test)]
+    pub(crate) fn thread_unions(&self) -> usize {
+        self.thread_unions.load(Ordering::Relaxed)
     }
     /// Nodes proved dead by their pair conditions, without a search.
     #[cfg(test)]
@@ -2011,7 +2064,10 @@ impl Engine {
             self.charge(set.heap_bytes() + BYTES_PER_ENTRY)?;
             return Ok(self.first.insert_if_absent((z, u), set));
         }
-        let set = self.find_first_tokens(z, u)?;
+        let set = match self.first_tokens_of_threads(z, u)? {
+            Some(set) => set,
+            None => self.find_first_tokens(z, u)?,
+        };
         // A grammar's automaton past a limit refuses every byte: a key read since then may be
         // wrong (its set is not, `find_first_tokens` having charged before keeping it).
         if let Some(key) = shared.filter(|_| self.space.dfa().overflow().is_none()) {
@@ -2162,6 +2218,53 @@ impl Engine {
         Ok(Some(out.into()))
     }
 
+    /// [`Engine::first_tokens`] of a text state whose regex state, determinized on demand, is a
+    /// union of threads ([`TextRegex::threads`]): the union of the threads' sets, each found,
+    /// keyed or memoized as any text state's set is, and memoized. `None` where the regex state
+    /// takes fewer than [`THREAD_MIN_BYTES`] bytes or makes no threads, and in guides with
+    /// special tokens.
+    ///
+    /// Exact: a token's successor is live iff some text after it is canonical and in the
+    /// language, and the language is the union of the threads'; every other component of the
+    /// text state (pre-tokenizer, added-token prefix, normal form, split) is the text's, the
+    /// same in every thread. Guides with special tokens are left out, as keys leave them out:
+    /// their markers leave the piece through the automaton rather than the text's bytes, which
+    /// this has not been checked against.
+    ///
+    /// Why: a URL's host after `https://` (`Github_easy/o21869`) is a union of the user name's
+    /// `[^\s:@]+`, the host's `[a-zA-Z\d.-]+` and their exits, new at every character, and no
+    /// slice fits the union: each step walked the whole trie, 3-9 ms on Llama 3 (the largest
+    /// mask of issue 17's documents on every tokenizer), while each thread is the same state at
+    /// every step, sliced, and found once.
+    fn first_tokens_of_threads(&self, z: TextId, u: u32) -> Result<Option<Arc<TokenSet>>> {
+        if self.space.num_tokens() > 0 {
+            return Ok(None);
+        }
+        let key = self.key(z);
+        let q = key.regex_state();
+        if self.space.bytes_taken(q).len() < THREAD_MIN_BYTES || UNION_DEPTH.get() >= MAX_UNION_DEPTH {
+            return Ok(None);
+        }
+        let Some(threads) = self.space.dfa().threads(q) else { return Ok(None) };
+        // A thread that most of its bytes lead back to `q` is no thread of its own: its set
+        // would be its neighbour's (`Engine::neighbour`), `q`'s, the set asked for
+        // (`(?:(?:.)+)*`, found by the `regex_guide` fuzz target).
+        if threads.iter().any(|&t| self.most_common_target(t) == Some(q)) {
+            return Ok(None);
+        }
+        let _depth = UnionDepth::enter();
+        let mut bits = vec![0u32; crate::util::bitset::words_for(self.parts.vocab.vocab_size())].into_boxed_slice();
+        #[cfg(test)]
+        let threads = &threads[..threads.len() - self.threads_dropped.load(Ordering::Relaxed) as usize];
+        for &thread in threads.iter() {
+            self.first_tokens(self.text_id(key.with_regex_state(thread))?, u)?.or_into(&mut bits);
+        }
+        self.thread_unions.fetch_add(1, Ordering::Relaxed);
+        let set = TokenSet::from_bitset(bits);
+        self.charge(set.heap_bytes() + BYTES_PER_ENTRY)?;
+        Ok(Some(self.first.insert_if_absent((z, u), self.parts.same_dense_set(Arc::new(set)))))
+    }
+
     /// [`Engine::first_tokens`] found from the text state's groups and searches, or from a
     /// neighbour's set ([`Engine::neighbour`]), and memoized.
     fn find_first_tokens(&self, z: TextId, u: u32) -> Result<Arc<TokenSet>> {
@@ -2189,22 +2292,25 @@ impl Engine {
         if space.bytes_taken(q).len() < NEIGHBOUR_MIN_BYTES {
             return None;
         }
-        // Over the bytes a state takes (a grammar's automaton builds each state it steps to,
-        // and a trie walk from the state would step to the same).
-        let most_common_target = |q: u32| {
-            let mut targets: Vec<u32> =
-                space.bytes_taken(q).iter().map(|b| dfa.next(q, b)).filter(|&t| t != DEAD).collect();
-            targets.sort_unstable();
-            (targets.chunk_by(|a, b| a == b)).max_by_key(|run| run.len()).map(|run| run[0])
-        };
-        let loop_state = most_common_target(q).filter(|&t| t != q)?;
-        if most_common_target(loop_state) != Some(loop_state) {
+        let loop_state = self.most_common_target(q).filter(|&t| t != q)?;
+        if self.most_common_target(loop_state) != Some(loop_state) {
             return None;
         }
         let mut either = space.bytes_taken(q);
         either.union(&space.bytes_taken(loop_state));
         let parting = either.iter().filter(|&b| dfa.next(q, b) != dfa.next(loop_state, b)).count();
         (parting <= NEIGHBOUR_MAX_BYTES).then_some(loop_state)
+    }
+
+    /// The state most of the bytes regex state `q` takes lead to. Over the bytes it takes: a
+    /// grammar's automaton builds each state it steps to, and a trie walk from the state would
+    /// step to the same.
+    fn most_common_target(&self, q: u32) -> Option<u32> {
+        let dfa = self.space.dfa();
+        let mut targets: Vec<u32> =
+            self.space.bytes_taken(q).iter().map(|b| dfa.next(q, b)).filter(|&t| t != DEAD).collect();
+        targets.sort_unstable();
+        (targets.chunk_by(|a, b| a == b)).max_by_key(|run| run.len()).map(|run| run[0])
     }
 
     /// The first-token set of `(z, u)` from that of `(z', u)`, where `z'` is `z` with regex

@@ -42,6 +42,12 @@
 //! `Compiler::compile_regex_lazy`). A regex whose large counted repetitions are outlined
 //! (`crate::regex::outline`) is a few rules without recursion ([`PushdownDfa::of_outlined_regex`]).
 //!
+//! A state's language is the union of its configurations'. [`PushdownDfa::threads`] groups
+//! them into *threads* (a loop with its exits; what no loop reaches), each interned as a state
+//! of its own, so that the engine finds a union's first-token set as the union of its threads'
+//! sets, each found once and met again at later steps
+//! (`crate::lazy::engine::Engine::first_tokens_of_threads`).
+//!
 //! The lazy engine (`crate::lazy::engine`) treats these states like a regex DFA's, so its
 //! masks are exactly canonical for the grammar's language: a node is live iff some canonical
 //! continuation reaches acceptance, searched over the real configurations, stacks included.
@@ -104,6 +110,7 @@ use crate::error::{Error, Result};
 use crate::limits::{CLOSED_STEP_CACHE_BYTES, RULE_CACHE_BYTES};
 use crate::regex::byte_dfa::{translate, ByteDfa, CALL_MARKER, DEAD, TOKEN_MARKER};
 use crate::regex::byte_nfa::ByteNfa;
+use crate::util::bitset;
 use crate::util::byte_set::ByteSet;
 use crate::util::concurrent::{BoundedCache, Interner, ShardedMap, Slots};
 
@@ -273,6 +280,14 @@ pub struct PushdownDfa {
     /// [`CLOSED_STEP_CACHE_BYTES`].
     closed: BoundedCache<Box<[Config]>, u32>,
 }
+
+/// A loop's byte ranges, member by member (sorted): equal for copies of one loop.
+type LoopRanges = Vec<Vec<(u8, u8)>>;
+
+/// The most configurations a state may have for [`PushdownDfa::threads`] to group them: it
+/// closes their reach, `n³ / 32` word operations (a URL's union has a dozen configurations,
+/// ten times as many where an alternation repeats it in each branch).
+const MAX_THREAD_CONFIGURATIONS: usize = 256;
 
 /// What an entry of [`PushdownDfa::closed`] costs beyond its configurations: the box, the id
 /// and the hash table's slot.
@@ -694,6 +709,143 @@ impl PushdownDfa {
                 self.overflowed("max_product_states", self.max_states, format!("{n} states of a grammar's automaton"))
             }
         }
+    }
+
+    /// States whose languages' union is `q`'s: its configurations grouped into *threads*, each
+    /// interned as a state of its own. `None` where `q` makes fewer than two threads, has more
+    /// than 256 configurations (`MAX_THREAD_CONFIGURATIONS`), or the automaton is past a limit.
+    ///
+    /// Exact whatever the grouping: a state's language is the union of its configurations'
+    /// (plus the empty text where it accepts), so any groups that cover its configurations,
+    /// each with `q`'s acceptance, have `q`'s language as their union.
+    ///
+    /// The grouping is chosen so that a thread is a state the text meets on its own, whose
+    /// first-token set is sliced, keyed, and found again at the next step: configurations that
+    /// come back to each other within `q` by byte steps and ε-edges (a class's star, a string's
+    /// characters) make a thread with every configuration of `q` they reach in one step (their
+    /// loop's exits: the closing quote, an escape's backslash); what no loop reaches (a
+    /// literal's next byte, a class's first, counted copy) makes one thread. A thread inside
+    /// another is dropped.
+    ///
+    /// Why: a state of a regex determinized on demand is often a union that no slice fits (a
+    /// URL's user name `[^\s:@]+` beside its host `[a-zA-Z\d.-]+`, an object's free keys
+    /// beside the keys it names), new at every step of a document, where its threads come back
+    /// at every step (see `crate::lazy::engine::Engine::first_tokens_of_threads`).
+    pub fn threads(&self, q: u32) -> Option<Vec<u32>> {
+        if self.overflow.get().is_some() {
+            return None;
+        }
+        let key = self.states.key(q);
+        let configs = &key.configs;
+        let n = configs.len();
+        if !(2..=MAX_THREAD_CONFIGURATIONS).contains(&n) {
+            return None;
+        }
+        // step[i]: the configurations of `q` that `i` reaches in one byte step and ε-edges of
+        // its rule; reach[i]: in one or more such steps, staying inside `q`. Bitsets over `q`'s
+        // configurations.
+        let words = bitset::words_for(n);
+        let step: Vec<Box<[u32]>> = configs
+            .iter()
+            .map(|c| {
+                let nfa = &self.rules[c.rule as usize].nfa;
+                let mut bits = vec![0u32; words].into_boxed_slice();
+                let targets = nfa.edges(c.node).iter().map(|e| e.to).collect();
+                for node in nfa.epsilon_closure(targets) {
+                    if let Ok(j) = configs.binary_search(&Config { node, ..*c }) {
+                        bitset::set(&mut bits, j);
+                    }
+                }
+                bits
+            })
+            .collect();
+        let mut reach = step.clone();
+        for k in 0..n {
+            let via = reach[k].clone();
+            for row in reach.iter_mut().filter(|row| bitset::contains(row, k)) {
+                row.iter_mut().zip(via.iter()).for_each(|(w, v)| *w |= v);
+            }
+        }
+        // A loop's thread: its configurations (those that reach each other) and their exits,
+        // one step on. Not further: a user name's `@` leads to the host, a thread of its own.
+        // Copies of one loop (the same byte ranges: a URL repeated in each branch of an
+        // alternation) are one thread, as the text meets them together.
+        let mut loops: Vec<(LoopRanges, Box<[u32]>)> = Vec::new();
+        for i in (0..n).filter(|&i| bitset::contains(&reach[i], i)) {
+            let members: Vec<usize> =
+                (0..n).filter(|&j| bitset::contains(&reach[i], j) && bitset::contains(&reach[j], i)).collect();
+            let mut ranges: LoopRanges = (members.iter())
+                .map(|&j| {
+                    self.rules[configs[j].rule as usize]
+                        .nfa
+                        .edges(configs[j].node)
+                        .iter()
+                        .map(|e| (e.lo, e.hi))
+                        .collect()
+                })
+                .collect();
+            ranges.sort_unstable();
+            let at = match loops.iter().position(|(r, _)| *r == ranges) {
+                Some(at) => at,
+                None => {
+                    loops.push((ranges, vec![0u32; words].into_boxed_slice()));
+                    loops.len() - 1
+                }
+            };
+            let group = &mut loops[at].1;
+            for &j in &members {
+                bitset::set(group, j);
+                group.iter_mut().zip(step[j].iter()).for_each(|(w, v)| *w |= v);
+            }
+        }
+        let mut groups: Vec<Box<[u32]>> = Vec::new();
+        for (_, group) in loops {
+            if !groups.contains(&group) {
+                groups.push(group);
+            }
+        }
+        // What no loop reaches, together.
+        let mut rest = vec![0u32; words].into_boxed_slice();
+        for i in (0..n).filter(|&i| groups.iter().all(|g| !bitset::contains(g, i))) {
+            bitset::set(&mut rest, i);
+        }
+        if bitset::count(&rest) > 0 {
+            groups.push(rest);
+        }
+        // The groups are distinct: one inside another adds nothing to the union.
+        let inside = |g: &[u32], h: &[u32]| g.iter().zip(h).all(|(a, b)| a & b == *a);
+        let kept: Vec<&[u32]> =
+            groups.iter().map(|g| &g[..]).filter(|&g| !groups.iter().any(|h| &h[..] != g && inside(g, h))).collect();
+        if kept.len() < 2 {
+            return None;
+        }
+        let mut threads = Vec::with_capacity(kept.len());
+        for g in kept {
+            let configs: Box<[Config]> = bitset::iter_ones(g).map(|i| configs[i]).collect();
+            let distance = match key.accepting {
+                true => 0,
+                false => configs.iter().map(|c| self.distance_of(c)).min().unwrap_or(u32::MAX),
+            };
+            let size = configs.len();
+            let thread = StateKey { configs, accepting: key.accepting, distance };
+            match self.states.intern(&thread, self.max_states) {
+                Ok((id, new)) => {
+                    if new {
+                        self.configurations.fetch_add(size, Ordering::Relaxed);
+                    }
+                    threads.push(id);
+                }
+                Err(_) => return None,
+            }
+        }
+        Some(threads)
+    }
+
+    /// Fewest bytes from configuration `c` to acceptance: to its rule's end, then every frame.
+    fn distance_of(&self, c: &Config) -> u32 {
+        let open = self.open_rules(c.stack, c.rule);
+        let to_end = self.distance_to_end(c.rule, c.node, open.as_deref());
+        to_end.saturating_add(self.stacks.key(c.stack).distance)
     }
 
     /// Under a nesting bound: how many instances of each rule are open in `rule` over `stack`
@@ -1337,5 +1489,43 @@ item ::= "\"" [a-c]* "\"" | [0-9]+ | root"#,
             .count();
         let closed = dfa.closed.len();
         assert!(steps > 20_000 && 2 * closed < taken, "{closed} closures for {taken} transitions, {steps} steps");
+    }
+
+    /// A state's threads have its language as their union, and copies of one loop in the
+    /// branches of an alternation are one thread: after `kq`, the two `[a-z]+` copies (with
+    /// their exits `1` and `2`) make one thread and `[a-z0-9]+` another. Every text up to four
+    /// bytes over the regex's bytes is taken from the state iff some thread takes it.
+    #[test]
+    fn threads_are_a_union_with_copies_together() {
+        let pattern = "(k[a-z]+1|k[a-z]+2|k[a-z0-9]+3|kq!)";
+        let nfa = ByteNfa::from_hir(&crate::regex::byte_dfa::parse_regex(pattern).unwrap(), 10_000).unwrap();
+        let dfa = PushdownDfa::of_regex(pattern, nfa, 10_000).unwrap();
+        let q = b"kq".iter().fold(dfa.start(), |q, &b| dfa.next(q, b));
+        let threads = dfa.threads(q).expect("threads");
+        assert_eq!(threads.len(), 3, "a thread per loop, and the literal's `!`");
+        let takes = |q: u32, text: &[u8]| {
+            let end = text.iter().try_fold(q, |q, &b| Some(dfa.next(q, b)).filter(|&q| q != DEAD));
+            end.is_some_and(|q| dfa.is_accepting(q))
+        };
+        let mut texts: Vec<Vec<u8>> = vec![Vec::new()];
+        for _ in 0..4 {
+            let longer: Vec<Vec<u8>> =
+                (texts.iter()).flat_map(|t| b"qz5123!".iter().map(move |&b| [&t[..], &[b]].concat())).collect();
+            texts.extend(longer);
+        }
+        texts.sort();
+        texts.dedup();
+        let mut taken = 0;
+        for text in &texts {
+            let by_threads = threads.iter().any(|&t| takes(t, text));
+            assert_eq!(takes(q, text), by_threads, "{:?}", String::from_utf8_lossy(text));
+            taken += by_threads as usize;
+        }
+        assert!(taken > 20, "{taken} texts taken");
+        // A loop alone is no union.
+        let one = b"kqq".iter().fold(dfa.start(), |q, &b| dfa.next(q, b));
+        let single = b"kq5".iter().fold(dfa.start(), |q, &b| dfa.next(q, b));
+        assert!(dfa.threads(single).is_none(), "`[a-z0-9]+` alone");
+        assert!(dfa.threads(one).is_some(), "the copies beside `[a-z0-9]+`");
     }
 }

@@ -1438,7 +1438,8 @@ fn derived_slices_stop_at_their_limit() {
 /// its first-token set from the loop state's (`Engine::neighbour`); beside a JSON string's
 /// contents the watch takes every character from U+00A0 on, a derived slice of its own
 /// (`NonAscii::AboveC1`), and a URL's path beside what follows it every character but the
-/// Unicode spaces (`NonAscii::NotSpace`). The masks stay the eager ones.
+/// Unicode spaces (`NonAscii::NotSpace`). Determinized on demand, such a state is a union of
+/// threads instead (`Engine::first_tokens_of_threads`). The masks stay the eager ones.
 #[test]
 fn neighbours_and_watches_beside_strings_give_the_eager_masks() {
     use crate::lazy::slice::{NonAscii, SliceId};
@@ -1483,7 +1484,10 @@ fn neighbours_and_watches_beside_strings_give_the_eager_masks() {
                 // The regex's DFA determinized on demand (a pushdown automaton's states) too.
                 let on_demand = compiler.compile_regex_lazy_with(regex, Bound::ON_DEMAND).unwrap();
                 assert_same_masks(&on_demand, &eager, &walks, regex);
-                by_neighbour_on_demand[case] += on_demand.lazy_engine().unwrap().first_sets_by_neighbour();
+                // On demand, a watch's state is a union of threads (the watch beside its loop),
+                // which takes it before a neighbour would (`Engine::first_tokens_of_threads`).
+                let on_demand = on_demand.lazy_engine().unwrap();
+                by_neighbour_on_demand[case] += on_demand.first_sets_by_neighbour() + on_demand.thread_unions();
                 let lazy = compiler.compile_regex_lazy(regex).unwrap();
                 assert_same_masks(&lazy, &eager, &walks, regex);
                 let engine = lazy.lazy_engine().unwrap();
@@ -1499,7 +1503,8 @@ fn neighbours_and_watches_beside_strings_give_the_eager_masks() {
         }
     }
     // Determinized on demand, `DOTS`'s state after a dot leads to a copy of its loop state
-    // (states are not minimal): no neighbour there, the same masks.
+    // (states are not minimal): no neighbour there, the same masks. `by_neighbour_on_demand`
+    // counts unions of threads too.
     let all = by_neighbour.iter().chain(&by_neighbour_on_demand[..2]).all(|&n| n > 0);
     assert!(all, "first-token sets from neighbours: {by_neighbour:?}, on demand {by_neighbour_on_demand:?}");
 }
@@ -1646,4 +1651,65 @@ fn forbidden_sets_cached_as_bitsets_clear_the_same_tokens() {
         }
     }
     assert!(made > 0, "no class took a cached bitset");
+}
+
+/// A state of a regex determinized on demand that is a union of threads (a URL's user name
+/// beside its host; an object's free keys beside a named one) takes the union of its threads'
+/// first-token sets (`Engine::first_tokens_of_threads`): the masks of the lazy guide of its
+/// minimal DFA, which has no threads, along random walks and spellings on GPT-2, Llama 3 and
+/// Mistral-7B. Leaving a thread out of every union changes a mask.
+#[test]
+fn unions_of_threads_give_the_minimal_dfas_masks() {
+    let regex = r#"\{"loc": "https?://([^\s:@"]+(:[^\s:@"]*)?@)?([a-zA-Z0-9.-]+\.[a-zA-Z]{2,}|localhost)(/[^\s"]*)?", ("tag": "[a-z]{1,6}"|"[^"\\]{1,12}": [0-9]{1,3})\}"#;
+    let texts = [
+        r#"{"loc": "https://example.com/badge1", "tag": "new"}"#,
+        r#"{"loc": "http://ada:pw@localhost/a/b", "top": 42}"#,
+        r#"{"loc": "https://x.y.org", "tail": 7}"#,
+    ];
+    for vocab in [
+        Arc::new(crate::testing::shared_vocabulary("gpt2")),
+        Arc::new(crate::testing::shared_vocabulary("llama3")),
+        mistral(),
+    ] {
+        let compiler = Compiler::new(vocab, Limits::default());
+        let minimal = compiler.compile_regex_lazy(regex).unwrap();
+        assert!(minimal.lazy_engine().unwrap().space().dfa().as_dfa().is_some(), "no minimal DFA");
+        let mut walks: Vec<Vec<u32>> = (0..8).map(|seed| minimal.random_walk(seed, 60).unwrap()).collect();
+        for text in texts {
+            walks.push(spelling(&minimal, text.as_bytes(), minimal.initial_state()).expect("the guide spells it"));
+        }
+        let on_demand = compiler.compile_regex_lazy_with(regex, Bound::ON_DEMAND).unwrap();
+        assert!(on_demand.lazy_engine().unwrap().space().dfa().as_dfa().is_none(), "not determinized on demand");
+        assert_same_masks(&on_demand, &minimal, &walks, regex);
+        let unions = on_demand.lazy_engine().unwrap().thread_unions();
+        assert!(unions > 0, "no first-token set was a union of threads");
+        // The same walks on a guide whose unions leave a thread out.
+        let wrong = compiler.compile_regex_lazy_with(regex, Bound::ON_DEMAND).unwrap();
+        wrong.lazy_engine().unwrap().drop_a_thread();
+        wrong.lazy_engine().unwrap().turn_keys_off();
+        let differs = walks.iter().any(|walk| masks_along(&wrong, walk) != masks_along(&minimal, walk));
+        assert!(differs, "{unions} unions, and leaving a thread out changed no mask");
+    }
+}
+
+/// A union whose thread leads back to it on most bytes (`(?:(?:.)+)*` with its repeated
+/// operands outlined into rules: the thread's neighbour is the union itself) is found whole, where splitting it recursed until the stack overflowed
+/// (found by the `regex_guide` fuzz target, on its synthetic vocabulary): the eager masks at
+/// every state.
+#[test]
+fn unions_whose_threads_lead_back_are_found_whole() {
+    let regex = "(?:(?:.)+)*";
+    let tokens = ["a", "b", "aa", "aaaa", "aaaaaa", "aaaaa", "baa"];
+    let merges = [("aa", "aa"), ("aa", "aaaa"), ("a", "aaaa"), ("b", "aa")];
+    let vocab = Arc::new(Vocabulary::char_bpe_for_tests(&tokens, &merges).unwrap());
+    {
+        let compiler = Compiler::new(vocab, Limits::default());
+        let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+        // Every state the guides reach, compared mask by mask: the DFA on demand, and the
+        // repeated operands outlined into rules (where it recursed).
+        let on_demand = compiler.compile_regex_lazy_with(regex, Bound::ON_DEMAND).unwrap();
+        assert_eq!(on_demand.first_difference(&eager).unwrap(), None, "{regex} on demand");
+        let outlined = compiler.compile_regex_lazy_outlined(regex, OutlineOptions::EVERY).unwrap();
+        assert_eq!(outlined.first_difference(&eager).unwrap(), None, "{regex} outlined");
+    }
 }

@@ -281,6 +281,17 @@ impl TextRegex {
     pub fn nests_without_bound(&self) -> bool {
         matches!(self, TextRegex::Grammar(g) if !g.is_bounded())
     }
+    /// States whose languages' union is `q`'s, each a thread of `q` (see
+    /// [`PushdownDfa::threads`]), for a regex determinized on demand. `None` for a DFA built up
+    /// front, whose states are not sets, and for a grammar's automaton: over issue 18's 40
+    /// recursive schemas (`benches/schema_compare.py`, Llama 3, two runs each) the mask p99 rose
+    /// 186-202 → 220-226 µs with threads, which is not understood yet.
+    pub fn threads(&self, q: u32) -> Option<Vec<u32>> {
+        match self {
+            TextRegex::Grammar(g) if g.regex().is_some() => g.threads(q),
+            _ => None,
+        }
+    }
     /// The limit a grammar's automaton ran into, if it did (see [`PushdownDfa::overflow`]).
     pub fn overflow(&self) -> Option<Error> {
         match self {

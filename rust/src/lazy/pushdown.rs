@@ -771,9 +771,15 @@ impl PushdownDfa {
         // Copies of one loop (the same byte ranges: a URL repeated in each branch of an
         // alternation) are one thread, as the text meets them together.
         let mut loops: Vec<(LoopRanges, Box<[u32]>)> = Vec::new();
+        // Each loop once, from its first member.
+        let mut in_a_loop = vec![0u32; words];
         for i in (0..n).filter(|&i| bitset::contains(&reach[i], i)) {
+            if bitset::contains(&in_a_loop, i) {
+                continue;
+            }
             let members: Vec<usize> =
                 (0..n).filter(|&j| bitset::contains(&reach[i], j) && bitset::contains(&reach[j], i)).collect();
+            members.iter().for_each(|&j| bitset::set(&mut in_a_loop, j));
             let mut ranges: LoopRanges = (members.iter())
                 .map(|&j| {
                     self.rules[configs[j].rule as usize]

@@ -745,7 +745,9 @@ impl TextSpace {
 
     /// Whether some byte may follow `z` ([`TextSpace::byte`] takes it): stops at the first.
     pub fn takes_a_byte(&self, z: TextKey) -> bool {
-        let TextRegex::Dfa(dfa) = &self.dfa else { return (0..=255).any(|b| self.byte(z, b).is_some()) };
+        let TextRegex::Dfa(dfa) = &self.dfa else {
+            return self.bytes_taken(z.q()).iter().any(|b| self.byte(z, b).is_some());
+        };
         self.any_class_step(dfa, z.q(), |class, _| self.class_bytes[class].iter().any(|&b| self.byte(z, b).is_some()))
     }
 
@@ -797,41 +799,40 @@ impl TextSpace {
 
     /// The regex's steps from `q` by byte class to a state that can still accept, nearest to
     /// acceptance first (class order among equals), kept per state: a grammar's automaton's
-    /// too, whose states' distances are fixed when they are built (8 bytes per class a state
-    /// takes, at most twice the 4 bytes per class of the automaton's own row of that state).
+    /// too (8 bytes per class a state takes, at most twice the 4 bytes per class of the
+    /// automaton's own row of that state), whose distances after a byte are read off the
+    /// state's configurations ([`PushdownDfa::distance_after`]) rather than stepped to.
     ///
     /// Why: a way search looked at every class at every state it expanded, for the few within
     /// its bound (a JSON regex has dozens of classes): ~700 instructions an expansion, a third
     /// of the way searches' time on Llama 3. In this order it stops at the first class past the
     /// bound. A grammar's lists were made afresh at each expansion, stepping its automaton once
-    /// per class: 12 % of the time of issue 18's masks on Llama 3.
+    /// per class: 12 % of the time of issue 18's masks on Llama 3. Kept, they still stepped it
+    /// by every class, each step closing and interning a state no way took: on a JSON object's
+    /// first key with 369 names (`JsonSchemaStore/pantsbuild-2.16.0`), with
+    /// [`TextSpace::nearest_byte`]'s steps, 62 % of a fresh guide's 65 M instructions.
     fn class_steps(&self, q: u32) -> &[ClassStep] {
         if let Some(steps) = self.class_steps.get(q as usize) {
             return steps;
         }
         let mut steps = Vec::new();
-        let mut step = |class: usize, to: u32| {
-            let d = self.dfa.distance_to_accept(to);
-            if d != u32::MAX {
-                steps.push((d, class as u32));
-            }
-        };
         match &self.dfa {
             TextRegex::Dfa(dfa) => {
                 self.any_class_step(dfa, q, |class, to| {
-                    step(class, to);
+                    steps.push((dfa.distance_to_accept(to), class as u32));
                     false
                 });
             }
+            // Distances read off the automaton's configurations: stepping it by a byte of each
+            // class would build states no way takes.
             TextRegex::Grammar(g) => {
-                for (class, bytes) in self.class_bytes.iter().enumerate() {
-                    let to = g.next(q, bytes[0]);
-                    if to != DEAD {
-                        step(class, to);
-                    }
-                }
+                steps.extend(
+                    (self.class_bytes.iter().enumerate())
+                        .map(|(class, bytes)| (g.distance_after(q, bytes[0]), class as u32)),
+                );
             }
         }
+        steps.retain(|&(d, _)| d != u32::MAX);
         steps.sort_unstable();
         self.class_steps.try_set(q as usize, steps.into_boxed_slice()).0
     }
@@ -965,9 +966,17 @@ impl TextSpace {
         if d == 0 || d == u32::MAX {
             return None;
         }
-        (self.class_steps(z.q()).iter())
-            .take_while(|&&(nearest, _)| nearest + 1 == d)
-            .find_map(|&(_, class)| self.class_bytes[class as usize].iter().find_map(|&b| Some((b, self.byte(z, b)?))))
+        let first_taken = |bytes: &[u8]| bytes.iter().find_map(|&b| Some((b, self.byte(z, b)?)));
+        match &self.dfa {
+            TextRegex::Dfa(_) => (self.class_steps(z.q()).iter())
+                .take_while(|&&(nearest, _)| nearest + 1 == d)
+                .find_map(|&(_, class)| first_taken(&self.class_bytes[class as usize])),
+            // The same classes in the same order, found without stepping the automaton by each.
+            TextRegex::Grammar(g) => {
+                let nearer = g.bytes_nearer(z.q());
+                self.class_bytes.iter().filter(|bytes| nearer.contains(bytes[0])).find_map(|bytes| first_taken(bytes))
+            }
+        }
     }
 
     /// A byte the pre-tokenizer allows from `z` that brings the regex one byte closer to

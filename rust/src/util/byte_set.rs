@@ -14,6 +14,18 @@ impl ByteSet {
         self.0[b as usize >> 6] |= 1 << (b & 63);
     }
 
+    /// Inserts the bytes `lo..=hi`.
+    pub fn insert_range(&mut self, lo: u8, hi: u8) {
+        for (i, word) in self.0.iter_mut().enumerate() {
+            let (first, last) = (i as u32 * 64, i as u32 * 64 + 63);
+            let (a, b) = ((lo as u32).max(first), (hi as u32).min(last));
+            if a <= b {
+                let bits = (b - a + 1) as u64;
+                *word |= (if bits == 64 { u64::MAX } else { (1 << bits) - 1 }) << (a - first);
+            }
+        }
+    }
+
     #[inline]
     pub fn contains(&self, b: u8) -> bool {
         self.0[b as usize >> 6] & (1 << (b & 63)) != 0
@@ -82,6 +94,22 @@ mod tests {
             let mut union = set;
             union.union(&ByteSet::ALL);
             assert_eq!(union, ByteSet::ALL);
+        }
+    }
+
+    /// A range holds exactly its bytes, across word boundaries and at both ends.
+    #[test]
+    fn ranges_insert_their_bytes() {
+        let mut rng = crate::util::random::SplitMix64::new(5);
+        let mut cases = vec![(0u8, 255u8), (0, 0), (255, 255), (63, 64), (64, 127), (0, 63), (128, 191)];
+        cases.extend((0..300).map(|_| {
+            let (a, b) = (rng.below(256) as u8, rng.below(256) as u8);
+            (a.min(b), a.max(b))
+        }));
+        for (lo, hi) in cases {
+            let mut set = ByteSet::default();
+            set.insert_range(lo, hi);
+            assert_eq!(set, (lo..=hi).collect::<ByteSet>(), "{lo}..={hi}");
         }
     }
 }

@@ -531,8 +531,8 @@ impl PushdownDfa {
 
     /// The bytes that take `q` one byte nearer to acceptance: those after which
     /// [`PushdownDfa::next`] reaches a state whose [`PushdownDfa::distance_to_accept`] is one
-    /// less. Read off the rules' NFAs, one byte per class, as [`PushdownDfa::bytes_read_at`]
-    /// is: nothing is stepped or closed.
+    /// less. Read off the rules' NFAs' edges, as [`PushdownDfa::bytes_read_at`] is: nothing is
+    /// stepped or closed.
     ///
     /// Exact: a state's distance is the least of its configurations' (0 where it accepts), and
     /// closing a set of moved configurations keeps the least of theirs, since ε-edges, calls and
@@ -1411,7 +1411,8 @@ item ::= "\"" [a-c]* "\"" | [0-9]+ | root"#,
     /// configurations is what stepping the automaton gives: per byte, the distance of the state
     /// it steps to (none where dead), the bytes one nearer to acceptance, and every byte taken.
     /// Over every state a search reaches (up to 3,000) of grammars that nest, without a bound
-    /// and with one, with tail calls, an ambiguous alternation, and a rule that may be empty.
+    /// and with one, with tail calls, an ambiguous alternation, and a rule that calls itself
+    /// between two bytes.
     #[test]
     fn distances_after_a_byte_are_the_stepped_states() {
         let grammars = [

@@ -12,6 +12,8 @@ another. Schemas propertok cannot convert or compile count as not compiled for i
 document.
 
     /tmp/propertok-bench-venv/bin/python benches/schema_compare.py --tokenizers mistral7b,llama3
+    python benches/schema_compare.py --libs propertok --tokenizers llama3 --slowest 20
+        # where the mask p99 comes from: the slowest masks, by schema and position
     /tmp/propertok-bench-venv/bin/python benches/schema_compare.py --flat --subset Glaiveai2K --schemas 60
         # schemas that do not recurse: compile_json_schema's regex against the peers' compilers
     python benches/schema_compare.py --coverage   # which recursive schemas each path builds
@@ -121,7 +123,7 @@ def run_library(tok: str, schemas, lib: str, docs: dict):
     ad.setup()
     docs = dict(docs)
     valid = 0
-    result = {"compiled": 0, "ttfm": [], "fills": [], "errors": {}}
+    result = {"compiled": 0, "ttfm": [], "fills": [], "errors": {}, "steps": []}
     compiled = set()
     for r in schemas:
         schema = r["schema"]
@@ -151,12 +153,15 @@ def run_library(tok: str, schemas, lib: str, docs: dict):
         m = ad.matcher(compile_schema(lib, ad, r["schema"]))
         fill = ad.fill_fn(m)
         fill()
-        for t in ids:
+        before = b""
+        for i, t in enumerate(ids):
             if not ad.accept(m, t):
                 break
             t0 = time.perf_counter_ns()
             fill()
             result["fills"].append(time.perf_counter_ns() - t0)
+            before = (before + vocab.token_bytes(t))[-40:]
+            result["steps"].append((result["fills"][-1], r["id"], i, before))
     return result, docs, valid
 
 
@@ -310,6 +315,8 @@ def main(argv=None) -> int:
     p.add_argument("--compile-all", action="store_true",
                    help="compile every JSONSchemaBench schema with each library (no documents)")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per schema for --compile-all")
+    p.add_argument("--slowest", type=int, default=0,
+                   help="also list each library's N slowest masks: schema, token index, the text before it")
     p.add_argument("--in-process", action="store_true",
                    help="run the libraries one after another in this process instead of one process each")
     p.add_argument("--worker", help=argparse.SUPPRESS)
@@ -340,7 +347,18 @@ def main(argv=None) -> int:
                   f"{percentile(ttfm, 0.9) * 1e3:.2f} | {statistics.median(fills) / 1e3:.1f} / "
                   f"{percentile(fills, 0.99) / 1e3:.0f} / {max(fills) / 1e3:.0f} | "
                   + "; ".join(f"{k} ×{v}" for k, v in sorted(r["errors"].items(), key=lambda kv: -kv[1])[:3]) + " |")
+        if args.slowest:
+            print_slowest(tok, result, args.slowest)
     return 0
+
+
+def print_slowest(tok: str, result, n: int) -> None:
+    """Each library's ``n`` slowest masks: the time, the schema, the index of the token accepted
+    before it in the document's canonical tokens, and the document's last bytes up to there."""
+    for lib, r in result.items():
+        print(f"\n{lib}, {tok}: the {n} slowest masks (µs, schema, token index, text before)")
+        for ns, sid, i, before in sorted(r["steps"], reverse=True)[:n]:
+            print(f"  {ns / 1e3:9.0f}  {sid}  {i}  ...{before!r}")
 
 
 if __name__ == "__main__":

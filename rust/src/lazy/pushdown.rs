@@ -561,20 +561,24 @@ impl PushdownDfa {
         out
     }
 
-    /// [`PushdownDfa::distance_to_accept`] of [`PushdownDfa::next`]`(q, b)` (`u32::MAX` where
-    /// that is [`DEAD`]), read off the rules' NFAs without stepping: the least distance of
-    /// `q`'s configurations moved by `b`, which closing them keeps (see
+    /// [`PushdownDfa::distance_to_accept`] of [`PushdownDfa::next`]`(q, b)` for every byte `b`
+    /// (`u32::MAX` where that is [`DEAD`]), read off the rules' NFAs without stepping: the least
+    /// distance of `q`'s configurations moved by `b`, which closing them keeps (see
     /// [`PushdownDfa::bytes_nearer`]). A step past a limit is dead whatever this says.
     ///
     /// Why: a way search orders a state's classes by this distance, and found it by stepping
-    /// the automaton by a byte of every class, closing and interning states no way took.
-    pub fn distance_after(&self, q: u32, b: u8) -> u32 {
-        (self.states.key(q).configs.iter())
-            .filter_map(|c| {
-                Some(self.distance_of(&Config { node: self.rules[c.rule as usize].nfa.next(c.node, b)?, ..*c }))
-            })
-            .min()
-            .unwrap_or(u32::MAX)
+    /// the automaton by a byte of every class, closing and interning states no way took. Read
+    /// per class, it moved every configuration once per class (a regex's keys make dozens):
+    /// per edge, each configuration's moves are read once.
+    pub fn distances_after(&self, q: u32) -> Box<[u32; 256]> {
+        let mut out = Box::new([u32::MAX; 256]);
+        for c in self.states.key(q).configs.iter() {
+            for e in self.rules[c.rule as usize].nfa.edges(c.node) {
+                let d = self.distance_of(&Config { node: e.to, ..*c });
+                out[e.lo as usize..=e.hi as usize].iter_mut().for_each(|x| *x = (*x).min(d));
+            }
+        }
+        out
     }
 
     /// Fewest bytes from `q` to acceptance (a special token's marker counts two).
@@ -605,8 +609,9 @@ impl PushdownDfa {
         let row = self.row(q);
         match row[class].load(Ordering::Acquire) {
             UNKNOWN => {
-                let to = self.step(q, b);
-                row[class].store(to, Ordering::Release);
+                let (to, alike) = self.step(q, b);
+                // The classes of the bytes that move `q` as `b` does step to `to` too.
+                alike.for_each(|x| row[self.classes[x as usize] as usize].store(to, Ordering::Release));
                 to
             }
             known => known,
@@ -620,27 +625,55 @@ impl PushdownDfa {
         made.unwrap_or_else(|never| match never {})
     }
 
-    fn step(&self, q: u32, b: u8) -> u32 {
+    /// The state after byte `b` ([`PushdownDfa::next`] not memoized), with the bytes around `b`
+    /// that move every configuration of `q` as `b` does (by the same edge, or by none), and so
+    /// step to the same state.
+    ///
+    /// Why the range: a state's configurations seldom part bytes that the whole automaton parts
+    /// (a key's letters each make a class of their own, and a JSON string's contents read them
+    /// all alike). Each class was stepped on its own, its configurations moved, sorted and
+    /// looked up in [`PushdownDfa::closed`] to find the same state: on Llama 3, the counted
+    /// string of `Github_easy/o58906` (`{3,255}`, on a regex determinized on demand) stepped
+    /// ~12,000 times in its first mask of every guide, for ~1,300 new states.
+    fn step(&self, q: u32, b: u8) -> (u32, std::ops::RangeInclusive<u8>) {
         if self.overflow.get().is_some() {
-            return DEAD;
+            return (DEAD, b..=b);
         }
-        let mut seeds: Vec<Config> = (self.states.key(q).configs.iter())
-            .filter_map(|c| Some(Config { node: self.rules[c.rule as usize].nfa.next(c.node, b)?, ..*c }))
-            .collect();
+        let (mut lo, mut hi) = (0u8, 255u8);
+        let configs = &self.states.key(q).configs;
+        let mut seeds: Vec<Config> = Vec::with_capacity(configs.len());
+        for c in configs.iter() {
+            // Edges are sorted and disjoint: `b` is on one, or in the gap between two.
+            let edges = self.rules[c.rule as usize].nfa.edges(c.node);
+            let after = edges.partition_point(|e| e.hi < b);
+            if let Some(before) = after.checked_sub(1) {
+                lo = lo.max(edges[before].hi + 1);
+            }
+            match edges.get(after) {
+                Some(e) if e.lo <= b => {
+                    (lo, hi) = (lo.max(e.lo), hi.min(e.hi));
+                    seeds.push(Config { node: e.to, ..*c });
+                }
+                Some(e) => hi = hi.min(e.lo - 1),
+                None => {}
+            }
+        }
         if seeds.is_empty() {
-            return DEAD;
+            return (DEAD, lo..=hi);
         }
         seeds.sort_unstable();
         seeds.dedup();
         if let Some(to) = self.closed.get(&seeds[..]) {
-            return to;
+            return (to, lo..=hi);
         }
         let to = self.close(&seeds);
         if self.overflow.get().is_none() {
             let bytes = seeds.len() * std::mem::size_of::<Config>() + CLOSED_ENTRY_BYTES;
             self.closed.insert(seeds.into_boxed_slice(), to, bytes);
+            return (to, lo..=hi);
         }
-        to
+        // Past a limit the step is dead, and the other classes are left to find that out.
+        (to, b..=b)
     }
 
     /// The state of `seeds` closed under calls and returns, interned. Configurations that
@@ -1407,7 +1440,7 @@ item ::= "\"" [a-c]* "\"" | [0-9]+ | root"#,
         }
     }
 
-    /// What `distance_after`, `bytes_nearer` and `bytes_read_at` read off a state's
+    /// What `distances_after`, `bytes_nearer` and `bytes_read_at` read off a state's
     /// configurations is what stepping the automaton gives: per byte, the distance of the state
     /// it steps to (none where dead), the bytes one nearer to acceptance, and every byte taken.
     /// Over every state a search reaches (up to 3,000) of grammars that nest, without a bound
@@ -1440,10 +1473,11 @@ ab ::= "a" ab? "b" | "c""#,
             while let Some(q) = todo.pop_front() {
                 let d = dfa.distance_to_accept(q);
                 let (mut taken, mut nearer) = (ByteSet::default(), ByteSet::default());
+                let distances = dfa.distances_after(q);
                 for b in 0..=255u8 {
                     let to = dfa.next(q, b);
                     let after = if to == DEAD { u32::MAX } else { dfa.distance_to_accept(to) };
-                    assert_eq!(dfa.distance_after(q, b), after, "{text}: state {q}, byte {b}");
+                    assert_eq!(distances[b as usize], after, "{text}: state {q}, byte {b}");
                     if to == DEAD {
                         continue;
                     }
@@ -1460,6 +1494,49 @@ ab ::= "a" ab? "b" | "c""#,
                 nearer_steps += nearer.len();
             }
             assert!(seen.len() > 20 && nearer_steps > 20, "{text}: {} states, {nearer_steps}", seen.len());
+        }
+    }
+
+    /// A step fills every class of the bytes that move the state alike ([`PushdownDfa::step`]):
+    /// over every state a search reaches (up to 2,000) of a grammar and of a regex determinized
+    /// on demand whose letters make classes of their own (keys beside a counted string), each
+    /// byte's memoized step, filled by whichever byte of its range came first, is the state its
+    /// own step finds, and every byte of a step's range steps there too.
+    #[test]
+    fn a_step_fills_the_classes_that_move_alike() {
+        let string = r#""(?:[^"\\\x00-\x1F]|\\["\\nt]){3,40}""#;
+        let pattern = format!(r#"\{{(?:"name":{string}(?:,"mail":"[a-z]+@[a-z]+\.(?:com|org)")?|"zip":[0-9]{{5}})\}}"#);
+        let nfa = ByteNfa::from_hir(&crate::regex::byte_dfa::parse_regex(&pattern).unwrap(), 250_000).unwrap();
+        let regex = PushdownDfa::of_regex(&pattern, nfa, 100_000).unwrap();
+        let grammar = automaton(
+            r#"root ::= "{" item ("," item)* "}"
+item ::= "\"" [a-c]* "\"" | [0-9]+ | "key" | root"#,
+            None,
+        )
+        .unwrap();
+        for dfa in [regex, grammar] {
+            assert!(dfa.num_classes > 12, "{} classes", dfa.num_classes);
+            let mut seen = FxHashSet::default();
+            let mut todo = std::collections::VecDeque::from([dfa.start()]);
+            let mut wide_ranges = 0;
+            while let Some(q) = todo.pop_front() {
+                // Bytes in an order that meets ranges from both ends.
+                for b in (0..=255u8).map(|i| i.wrapping_mul(167)) {
+                    let to = dfa.next(q, b);
+                    let (stepped, alike) = dfa.step(q, b);
+                    assert_eq!(to, stepped, "state {q}, byte {b}");
+                    assert!(alike.contains(&b), "state {q}, byte {b}: {alike:?}");
+                    wide_ranges +=
+                        (alike.clone().map(|x| dfa.classes[x as usize]).collect::<FxHashSet<_>>().len() > 1) as usize;
+                    for x in alike {
+                        assert_eq!(dfa.step(q, x).0, to, "state {q}, bytes {b} and {x}");
+                    }
+                    if to != DEAD && seen.len() < 2_000 && seen.insert(to) {
+                        todo.push_back(to);
+                    }
+                }
+            }
+            assert!(seen.len() > 50 && wide_ranges > 100, "{} states, {wide_ranges} ranges over classes", seen.len());
         }
     }
 

@@ -286,7 +286,7 @@ impl TextRegex {
     /// front, whose states are not sets, and for a grammar's automaton: over issue 18's 40
     /// recursive schemas (`benches/schema_compare.py`, Llama 3, two runs each) the mask p99 rose
     /// 186-202 → 220-226 µs with threads. Since a way's distances are read off the
-    /// configurations (`PushdownDfa::distance_after`) they change nothing: the masks of two
+    /// configurations (`PushdownDfa::distances_after`) they change nothing: the masks of two
     /// passes over those schemas' documents took 773.1 M instructions without them and 773.4 M
     /// with them.
     pub fn threads(&self, q: u32) -> Option<Vec<u32>> {
@@ -804,7 +804,7 @@ impl TextSpace {
     /// acceptance first (class order among equals), kept per state: a grammar's automaton's
     /// too (8 bytes per class a state takes, at most twice the 4 bytes per class of the
     /// automaton's own row of that state), whose distances after a byte are read off the
-    /// state's configurations ([`PushdownDfa::distance_after`]) rather than stepped to.
+    /// state's configurations ([`PushdownDfa::distances_after`]) rather than stepped to.
     ///
     /// Why: a way search looked at every class at every state it expanded, for the few within
     /// its bound (a JSON regex has dozens of classes): ~700 instructions an expansion, a third
@@ -829,9 +829,10 @@ impl TextSpace {
             // Distances read off the automaton's configurations: stepping it by a byte of each
             // class would build states no way takes.
             TextRegex::Grammar(g) => {
+                let after = g.distances_after(q);
                 steps.extend(
                     (self.class_bytes.iter().enumerate())
-                        .map(|(class, bytes)| (g.distance_after(q, bytes[0]), class as u32)),
+                        .map(|(class, bytes)| (after[bytes[0] as usize], class as u32)),
                 );
             }
         }

@@ -168,13 +168,32 @@ impl Groups {
     /// tokens, instead of gathering ~100,000 live ones group by group. Made from the slice's
     /// own bitset at each call rather than kept: kept, it cost a second 16 KB copy per sliced
     /// state, and 16 KB of the group cache.
+    ///
+    /// Where the state's unmapped slice targets hold most of the slice's tokens, the bitset is
+    /// made from the mapped targets' tokens instead (each token is in one group, so both give
+    /// the same bits). Why: late in a counted string (`{4,20}`), every token longer than the
+    /// characters left is unmapped, and clearing them one by one cost ~100,000 bit clears per
+    /// first-token set (`Github_hard/o31337`'s `ScreenName`, issue 18 on Llama 3).
     pub(crate) fn slice_bits(&self) -> Option<Box<[u32]>> {
         let slice = self.shared.as_deref()?;
-        let mut bits: Box<[u32]> = slice.bits().into();
-        for &j in self.unmapped.iter() {
-            for (_, range) in slice.groups_of(j) {
-                let tokens = &slice.tokens()[range.start as usize..range.end as usize];
-                tokens.iter().for_each(|&t| bitset::clear(&mut bits, t as usize));
+        let tokens_of = |j: u32| {
+            slice.groups_of(j).flat_map(|(_, range)| &slice.tokens()[range.start as usize..range.end as usize])
+        };
+        let unmapped_tokens: usize =
+            (self.unmapped.iter()).map(|&j| slice.groups_of(j).map(|(_, r)| r.len()).sum::<usize>()).sum();
+        if 2 * unmapped_tokens <= slice.tokens().len() {
+            let mut bits: Box<[u32]> = slice.bits().into();
+            for &j in self.unmapped.iter() {
+                tokens_of(j).for_each(|&t| bitset::clear(&mut bits, t as usize));
+            }
+            return Some(bits);
+        }
+        let mut bits = vec![0u32; slice.bits().len()].into_boxed_slice();
+        // `unmapped` is ascending: the targets between its entries are mapped.
+        let mut unmapped = self.unmapped.iter().copied().peekable();
+        for j in 0..slice.targets().len() as u32 {
+            if unmapped.next_if_eq(&j).is_none() {
+                tokens_of(j).for_each(|&t| bitset::set(&mut bits, t as usize));
             }
         }
         Some(bits)
@@ -513,5 +532,31 @@ mod tests {
         let mut sorted = order.clone();
         sorted.sort_by_key(|&id| (rank(id - 10), id));
         assert_eq!(order, sorted);
+    }
+
+    /// The slice's bitset for a state is its mapped targets' tokens, whether few or most of the
+    /// slice's tokens are unmapped (taken out of the slice's bits, or put in from zero).
+    #[test]
+    fn slice_bits_hold_the_mapped_targets_tokens() {
+        let dfa = ByteDfa::from_regex("[a-z]*", crate::limits::DEFAULT_MAX_BYTE_DFA_STATES).unwrap();
+        let space = TextSpace::new(dfa, None, Arc::new(ContentTrie::default()), None).unwrap();
+        let key = |q: u32| space.start().with_regex_state(q);
+        let words = bitset::words_for(200);
+        let mut in_slice = Walked::default();
+        for t in 0..100u32 {
+            in_slice.push(t, key(100 + t % 5), t % 3);
+        }
+        let slice = Arc::new(SliceGroups::from_walk(in_slice, words));
+        // Slice target `j` is `key(100 + j)`, holding the tokens `t` with `t % 5 == j`.
+        for mapped in [vec![], vec![3], vec![0, 4], vec![1, 2, 3], vec![0, 1, 2, 3, 4]] {
+            let mut walked = Walked::default();
+            walked.push(150, key(0), 0);
+            let targets: Vec<(u32, u32)> = mapped.iter().map(|&j| (walked.target(key(0)), j)).collect();
+            let mapping = Mapped { slice: slice.clone(), slice_use: SliceUse::unmapped(), targets };
+            let groups = Groups::assemble(walked, &[10], |_| 0, Some(mapping));
+            let bits: Vec<u32> = bitset::iter_ones(&groups.slice_bits().unwrap()).map(|t| t as u32).collect();
+            let want: Vec<u32> = (0..100u32).filter(|t| mapped.contains(&(t % 5))).collect();
+            assert_eq!(bits, want, "mapped targets {mapped:?}");
+        }
     }
 }

@@ -476,13 +476,18 @@ mod tests {
     use crate::regex::byte_dfa::ByteDfa;
     use crate::tokenizer_dfa::side::LONE;
 
+    /// The text space of `[a-z]*` with no pre-tokenizer, whose text keys the tests make up.
+    fn letters_space() -> TextSpace {
+        let dfa = ByteDfa::from_regex("[a-z]*", crate::limits::DEFAULT_MAX_BYTE_DFA_STATES).unwrap();
+        TextSpace::new(dfa, None, Arc::new(ContentTrie::default()), None).unwrap()
+    }
+
     /// A text state's groups from a slice (one of its targets unmapped) and a walk of its own:
     /// read group by group (as searches do) or target by target (as first-token sets do), they
     /// are the same groups, and together they hold each token once with its target.
     #[test]
     fn groups_read_by_index_and_by_target_agree_and_hold_every_token_once() {
-        let dfa = ByteDfa::from_regex("[a-z]*", crate::limits::DEFAULT_MAX_BYTE_DFA_STATES).unwrap();
-        let space = TextSpace::new(dfa, None, Arc::new(ContentTrie::default()), None).unwrap();
+        let space = letters_space();
         let key = |q: u32| space.start().with_regex_state(q);
         let words = bitset::words_for(200);
         let mut in_slice = Walked::default();
@@ -538,8 +543,7 @@ mod tests {
     /// slice's tokens are unmapped (taken out of the slice's bits, or put in from zero).
     #[test]
     fn slice_bits_hold_the_mapped_targets_tokens() {
-        let dfa = ByteDfa::from_regex("[a-z]*", crate::limits::DEFAULT_MAX_BYTE_DFA_STATES).unwrap();
-        let space = TextSpace::new(dfa, None, Arc::new(ContentTrie::default()), None).unwrap();
+        let space = letters_space();
         let key = |q: u32| space.start().with_regex_state(q);
         let words = bitset::words_for(200);
         let mut in_slice = Walked::default();

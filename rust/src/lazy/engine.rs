@@ -86,6 +86,7 @@ use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::lone_tokens::{LoneSplits, ROOT};
 use crate::tokenizer_dfa::side::{class_or_lone, mark_allowed, LONE, NONE, START};
 use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
+use crate::util::byte_set::ByteSet;
 use crate::util::concurrent::{BoundedCache, Interner, ShardedMap};
 use crate::util::long_work;
 use crate::util::token_set::TokenSet;
@@ -1408,15 +1409,20 @@ impl Engine {
                 2 => {
                     let in_scope =
                         matches!(side, Side::InPiece(_) | Side::InChar(_)) && tok.fallback_tokens().is_some();
-                    if at >= 256 || !in_scope {
+                    // Only the bytes both the tokenizer and the regex state take: stepping the
+                    // text by each of the 256 bytes of every node enumerated read the
+                    // automaton's memo 256 times (a third of the instructions of a JSON
+                    // string's first visit on Mistral-7B).
+                    let bytes = match in_scope {
+                        true => tok.fallback_bytes(n.side).intersection(&self.space.bytes_taken(z.regex_state())),
+                        false => ByteSet::default(),
+                    };
+                    let Some(b) = bytes.first_from(at) else {
                         *cursor = Cursor { phase: 3, at: 0 };
                         continue;
-                    }
-                    // The tokenizer first: a table lookup that refuses most bytes, where the
-                    // text's step reads the automaton's memo (a third of the instructions of a
-                    // string's first visit on Mistral-7B, all 256 bytes stepped per node).
-                    let b = at as u8;
-                    let Some(next) = tok.step_byte(n.side, b) else { continue };
+                    };
+                    cursor.at = b as u32 + 1;
+                    let next = tok.step_byte(n.side, b).expect("a byte of fallback_bytes");
                     if let Some(to) = self.space.byte(z, b) {
                         return Ok(Some(Node { text: self.text_id(to)?, side: next, split: NONE }));
                     }
@@ -2433,10 +2439,10 @@ impl Engine {
                 None => Ok(false),
             }
         };
-        let mut is_live_hub = |h: u32| -> Result<bool> {
-            if let Some(known) = hub_live[h as usize] {
-                return Ok(known);
-            }
+        // Each call site reads `hub_live` first and judges a hub here only on its first use: a
+        // JSON string's ~20,000 groups share a few hundred hubs, and a call per group was a
+        // tenth of Mistral-7B's mask instructions on issue 18's schemas.
+        let mut judge_hub = |h: u32, hub_live: &mut [Option<bool>]| -> Result<bool> {
             let (slice, slice_use) = certified.expect("hubs come with certificates");
             let r = slice.root_of(h);
             let root = match root_live[r as usize] {
@@ -2462,7 +2468,10 @@ impl Engine {
                         let (hubs, complete) = slice.hubs_of_target(j);
                         let mut all_live = complete;
                         for &h in hubs {
-                            all_live &= is_live_hub(h)?;
+                            all_live &= match hub_live[h as usize] {
+                                Some(known) => known,
+                                None => judge_hub(h, &mut hub_live)?,
+                            };
                         }
                         if all_live {
                             settled += slice.num_groups_of(j);
@@ -2470,7 +2479,12 @@ impl Engine {
                         }
                         for (k, g) in target.slice_groups(j).enumerate() {
                             let h = slice.hub_of(j, k);
-                            if h == NO_HUB || !is_live_hub(h)? {
+                            let live = h != NO_HUB
+                                && match hub_live[h as usize] {
+                                    Some(known) => known,
+                                    None => judge_hub(h, &mut hub_live)?,
+                                };
+                            if !live {
                                 pending.push(g);
                             } else {
                                 settled += 1;
@@ -2533,7 +2547,11 @@ impl Engine {
                 continue;
             }
             if let Some(h) = certified_conts.map(|slice| slice.cont_hub(i)).filter(|&h| h != NO_HUB) {
-                if is_live_hub(h)? {
+                let live = match hub_live[h as usize] {
+                    Some(known) => known,
+                    None => judge_hub(h, &mut hub_live)?,
+                };
+                if live {
                     live_conts.push(t);
                     continue;
                 }
@@ -2642,7 +2660,7 @@ impl Engine {
     ///
     /// Only the bytes the regex takes from `z` are tried: all 256 were 42 % of the
     /// instructions of Mistral-7B's median first visits, where a narrow state takes a byte or
-    /// two; and the text is stepped only for the bytes the tokenizer takes (a table lookup).
+    /// two; and only those the tokenizer takes too ([`TokenizerDfa::fallback_bytes`]).
     ///
     /// [`fallback_context`]: crate::tokenizer_dfa::TokenizerDfa::fallback_context
     pub(crate) fn fallback_moves(&self, z: TextId, side: u32) -> Result<Arc<[u32]>> {
@@ -2654,8 +2672,8 @@ impl Engine {
         }
         let key = self.key(z);
         let mut out = Vec::new();
-        for b in self.space.bytes_taken(key.regex_state()).iter() {
-            let Some(next) = tok.step_byte(side, b) else { continue };
+        for b in tok.fallback_bytes(side).intersection(&self.space.bytes_taken(key.regex_state())).iter() {
+            let next = tok.step_byte(side, b).expect("a byte of fallback_bytes");
             if let Some(to) = self.space.byte(key, b) {
                 if self.live(Node { text: self.text_id(to)?, side: next, split: NONE })? {
                     out.push(fallback[b as usize]);

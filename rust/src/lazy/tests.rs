@@ -10,6 +10,7 @@ use crate::guide::{Guide, Method};
 use crate::regex::byte_dfa::{Bound, ByteDfa, DEAD};
 use crate::regex::outline::OutlineOptions;
 use crate::tokenizer::vocab::Vocabulary;
+use crate::util::byte_set::ByteSet;
 use crate::{Compiler, Error, Limits};
 
 const REGEX: &str = r#"\{"name": "[^"\\]{0,24}", "age": (0|[1-9][0-9]{0,2}), "tags": \[("[a-z ]+"(, "[a-z ]+")*)?\]\}"#;
@@ -1712,4 +1713,25 @@ fn unions_whose_threads_lead_back_are_found_whole() {
         let outlined = compiler.compile_regex_lazy_outlined(regex, OutlineOptions::EVERY).unwrap();
         assert_eq!(outlined.first_difference(&eager).unwrap(), None, "{regex} outlined");
     }
+}
+
+/// `TokenizerDfa::fallback_bytes`, which a search enumerates byte-fallback successors from, is
+/// the set of bytes `step_byte` takes, at every state of Mistral-7B's tokenizer DFA (classes and
+/// states inside a character), as built and as read back from its cache bytes.
+#[test]
+fn fallback_bytes_are_the_bytes_step_byte_takes() {
+    let vocab = mistral();
+    let compiler = Compiler::new(vocab.clone(), Limits::default());
+    let built = compiler.tokenizer_dfa().unwrap().clone();
+    let read = crate::tokenizer_dfa::TokenizerDfa::from_bytes(&built.to_bytes(&vocab), &vocab).unwrap();
+    let mut inside = 0;
+    for tok in [&*built, &read] {
+        for q in 0..tok.num_states() as u32 {
+            let want: ByteSet = (0..=255u8).filter(|&b| tok.step_byte(q, b).is_some()).collect();
+            assert_eq!(tok.fallback_bytes(q), want, "state {q}");
+            inside += (q as usize >= tok.num_classes() && !want.is_empty()) as usize;
+        }
+    }
+    // Both kinds of state are met: after a token, and inside a character.
+    assert!(inside > 0 && !built.fallback_bytes(0).is_empty());
 }

@@ -124,7 +124,7 @@ impl TokenizerDfa {
         }
         let trie = match r.u8()? {
             0 => None,
-            1 => Some(FallbackTrie { dfa: ByteDfa::read(&mut r)? }),
+            1 => Some(FallbackTrie::new(ByteDfa::read(&mut r)?)),
             _ => return Err(bad("byte-fallback flag")),
         };
         if trie.is_some() != vocab.byte_fallback_tokens().is_some() {

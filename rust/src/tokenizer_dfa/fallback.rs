@@ -4,14 +4,29 @@
 use crate::error::Result;
 use crate::regex::byte_dfa::{ByteDfa, DEAD};
 use crate::tokenizer::vocab::Vocabulary;
+use crate::util::byte_set::ByteSet;
 
 /// The byte automaton of characters absent from the vocabulary (UTF-8 encodings).
 #[derive(Clone, Debug)]
 pub struct FallbackTrie {
     pub(super) dfa: ByteDfa,
+    /// The bytes each state steps by (not to [`DEAD`]), by state.
+    taken: Vec<ByteSet>,
 }
 
 impl FallbackTrie {
+    pub(super) fn new(dfa: ByteDfa) -> FallbackTrie {
+        let taken =
+            (0..dfa.num_states() as u32).map(|q| (0..=255u8).filter(|&b| dfa.next(q, b) != DEAD).collect()).collect();
+        FallbackTrie { dfa, taken }
+    }
+
+    /// The bytes [`FallbackTrie::step`] takes from `state`.
+    #[inline]
+    pub(super) fn bytes_taken(&self, state: Option<u32>) -> ByteSet {
+        self.taken[state.unwrap_or(self.dfa.start()) as usize]
+    }
+
     /// Next trie state from `state` (`None` = trie start) on byte `b`:
     /// `Some(Ok(s))` inside a character, `Some(Err(()))` when the character is complete.
     #[inline]
@@ -51,5 +66,5 @@ pub(super) fn absent_char_trie(vocab: &Vocabulary, emittable: &[bool]) -> Result
     let mut class = ClassUnicode::new(present.iter().map(|&c| ClassUnicodeRange::new(c, c)));
     class.negate();
     let dfa = ByteDfa::from_hir(&Hir::class(regex_syntax::hir::Class::Unicode(class)), 100_000)?;
-    Ok(FallbackTrie { dfa })
+    Ok(FallbackTrie::new(dfa))
 }

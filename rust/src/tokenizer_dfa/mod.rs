@@ -81,6 +81,7 @@ use crate::tokenizer::vocab::Vocabulary;
 pub use crate::tokenizer_dfa::forbidden_sets::ForbiddenSet;
 use crate::tokenizer_dfa::forbidden_sets::{ForbiddenBits, ForbiddenSets};
 use crate::util::bitset;
+use crate::util::byte_set::ByteSet;
 use crate::util::token_set::TokenFilter;
 
 /// No class: the token is never emitted (or is a byte-fallback token, see `byte_of_token`).
@@ -425,6 +426,15 @@ impl TokenizerDfa {
             Ok(s) => Some(c + s),
             Err(()) => Some(0),
         }
+    }
+
+    /// The bytes whose byte-fallback token may follow state `q`: those [`TokenizerDfa::step_byte`]
+    /// takes, none without byte fallback.
+    #[inline]
+    pub fn fallback_bytes(&self, q: TokState) -> ByteSet {
+        let Some(trie) = self.trie.as_ref() else { return ByteSet::default() };
+        let c = self.forbidden.len() as u32;
+        trie.bytes_taken((q >= c).then(|| q - c))
     }
 
     /// Transition on any token: `None` when the token may not follow state `q`.

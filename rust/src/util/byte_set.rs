@@ -38,6 +38,22 @@ impl ByteSet {
         }
     }
 
+    /// The bytes in both sets.
+    #[inline]
+    pub fn intersection(&self, other: &ByteSet) -> ByteSet {
+        ByteSet(std::array::from_fn(|i| self.0[i] & other.0[i]))
+    }
+
+    /// The least byte of the set at or above `from` (at most 256: none).
+    #[inline]
+    pub fn first_from(&self, from: u32) -> Option<u8> {
+        (from as usize >> 6..4).find_map(|i| {
+            let below = if i == from as usize >> 6 { (1u64 << (from & 63)) - 1 } else { 0 };
+            let w = self.0[i] & !below;
+            (w != 0).then(|| (i as u32 * 64 + w.trailing_zeros()) as u8)
+        })
+    }
+
     pub fn len(&self) -> usize {
         self.0.iter().map(|w| w.count_ones() as usize).sum()
     }
@@ -94,6 +110,14 @@ mod tests {
             let mut union = set;
             union.union(&ByteSet::ALL);
             assert_eq!(union, ByteSet::ALL);
+            // Against a second set: the bytes in both, and the first at or above each start.
+            let other: ByteSet = (0..rng.below(300)).map(|_| rng.below(256) as u8).collect();
+            let both = set.intersection(&other);
+            assert!((0..=255u8).all(|b| both.contains(b) == (set.contains(b) && other.contains(b))));
+            for from in 0..=256u32 {
+                let want = want.iter().copied().find(|&b| b as u32 >= from);
+                assert_eq!(set.first_from(from), want, "from {from}");
+            }
         }
     }
 

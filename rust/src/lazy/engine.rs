@@ -883,6 +883,7 @@ impl Engine {
     pub(crate) fn dead_by_pairs_proofs(&self) -> usize {
         self.dead_by_pairs.load(Ordering::Relaxed)
     }
+
     /// Byte-fallback moves proved live by completing their character, without a judgement of
     /// their own.
     #[cfg(test)]

@@ -580,8 +580,17 @@ const WALK_CLOSURE_EDGES: usize = 128;
 /// (a UUID's `[a-z0-9]{4}`, counted too few times for a derived slice) is spelled out: its
 /// closure ends with the count. Unkeyed, each of its positions cost 0.2-2.8 ms in every guide
 /// (`Github_medium/o65710`'s, Llama 3).
+///
+/// A grammar's closure gives up past one stack frame above its start's (`max_nesting`): a
+/// string inside a free JSON value, or a key's end before one, runs on through punctuation that
+/// may nest without end in one piece (`"],[[{"`), so its key was never made, yet its attempt
+/// stepped the automaton through hundreds of new states and tried the slice uses of up to
+/// [`KEY_REGIONS`] strings first (a fifth to a third of such a step on Llama 3). One frame keeps
+/// the keys that go through one call (a `$ref`'d value, an outlined sub-expression). Issue 18's
+/// 40 schemas (`schema_compare.py`'s), one pass of fresh guides on Llama 3: 366.7 → 345.0 M
+/// instructions, the same masks; with no frame 341.9 M, with two 349.4 M, with three 357.0 M.
 const KEY_CLOSURE: ClosureBounds =
-    ClosureBounds { max_states: 1024, max_edges: 8192, wide_bytes: 64, ascii_only: false };
+    ClosureBounds { max_states: 1024, max_edges: 8192, wide_bytes: 64, ascii_only: false, max_nesting: 1 };
 
 /// The slice regions a shared first-token set's key may describe ([`Engine::shared_first_key`]):
 /// a string's contents, and the next string's after `","`. propertok's own JSON string

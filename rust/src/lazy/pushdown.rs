@@ -238,14 +238,15 @@ struct Config {
 }
 
 /// A stack frame: the caller's rule and where it resumes, over `parent`; `distance` is the
-/// fewest bytes that end every frame from here down (a function of the rest, kept here so a
-/// state's distance needs no walk).
+/// fewest bytes that end every frame from here down and `depth` the frames from here down
+/// (functions of the rest, kept here so that neither needs a walk).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
 struct Frame {
     parent: u32,
     rule: u32,
     resume: u32,
     distance: u32,
+    depth: u32,
 }
 
 #[derive(Clone, PartialEq, Eq, Hash, Debug)]
@@ -424,7 +425,7 @@ impl PushdownDfa {
             configurations: AtomicUsize::new(0),
             closed: BoundedCache::new(CLOSED_STEP_CACHE_BYTES),
         };
-        dfa.stacks.intern_unbounded(&Frame { parent: EMPTY, rule: u32::MAX, resume: u32::MAX, distance: 0 });
+        dfa.stacks.intern_unbounded(&Frame { parent: EMPTY, rule: u32::MAX, resume: u32::MAX, distance: 0, depth: 0 });
         let start = Config { rule: 0, node: dfa.rules[0].nfa.start(), stack: EMPTY };
         dfa.start = dfa.close(&[start]);
         if let Some(e) = dfa.overflow() {
@@ -515,6 +516,11 @@ impl PushdownDfa {
 
     pub fn is_accepting(&self, q: u32) -> bool {
         self.states.key(q).accepting
+    }
+
+    /// The most frames on the stack of any configuration of `q`.
+    pub fn stack_depth(&self, q: u32) -> u32 {
+        self.states.key(q).configs.iter().map(|c| self.stacks.key(c.stack).depth).max().unwrap_or(0)
     }
 
     /// The bytes some configuration of `q` reads next: every byte [`PushdownDfa::next`] may
@@ -746,9 +752,10 @@ impl PushdownDfa {
                 let stack = match self.max_depth.is_none() && tail {
                     true => c.stack,
                     false => {
-                        let below = self.stacks.key(c.stack).distance;
-                        let distance = self.distance_to_end(c.rule, resume, open.as_deref()).saturating_add(below);
-                        let frame = Frame { parent: c.stack, rule: c.rule, resume, distance };
+                        let below = *self.stacks.key(c.stack);
+                        let distance =
+                            self.distance_to_end(c.rule, resume, open.as_deref()).saturating_add(below.distance);
+                        let frame = Frame { parent: c.stack, rule: c.rule, resume, distance, depth: below.depth + 1 };
                         match self.stacks.intern(&frame, self.max_states) {
                             Ok((id, _)) => id,
                             Err(n) => {

@@ -73,6 +73,10 @@ pub(crate) struct ClosureBounds {
     pub(crate) wide_bytes: usize,
     /// Give up at a byte outside ASCII.
     pub(crate) ascii_only: bool,
+    /// Give up at a state whose stack has more frames than the first start's and this many
+    /// (`u32::MAX`: any): a grammar's closure that nests (`[[[[` in one piece of punctuation)
+    /// never ends.
+    pub(crate) max_nesting: u32,
 }
 
 /// The ASCII bytes past which a state is wide in any byte closure ([`ClosureBounds`]): a
@@ -243,6 +247,13 @@ impl TextRegex {
         match self {
             TextRegex::Dfa(dfa) => dfa.is_accepting(q),
             TextRegex::Grammar(g) => g.is_accepting(q),
+        }
+    }
+    /// The most stack frames of `q`'s configurations (0 for a DFA).
+    pub fn stack_depth(&self, q: u32) -> u32 {
+        match self {
+            TextRegex::Dfa(_) => 0,
+            TextRegex::Grammar(g) => g.stack_depth(q),
         }
     }
     pub fn distance_to_accept(&self, q: u32) -> u32 {
@@ -597,7 +608,7 @@ impl TextSpace {
         }
         self.byte_closure_of(
             &[z],
-            ClosureBounds { max_states, max_edges, wide_bytes: max_edges / 4, ascii_only: true },
+            ClosureBounds { max_states, max_edges, wide_bytes: max_edges / 4, ascii_only: true, max_nesting: u32::MAX },
             |_| None,
         )
     }
@@ -614,8 +625,12 @@ impl TextSpace {
         bounds: ClosureBounds,
         mut wide: impl FnMut(TextKey) -> Option<WideState>,
     ) -> Option<ByteClosure> {
-        let ClosureBounds { max_states, max_edges, wide_bytes, ascii_only } = bounds;
+        let ClosureBounds { max_states, max_edges, wide_bytes, ascii_only, max_nesting } = bounds;
         self.pieces.as_ref()?;
+        let max_depth = match (max_nesting, starts.first()) {
+            (u32::MAX, _) | (_, None) => u32::MAX,
+            (n, Some(z)) => self.dfa.stack_depth(z.q()).saturating_add(n),
+        };
         let mut states: Vec<TextKey> = Vec::with_capacity(LINEAR_CLOSURE_STATES);
         // Past `LINEAR_CLOSURE_STATES`, the states' numbers by state.
         let mut index: FxHashMap<TextKey, u32> = FxHashMap::default();
@@ -653,6 +668,9 @@ impl TextSpace {
         while at < states.len() {
             let k = states[at];
             at += 1;
+            if max_depth != u32::MAX && self.dfa.stack_depth(k.q()) > max_depth {
+                return None;
+            }
             let taken = self.bytes_taken(k.q());
             if taken.len() > wide_bytes || taken.ascii_len() > WIDE_ASCII_BYTES {
                 match wide(k)? {
@@ -1234,5 +1252,42 @@ mod tests {
                 assert_eq!(k.with_regex_state(9).with_regex_state(q), k);
             }
         }
+    }
+
+    /// A byte closure gives up at a state whose stack has more frames than its start's and
+    /// `max_nesting`, and not before: brackets nested in one piece of punctuation, under a
+    /// nesting bound of three so that the closure ends without the bound too.
+    #[test]
+    fn a_closure_gives_up_past_its_nesting() {
+        use crate::grammar::lower::{to_rule_regexes, LowerOptions};
+        use crate::grammar::{parse, Syntax};
+        use crate::lazy::pushdown::{PushdownDfa, RuleAutomata};
+        let grammar = parse("root ::= \"(\" inner \")\"\ninner ::= \"[\" inner \"]\" | \"x\"\n", Syntax::Gbnf, None);
+        let rules = to_rule_regexes(&grammar.unwrap(), LowerOptions::default()).unwrap();
+        let automata = RuleAutomata::default();
+        let dfa = PushdownDfa::new(&rules.rules, &automata, &[true; 256], Some(3), 10_000, 100_000).unwrap();
+        let spec = PieceMachineSpec { stages: vec![r"\p{L}+|[^\p{L}]+".into()], ..Default::default() };
+        let mut machine = PieceMachine::new(&spec, 1000).unwrap();
+        let pieces = Arc::new(PieceTable::explore(&mut machine, 1000).unwrap());
+        let space = TextSpace::new(TextRegex::Grammar(Box::new(dfa)), Some(pieces), Arc::default(), None).unwrap();
+        let open = space.byte(space.start(), b'(').unwrap();
+        let bounds = |max_nesting| ClosureBounds {
+            max_states: 64,
+            max_edges: 256,
+            wide_bytes: 64,
+            ascii_only: true,
+            max_nesting,
+        };
+        let closure = |max_nesting| space.byte_closure_of(&[open], bounds(max_nesting), |_| None);
+        let unbounded = closure(u32::MAX).expect("three brackets at most");
+        // `(`, `[`, `[[`, `[[[`: the stack grows by a frame a bracket.
+        let depths: Vec<u32> = unbounded.states.iter().map(|k| space.dfa.stack_depth(k.q())).collect();
+        let deepest = *depths.iter().max().unwrap();
+        assert!(deepest >= depths[0] + 2, "frames {depths:?}");
+        for n in 0..deepest - depths[0] {
+            assert!(closure(n).is_none(), "gave up past {n} frames");
+        }
+        let within = closure(deepest - depths[0]).expect("within its frames");
+        assert_eq!((within.states, within.shape), (unbounded.states, unbounded.shape));
     }
 }

@@ -588,8 +588,8 @@ const WALK_CLOSURE_EDGES: usize = 128;
 /// [`KEY_REGIONS`] strings first (a fifth to a third of such a step on Llama 3). One frame keeps
 /// the keys that go through one call (a `$ref`'d value, an outlined sub-expression). Issue 18's
 /// 40 schemas (`schema_compare.py`'s), one pass of fresh guides on Llama 3: 366.7 → 344.2 M
-/// instructions, the same masks (with no frame 341.9 M, two 349.4 M, three 357.0 M, each with
-/// the bound read from the environment at a small cost); the steps over 50 µs 89 → 66.
+/// instructions, the same masks, and the steps over 50 µs 89 → 66 (other bounds: `docs/design.md`
+/// §8).
 const KEY_CLOSURE: ClosureBounds =
     ClosureBounds { max_states: 1024, max_edges: 8192, wide_bytes: 64, ascii_only: false, max_nesting: 1 };
 

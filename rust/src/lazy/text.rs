@@ -649,7 +649,10 @@ impl TextSpace {
             if let Some(j) = found {
                 return Some(j as u32);
             }
-            if states.len() == max_states {
+            // A state past the nesting bound fails the closure when it is found, not when its
+            // turn comes: the states queued before it would be stepped (and a grammar's built)
+            // for nothing.
+            if states.len() == max_states || (max_depth != u32::MAX && self.dfa.stack_depth(to.q()) > max_depth) {
                 return None;
             }
             let j = states.len() as u32;
@@ -668,9 +671,6 @@ impl TextSpace {
         while at < states.len() {
             let k = states[at];
             at += 1;
-            if max_depth != u32::MAX && self.dfa.stack_depth(k.q()) > max_depth {
-                return None;
-            }
             let taken = self.bytes_taken(k.q());
             if taken.len() > wide_bytes || taken.ascii_len() > WIDE_ASCII_BYTES {
                 match wide(k)? {

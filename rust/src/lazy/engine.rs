@@ -433,8 +433,10 @@ pub(crate) struct Engine {
     way_search_failures: AtomicUsize,
     /// Nodes proved live by a hint ([`Engine::hinted_live`]).
     hinted: AtomicUsize,
-    /// Piece starts proved live by a clean way ([`Engine::live_by_clean_way`]).
+    /// Piece starts proved live by a clean way ([`Engine::live_by_clean_way`]), and of them by
+    /// a grammar's shortest text.
     by_clean_way: AtomicUsize,
+    by_shortest_text: AtomicUsize,
     /// First-token sets made as the union of their threads' ([`Engine::first_tokens_of_threads`]).
     thread_unions: AtomicUsize,
     /// Ways found by a search, and along bytes nearest to acceptance ([`Engine::nearest_chain`]).
@@ -690,6 +692,7 @@ impl Engine {
             way_search_failures: AtomicUsize::new(0),
             hinted: AtomicUsize::new(0),
             by_clean_way: AtomicUsize::new(0),
+            by_shortest_text: AtomicUsize::new(0),
             way_searches: AtomicUsize::new(0),
             nearest_chains: AtomicUsize::new(0),
             thread_unions: AtomicUsize::new(0),
@@ -877,6 +880,11 @@ impl Engine {
     #[cfg(test)]
     pub(crate) fn clean_way_proofs(&self) -> usize {
         self.by_clean_way.load(Ordering::Relaxed)
+    }
+    /// Piece starts proved live by a grammar's shortest text so far.
+    #[cfg(test)]
+    pub(crate) fn shortest_text_proofs(&self) -> usize {
+        self.by_shortest_text.load(Ordering::Relaxed)
     }
     /// Ways found so far by a search, and along bytes nearest to acceptance.
     #[cfg(test)]
@@ -1612,6 +1620,17 @@ impl Engine {
         Ok(!matches!(self.step_from(z)?, Step::Mark(_)) && self.clean_way(z)?)
     }
 
+    /// Whether piece start `start` is live by a grammar's shortest text from it
+    /// ([`TextSpace::shortest_text_is_clean`]), a clean way found without stepping the
+    /// automaton (see [`Engine::live_by_clean_way`] for why a clean way proves it). `false`
+    /// proves nothing.
+    fn live_by_shortest_text(&self, start: Node) -> bool {
+        self.parts.clean_ways_prove_piece_starts
+            && start.side == START
+            && start.split == ROOT
+            && self.space.shortest_text_is_clean(self.key(start.text), NEAREST_CHAIN_STEPS)
+    }
+
     /// Whether the way from `z` ([`Engine::step_from`], step by step) is *clean*: it ends where
     /// the text may end, takes no special token and no two boundaries in a row, and no text
     /// state on it, `z` and the last included, spells an added token's content. Memoized per
@@ -1790,7 +1809,18 @@ impl Engine {
             self.record(start, known)?;
             return Ok(known);
         }
-        if self.stuck_piece_start(start) || self.stuck(start.text)? {
+        if self.stuck_piece_start(start) {
+            self.record(start, false)?;
+            return Ok(false);
+        }
+        // Before `stuck`, which steps the automaton along the way to acceptance.
+        if self.live_by_shortest_text(start) {
+            self.by_clean_way.fetch_add(1, Ordering::Relaxed);
+            self.by_shortest_text.fetch_add(1, Ordering::Relaxed);
+            self.record(start, true)?;
+            return Ok(true);
+        }
+        if self.stuck(start.text)? {
             self.record(start, false)?;
             return Ok(false);
         }

@@ -264,6 +264,8 @@ type BoundedDistances = ShardedMap<(u32, Box<[u8]>), Arc<[u32]>>;
 /// See the module docs.
 pub struct PushdownDfa {
     rules: Vec<Rule>,
+    /// The bytes a text may contain (see [`PushdownDfa::new`]).
+    text_bytes: [bool; 256],
     max_depth: Option<u32>,
     classes: [u8; 256],
     num_classes: usize,
@@ -356,7 +358,7 @@ impl PushdownDfa {
             let nfa = automata.get(regex, parsed.get_mut(i).and_then(Option::take), max_dfa_states)?;
             compiled.push(Rule::of(name.clone(), nfa, rules.len(), text_bytes));
         }
-        Self::of_rules(compiled, max_depth, max_states, no_string)
+        Self::of_rules(compiled, text_bytes, max_depth, max_states, no_string)
     }
 
     /// The one-rule automaton of a user's regex, `nfa` its [`ByteNfa`] (UTF-8 only, no
@@ -365,7 +367,7 @@ impl PushdownDfa {
     pub fn of_regex(pattern: &str, nfa: ByteNfa, max_states: usize) -> Result<PushdownDfa> {
         let rule = Rule::of("regex".into(), Arc::new(nfa), 1, &[true; 256]);
         let empty = |_: &str| Error::EmptyLanguage(format!("no string matches the regex {pattern:?}"));
-        let mut dfa = Self::of_rules(vec![rule], None, max_states, empty)?;
+        let mut dfa = Self::of_rules(vec![rule], &[true; 256], None, max_states, empty)?;
         dfa.source = Some(pattern.into());
         Ok(dfa)
     }
@@ -391,6 +393,7 @@ impl PushdownDfa {
 
     fn of_rules(
         mut compiled: Vec<Rule>,
+        text_bytes: &[bool; 256],
         max_depth: Option<u32>,
         max_states: usize,
         no_string: impl Fn(&str) -> Error,
@@ -410,6 +413,7 @@ impl PushdownDfa {
         }
         let mut dfa = PushdownDfa {
             rules: compiled,
+            text_bytes: *text_bytes,
             max_depth,
             classes,
             num_classes: signatures.len(),
@@ -568,6 +572,88 @@ impl PushdownDfa {
             }
         }
         out
+    }
+
+    /// A shortest text from `q` to acceptance, read off the rules' NFAs and distances without
+    /// stepping the automaton: from a configuration at `q`'s distance, a byte edge, a call (its
+    /// callee's shortest text, then on from the return point) or an ε-edge that keeps the
+    /// distance to its least, at each node; at a rule's end, on at the caller's return point, a
+    /// call of this text's first, then the configuration's stack's frames. `None` under a
+    /// nesting bound (distances then depend on the rules open), where the text would need a
+    /// special token's marker, past `max_len` bytes, or where ε-edges of one distance would
+    /// make it go round.
+    ///
+    /// Why: a key's piece starts are proved live along a way to acceptance
+    /// (`crate::lazy::engine::Engine::clean_way`), and a way stepped the automaton a byte at a
+    /// time, closing and interning each state in every fresh guide: where a key's closure runs
+    /// into the next item of an array, to the end of a document of 13 required properties
+    /// (`Github_medium/o45185`, Llama 3), 1.5 M instructions for a 202-byte way.
+    pub fn shortest_text(&self, q: u32, max_len: usize) -> Option<Vec<u8>> {
+        if self.max_depth.is_some() {
+            return None;
+        }
+        let key = self.states.key(q);
+        if key.distance as usize > max_len {
+            return None;
+        }
+        let mut text = Vec::with_capacity(key.distance as usize);
+        if key.accepting {
+            return Some(text);
+        }
+        let c = key.configs.iter().find(|c| self.distance_of(c) == key.distance)?;
+        let (mut rule, mut node, mut stack) = (c.rule, c.node, c.stack);
+        // The return points of the calls this text made, innermost last.
+        let mut returns: Vec<(u32, u32)> = Vec::new();
+        // Every move brings the text a byte nearer, enters a call or takes an ε-edge of one
+        // distance; a walk past this many moves goes round ε-edges.
+        let mut moves = 4 * max_len + 64;
+        loop {
+            moves = moves.checked_sub(1)?;
+            let r = &self.rules[rule as usize];
+            let d = r.distance[node as usize];
+            if d == 0 && r.nfa.is_match(node) {
+                (rule, node) = match returns.pop() {
+                    Some(back) => back,
+                    None if stack == EMPTY => return Some(text),
+                    None => {
+                        let f = *self.stacks.key(stack);
+                        stack = f.parent;
+                        (f.rule, f.resume)
+                    }
+                };
+                continue;
+            }
+            let byte = r
+                .nfa
+                .edges(node)
+                .iter()
+                .filter(|e| r.distance[e.to as usize].wrapping_add(1) == d)
+                .find_map(|e| (e.lo..=e.hi).find(|&b| self.is_text_byte(b)).map(|b| (b, e.to)));
+            if let Some((b, to)) = byte {
+                text.push(b);
+                if text.len() > max_len {
+                    return None;
+                }
+                node = to;
+                continue;
+            }
+            let calls = r.calls.get(&node).map_or(&[][..], |calls| calls);
+            let call = calls
+                .iter()
+                .find(|c| self.rules[c.callee as usize].shortest().saturating_add(r.distance[c.resume as usize]) == d);
+            if let Some(call) = call {
+                returns.push((rule, call.resume));
+                (rule, node) = (call.callee, self.rules[call.callee as usize].nfa.start());
+                continue;
+            }
+            node = *r.nfa.epsilons(node).iter().find(|&&t| r.distance[t as usize] == d)?;
+        }
+    }
+
+    /// Whether a text may hold byte `b`: one some token spells, or a UTF-8 continuation byte
+    /// (a rule's distances count these as bytes: `Rule::of`), never a marker.
+    fn is_text_byte(&self, b: u8) -> bool {
+        b != CALL_MARKER && b != TOKEN_MARKER && (self.text_bytes[b as usize] || (0x80..0xC0).contains(&b))
     }
 
     /// [`PushdownDfa::distance_to_accept`] of [`PushdownDfa::next`]`(q, b)` for every byte `b`
@@ -1505,6 +1591,63 @@ ab ::= "a" ab? "b" | "c""#,
             }
             assert!(seen.len() > 20 && nearer_steps > 20, "{text}: {} states, {nearer_steps}", seen.len());
         }
+    }
+
+    /// A state's shortest text ([`PushdownDfa::shortest_text`]), stepped through the automaton
+    /// byte by byte, ends where it accepts, in exactly the state's distance: over every state a
+    /// breadth-first walk reaches (up to 3,000) of grammars with recursion, calls inside calls
+    /// and a rule ending on a call, with rules run as DFAs and as NFAs (ε-edges), and a text
+    /// that must leave out a byte no token spells. Under a nesting bound there is none.
+    #[test]
+    fn a_shortest_text_is_accepted_at_the_distance() {
+        let grammars = [
+            r#"root ::= value
+value ::= "{" (pair ("," pair)*)? "}" | "[" (value ("," value)*)? "]" | "\"" [a-z]* "\"" | [0-9]+
+pair ::= "\"" [a-z]+ "\":" value"#,
+            r#"root ::= "x" ab "y" | "x" "(" root ")" "y"
+ab ::= "a" ab? "b" | "cc" ab"#,
+            r#"root ::= "<" inner ">" | "q"{3,5} root
+inner ::= ("z" | "y")* "." | root"#,
+        ];
+        let mut text_bytes = [true; 256];
+        text_bytes[b'a' as usize] = false;
+        for text in grammars {
+            let grammar = parse(text, Syntax::Gbnf, None).unwrap();
+            let rules = to_rule_regexes(&grammar, LowerOptions::default()).unwrap().rules;
+            for (automata, bytes) in [
+                (RuleAutomata::default(), [true; 256]),
+                (RuleAutomata::nfas_only(), [true; 256]),
+                (RuleAutomata::nfas_only(), text_bytes),
+            ] {
+                let Ok(dfa) = PushdownDfa::new(&rules, &automata, &bytes, None, 10_000, 100_000) else {
+                    assert!(!bytes[b'a' as usize] && text.contains("ab ::="), "{text}: builds");
+                    continue;
+                };
+                let mut seen = FxHashSet::default();
+                let mut todo = std::collections::VecDeque::from([dfa.start()]);
+                let (mut longest, mut farthest) = (0, dfa.start());
+                while let Some(q) = todo.pop_front() {
+                    let shortest = dfa.shortest_text(q, 1_000).expect("a text");
+                    assert_eq!(shortest.len() as u32, dfa.distance_to_accept(q), "{text}: state {q}");
+                    assert!(shortest.iter().all(|&b| bytes[b as usize]), "{text}: {shortest:?}");
+                    let end = shortest.iter().fold(q, |at, &b| if at == DEAD { DEAD } else { dfa.next(at, b) });
+                    assert!(end != DEAD && dfa.is_accepting(end), "{text}: state {q}, {shortest:?}");
+                    if shortest.len() > longest {
+                        (longest, farthest) = (shortest.len(), q);
+                    }
+                    for b in 0..=255u8 {
+                        let to = dfa.next(q, b);
+                        if to != DEAD && seen.len() < 3_000 && seen.insert(to) {
+                            todo.push_back(to);
+                        }
+                    }
+                }
+                assert!(seen.len() > 20 && longest >= 4, "{text}: {} states, longest {longest}", seen.len());
+                assert_eq!(dfa.shortest_text(farthest, longest - 1), None, "{text}: past max_len");
+            }
+        }
+        let bounded = automaton(grammars[0], Some(3)).unwrap();
+        assert_eq!(bounded.shortest_text(bounded.start(), 1_000), None);
     }
 
     /// A step fills every class of the bytes that move the state alike ([`PushdownDfa::step`]):

@@ -1171,7 +1171,9 @@ const KEYED_REGEX: &str = r#"\{"name": "([^"\\\x00-\x1F]|\\["\\/bfnrt])*", "id":
 /// after one another on one `Compiler`), and give the masks of the grammar's eager guide
 /// unrolled to depth `D`, bit for bit: with the bound `D`, along every walk; without a bound,
 /// at every step at most `D - 2` braces deep. Before stop 67 a grammar's states all looked wide
-/// (`TextSpace::bytes_taken` answered every byte), so none had a key.
+/// (`TextSpace::bytes_taken` answered every byte), so none had a key. Without a bound, piece
+/// starts are proved live by the grammar's shortest text (`Engine::live_by_shortest_text`),
+/// with a bound never (its distances depend on the rules open).
 #[test]
 fn grammar_guides_share_first_token_sets_and_give_the_unrolled_masks() {
     const D: u32 = 3;
@@ -1203,7 +1205,7 @@ fn grammar_guides_share_first_token_sets_and_give_the_unrolled_masks() {
             }
             depth as u32
         };
-        let (mut reused, mut compared) = (Vec::new(), 0);
+        let (mut reused, mut compared, mut by_text) = (Vec::new(), 0, Vec::new());
         for round in 0..2 {
             let bounded = guide(Some(D), true);
             assert_same_masks(&bounded, &eager, &walks, &format!("{name}, bound {D}, round {round}"));
@@ -1217,10 +1219,12 @@ fn grammar_guides_share_first_token_sets_and_give_the_unrolled_masks() {
             }
             for lazy in [&bounded, &unbounded] {
                 reused.push(lazy.lazy_engine().unwrap().first_sets_reused());
+                by_text.push(lazy.lazy_engine().unwrap().shortest_text_proofs());
             }
         }
         assert!(compared > 200, "{name}: {compared} masks compared");
         assert!(reused.iter().all(|&n| n >= 3), "{name}: first-token sets reused by each grammar guide: {reused:?}");
+        assert!(by_text[0] == 0 && by_text[2] == 0 && by_text[1] > 0 && by_text[3] > 0, "{name}: {by_text:?}");
     }
 }
 

@@ -980,6 +980,37 @@ impl TextSpace {
         WaySearch::NoWay
     }
 
+    /// Whether the grammar's shortest text from `z` ([`PushdownDfa::shortest_text`], at most
+    /// `max_len` bytes) makes a clean way (`crate::lazy::engine::Engine::clean_way`): every
+    /// other component takes it, with a boundary only before a byte the piece cannot take and
+    /// never before the first; no state on it, `z` and the last included, spells an added
+    /// token's content; and the pre-tokenizer may end after it. The regex accepts it by
+    /// construction. `false` proves nothing (and is all a regex DFA answers: its ways cost a
+    /// table lookup a byte).
+    pub(crate) fn shortest_text_is_clean(&self, z: TextKey, max_len: usize) -> bool {
+        let TextRegex::Grammar(g) = &self.dfa else { return false };
+        let Some(text) = g.shortest_text(z.q(), max_len) else { return false };
+        let mut at = z;
+        if self.spells_content(at) {
+            return false;
+        }
+        for (i, &b) in text.iter().enumerate() {
+            let next = match self.byte_beside_regex(at, b) {
+                Some(next) => Some(next),
+                None if i == 0 => None,
+                None => (0..self.num_stages()).find_map(|kind| {
+                    let start = self.mark(at, kind).filter(|&start| !self.spells_content(start))?;
+                    self.byte_beside_regex(start, b)
+                }),
+            };
+            match next {
+                Some(next) if !self.spells_content(next) => at = next,
+                _ => return false,
+            }
+        }
+        self.pieces.as_ref().is_none_or(|p| p.accepts_end(at.m()))
+    }
+
     /// A byte that brings the regex one byte closer to acceptance from `z` and that the
     /// pre-tokenizer takes, with its successor: the first such byte of the first such class
     /// (class order). `None` where there is none, and where the regex accepts already.

@@ -546,6 +546,12 @@ const WAY_SEARCH_STATES_PER_BYTE: usize = 4;
 const WAY_SEARCH_FAILURES: usize = 256;
 /// The longest way [`Engine::nearest_chain`] follows before leaving it to the search.
 const NEAREST_CHAIN_STEPS: usize = 4096;
+/// The longest shortest text that proves a piece start ([`Engine::live_by_shortest_text`]); a
+/// longer one is left to the way, whose steps later ways join. A text is walked whole for each
+/// piece start (~60 instructions a byte with the other components), so this bounds one proof
+/// at ~30,000 instructions where a schema's shortest document is thousands of bytes. Issue
+/// 18's texts on Llama 3 reach 274 bytes (median 41), issue 17's 48.
+const SHORTEST_TEXT_BYTES: usize = 512;
 
 /// The class nodes a target must have before its way out is looked for as witness tokens
 /// ([`Engine::exit`]).
@@ -1628,7 +1634,7 @@ impl Engine {
         self.parts.clean_ways_prove_piece_starts
             && start.side == START
             && start.split == ROOT
-            && self.space.shortest_text_is_clean(self.key(start.text), NEAREST_CHAIN_STEPS)
+            && self.space.shortest_text_is_clean(self.key(start.text), SHORTEST_TEXT_BYTES)
     }
 
     /// Whether the way from `z` ([`Engine::step_from`], step by step) is *clean*: it ends where

@@ -627,7 +627,7 @@ impl PushdownDfa {
                 .nfa
                 .edges(node)
                 .iter()
-                .filter(|e| r.distance[e.to as usize].wrapping_add(1) == d)
+                .filter(|e| d > 0 && r.distance[e.to as usize] == d - 1)
                 .find_map(|e| (e.lo..=e.hi).find(|&b| self.is_text_byte(b)).map(|b| (b, e.to)));
             if let Some((b, to)) = byte {
                 text.push(b);

@@ -187,6 +187,13 @@ impl RuleAutomata {
     }
 }
 
+/// Whether a text may hold byte `b`: one some token spells (`text_bytes`), or a UTF-8
+/// continuation byte, never a marker. A rule's distances count these bytes and special tokens'
+/// markers (`Rule::of`); a shortest text takes only these (`PushdownDfa::shortest_text`).
+fn is_text_byte(text_bytes: &[bool; 256], b: u8) -> bool {
+    b != CALL_MARKER && b != TOKEN_MARKER && (text_bytes[b as usize] || (0x80..0xC0).contains(&b))
+}
+
 /// A rule body with no string: a call to rule 4095, past any network's rules.
 const NO_STRING: &str = r"(?-u:\xFE\xBF\xBF)";
 
@@ -628,7 +635,7 @@ impl PushdownDfa {
                 .edges(node)
                 .iter()
                 .filter(|e| d > 0 && r.distance[e.to as usize] == d - 1)
-                .find_map(|e| (e.lo..=e.hi).find(|&b| self.is_text_byte(b)).map(|b| (b, e.to)));
+                .find_map(|e| (e.lo..=e.hi).find(|&b| is_text_byte(&self.text_bytes, b)).map(|b| (b, e.to)));
             if let Some((b, to)) = byte {
                 text.push(b);
                 if text.len() > max_len {
@@ -648,12 +655,6 @@ impl PushdownDfa {
             }
             node = *r.nfa.epsilons(node).iter().find(|&&t| r.distance[t as usize] == d)?;
         }
-    }
-
-    /// Whether a text may hold byte `b`: one some token spells, or a UTF-8 continuation byte
-    /// (a rule's distances count these as bytes: `Rule::of`), never a marker.
-    fn is_text_byte(&self, b: u8) -> bool {
-        b != CALL_MARKER && b != TOKEN_MARKER && (self.text_bytes[b as usize] || (0x80..0xC0).contains(&b))
     }
 
     /// [`PushdownDfa::distance_to_accept`] of [`PushdownDfa::next`]`(q, b)` for every byte `b`
@@ -1091,8 +1092,7 @@ impl Rule {
     fn of(name: String, nfa: Arc<ByteNfa>, num_rules: usize, text_bytes: &[bool; 256]) -> Rule {
         let n = nfa.num_states();
         // Marker bytes are never text, but special tokens write them: always steps.
-        let step =
-            |b: u8| b != CALL_MARKER && (text_bytes[b as usize] || b == TOKEN_MARKER || (0x80..0xC0).contains(&b));
+        let step = |b: u8| b == TOKEN_MARKER || is_text_byte(text_bytes, b);
         let steps = |lo: u8, hi: u8| (lo..=hi).any(step);
         let reads: Vec<bool> =
             (0..n as u32).map(|s| nfa.edges(s).iter().any(|e| e.lo != CALL_MARKER || e.hi != CALL_MARKER)).collect();

@@ -16,6 +16,8 @@ document.
         # where the mask p99 comes from: the slowest masks, by schema and position
     python benches/schema_compare.py --libs propertok --tokenizers llama3 --passes 3
         # each mask the fastest of three walks with fresh guides: steadier p99s for A/B runs
+    /tmp/propertok-bench-venv/bin/python benches/schema_compare.py --samples 4
+        # also 4 token sequences per schema drawn from each library's masks: how many are canonical
     /tmp/propertok-bench-venv/bin/python benches/schema_compare.py --flat --subset Glaiveai2K --schemas 60
         # schemas that do not recurse: compile_json_schema's regex against the peers' compilers
     python benches/schema_compare.py --coverage   # which recursive schemas each path builds
@@ -88,7 +90,7 @@ def percentile(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def run(tok: str, schemas, libs, in_process: bool = False, passes: int = 1):
+def run(tok: str, schemas, libs, in_process: bool = False, passes: int = 1, samples: int = 0):
     """``({lib: result}, valid, documents)``. Each library runs alone in a fresh process (spawned,
     one after another), as in ``compare.py``, so no library's threads, caches or allocator state
     are in another's timings: interleaved schema by schema in one process (before stop 47),
@@ -97,27 +99,29 @@ def run(tok: str, schemas, libs, in_process: bool = False, passes: int = 1):
     masks follow. ``in_process``: the same runs one after another in this process. ``passes``:
     each document is walked that many times, with a fresh compile each time, and each step keeps
     its fastest fill (a fill's noise on this machine is ±20 %; a first visit stays a first
-    visit, since every walk starts from a fresh guide)."""
+    visit, since every walk starts from a fresh guide). ``samples``: token sequences each library
+    draws per schema from its own masks (see :func:`draw_samples`)."""
     libs = ["propertok"] + [lib for lib in libs if lib != "propertok"] if "propertok" in libs else list(libs)
     results, docs, valid = {}, {}, 0
     for lib in libs:
         if in_process:
-            results[lib], found, ok = run_library(tok, schemas, lib, docs, passes)
+            results[lib], found, ok = run_library(tok, schemas, lib, docs, passes, samples)
         else:
             import concurrent.futures
             import multiprocessing
 
             with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as ex:
-                results[lib], found, ok = ex.submit(run_library, tok, schemas, lib, docs, passes).result()
+                results[lib], found, ok = ex.submit(run_library, tok, schemas, lib, docs, passes,
+                                                            samples).result()
         if lib == "propertok":
             docs, valid = found, ok
     return results, valid, len(docs)
 
 
-def run_library(tok: str, schemas, lib: str, docs: dict, passes: int = 1):
+def run_library(tok: str, schemas, lib: str, docs: dict, passes: int = 1, samples: int = 0):
     """One library's compiles (TTFM) and mask walks along ``docs`` (``{id: text}``); propertok
-    also writes the documents (a random walk of its guide, checked with ``jsonschema``):
-    ``(result, docs, valid)``."""
+    also writes the documents (a random walk of its guide, checked with ``jsonschema``);
+    ``samples`` sequences per schema from :func:`draw_samples`: ``(result, docs, valid)``."""
     import jsonschema
     import propertok as pt
 
@@ -174,7 +178,45 @@ def run_library(tok: str, schemas, lib: str, docs: dict, passes: int = 1):
     # Each step's fastest fill over the passes (the walks are the same steps in the same order).
     result["steps"] = [min(same) for same in zip(*walks)]
     result["fills"] = [step[0] for step in result["steps"]]
+    result["samples"] = draw_samples(ad, lib, orc, [r for r in schemas if r["id"] in compiled], samples)
     return result, docs, valid
+
+
+SAMPLE_TOKENS = 32
+
+
+def draw_samples(ad, lib: str, orc, schemas, n: int, seed: int = 0) -> list:
+    """``n`` token sequences per schema drawn from the library's own masks, each token uniform
+    among those the mask allows, on a fresh compile, up to EOS or ``SAMPLE_TOKENS`` tokens (as
+    ``compare.py --samples``): for each, whether the tokenizer encodes its text that way
+    (``None``: the text ends inside a UTF-8 character, so it has no encoding to compare)."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    eos = set(ad.eos_ids)
+    row = ad.bm[0].numpy() if hasattr(ad.bm, "numpy") else ad.bm[0]
+    checked = []
+    for r in schemas:
+        for _ in range(n):
+            m = ad.matcher(compile_schema(lib, ad, r["schema"]))
+            fill, seq = ad.fill_fn(m), []
+            while len(seq) < SAMPLE_TOKENS:
+                fill()
+                bits = np.unpackbits(row.view(np.uint8), bitorder="little")[: ad.vocab_size]
+                allowed = np.flatnonzero(bits)
+                if len(allowed) == 0:
+                    break
+                t = int(allowed[rng.integers(len(allowed))])
+                if t in eos or not ad.accept(m, t):
+                    break
+                seq.append(t)
+            try:
+                orc.decode(seq).decode("utf-8")
+            except (UnicodeDecodeError, KeyError):
+                checked.append(None)
+                continue
+            checked.append(orc.is_canonical(seq))
+    return checked
 
 
 def coverage(timeout: int = 10) -> dict:
@@ -331,6 +373,9 @@ def main(argv=None) -> int:
                    help="also list each library's N slowest masks: schema, token index, the text before it")
     p.add_argument("--passes", type=int, default=1,
                    help="walk each document this many times with fresh guides; each step keeps its fastest fill")
+    p.add_argument("--samples", type=int, default=0,
+                   help="token sequences each library draws per schema from its own masks, each token "
+                   "uniform among those allowed: the share the tokenizer would not have written")
     p.add_argument("--in-process", action="store_true",
                    help="run the libraries one after another in this process instead of one process each")
     p.add_argument("--worker", help=argparse.SUPPRESS)
@@ -350,7 +395,8 @@ def main(argv=None) -> int:
     kind = f"{args.keyword}" if args.keyword else "flat" if args.flat else "recursive"
     print(f"{len(schemas)} {kind} schemas: " + ", ".join(r["id"] for r in schemas[:8]) + ", ...")
     for tok in args.tokenizers.split(","):
-        result, valid, docs = run(tok, schemas, args.libs.split(","), args.in_process, args.passes)
+        result, valid, docs = run(tok, schemas, args.libs.split(","), args.in_process, args.passes,
+                                  args.samples)
         print(f"\n## {tok}: propertok's documents valid by jsonschema: {valid}/{docs}\n")
         print("| library | compiled | TTFM median / p90 (ms) | mask median / p99 / max (µs) | refusals |")
         print("| --- | --- | --- | --- | --- |")
@@ -361,6 +407,15 @@ def main(argv=None) -> int:
                   f"{percentile(ttfm, 0.9) * 1e3:.2f} | {statistics.median(fills) / 1e3:.1f} / "
                   f"{percentile(fills, 0.99) / 1e3:.0f} / {max(fills) / 1e3:.0f} | "
                   + "; ".join(f"{k} ×{v}" for k, v in sorted(r["errors"].items(), key=lambda kv: -kv[1])[:3]) + " |")
+        if args.samples:
+            print(f"\nUniformly sampled token sequences (≤ {SAMPLE_TOKENS} tokens, {args.samples} per schema) "
+                  "that are not canonical:\n")
+            print("| library | samples | non-canonical | undecodable (not counted) |")
+            print("| --- | --- | --- | --- |")
+            for lib, r in result.items():
+                decoded = [x for x in r["samples"] if x is not None]
+                share = sum(1 for x in decoded if x is False) / len(decoded) if decoded else float("nan")
+                print(f"| {lib} | {len(decoded)} | {100 * share:.1f} % | {len(r['samples']) - len(decoded)} |")
         if args.slowest:
             print_slowest(tok, result, args.slowest)
     return 0

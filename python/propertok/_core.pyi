@@ -388,7 +388,10 @@ class Guide:
         repeat calls to rules of their own, determinized on demand; ``"pushdown"``: a grammar that
         nests, or a recursive schema), ``lazy_text_states`` (text states built so far) and
         ``lazy_sliced_text_states`` (those whose tokens came from a tokenizer-wide slice, such as a
-        JSON string's contents, instead of a trie walk of their own). A lazy WordPiece guide has
+        JSON string's contents, instead of a trie walk of their own); for a lazy guide of a grammar
+        that nests (``"pushdown"``) also ``grammar_stack_frames`` (stack frames its automaton has
+        made so far) and ``grammar_stacks_per_rule`` (rule name → the distinct stacks that rule has
+        been decided under so far: its contexts). A lazy WordPiece guide has
         no text states: it reports ``lazy_memo_bytes`` (its word-start masks, which
         ``max_guide_bytes`` bounds, and its states) and ``lazy_text_automaton``."""
     def allowed_tokens(self, state: int) -> npt.NDArray[np.int32]:

@@ -207,6 +207,23 @@ def test_closing_quotes_depend_on_the_enclosing_containers(tokenizer_under_test,
             assert required in got and forbidden not in got, (prefix, sorted(got))
 
 
+def test_stats_count_each_rules_stacks(mistral):
+    """A nesting grammar's stats count the stack frames made and, per rule, the distinct stacks
+    it was decided under; deeper texts meet more of them, and a regex's stats have neither."""
+    guide = mistral.compiler.compile_grammar(GRAMMAR)
+    before = guide.stats()
+    assert before["lazy_text_automaton"] == "pushdown"
+    assert set(before["grammar_stacks_per_rule"]) == {"start", "value", "object", "array", "pair"}
+    ok, why = walk(guide, mistral.oracle.canonical('[[[[[["a"]]]]]]'))
+    assert ok, why
+    after = guide.stats()
+    assert after["grammar_stack_frames"] >= before["grammar_stack_frames"] + 4
+    # Six arrays open: `value` has been read under at least seven stacks (none, then one a level).
+    assert after["grammar_stacks_per_rule"]["value"] >= 7
+    assert all(after["grammar_stacks_per_rule"][r] >= n for r, n in before["grammar_stacks_per_rule"].items())
+    assert "grammar_stack_frames" not in mistral.compiler.compile_regex("[a-z]+").stats()
+
+
 def test_bounds_and_refusals(mistral):
     compiler = mistral.compiler
     bounded = compiler.compile_grammar(CONTAINERS, max_recursion_depth=1)

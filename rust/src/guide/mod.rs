@@ -184,6 +184,15 @@ impl Guide {
             _ => None,
         }
     }
+    /// For a lazy guide of a grammar that nests: the stack frames its automaton has interned,
+    /// and per rule the distinct stacks it has been decided under
+    /// (`PushdownDfa::stacks_per_rule`).
+    pub fn lazy_grammar_stacks(&self) -> Option<(usize, Vec<(String, usize)>)> {
+        let Automaton::Lazy(l) = &self.automaton else { return None };
+        let g = l.automaton.engine().space().dfa().nesting_grammar()?;
+        let per_rule = g.stacks_per_rule().into_iter().map(|(name, n)| (name.to_string(), n)).collect();
+        Some((g.num_stack_frames(), per_rule))
+    }
     /// For a lazy guide: its engine.
     #[cfg(test)]
     pub(crate) fn lazy_engine(&self) -> Option<&crate::lazy::engine::Engine> {

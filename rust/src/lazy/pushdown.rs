@@ -496,6 +496,37 @@ impl PushdownDfa {
         self.rules.len()
     }
 
+    /// Stack frames interned so far (the empty stack not counted).
+    pub fn num_stack_frames(&self) -> usize {
+        self.stacks.len().saturating_sub(1)
+    }
+
+    /// Per rule name, in rule order: the distinct stacks its configurations have in the states
+    /// built so far. These are the contexts a rule's text has been decided in, what the design
+    /// note's exit summaries would have merged (see the module docs): a rule called from `k`
+    /// places at `d` depths meets up to `k·d` of them. A start rule that nests is two rules of
+    /// one name (the start and the callee), counted as one.
+    pub fn stacks_per_rule(&self) -> Vec<(&str, usize)> {
+        let mut names: Vec<&str> = Vec::new();
+        let mut name_of = Vec::with_capacity(self.rules.len());
+        for r in &self.rules {
+            let at = names.iter().position(|n| *n == r.name).unwrap_or_else(|| {
+                names.push(&r.name);
+                names.len() - 1
+            });
+            name_of.push(at);
+        }
+        let mut seen: FxHashSet<(usize, u32)> = FxHashSet::default();
+        for q in 0..self.states.len() {
+            seen.extend(self.states.key(q as u32).configs.iter().map(|c| (name_of[c.rule as usize], c.stack)));
+        }
+        let mut counts = vec![0; names.len()];
+        for (name, _) in seen {
+            counts[name] += 1;
+        }
+        names.into_iter().zip(counts).collect()
+    }
+
     /// Bytes with the same transitions from every state share a class.
     #[inline]
     pub fn byte_class(&self, b: u8) -> u8 {
@@ -1722,6 +1753,24 @@ item ::= "\"" [a-c]* "\"" | [0-9]+ | "key" | root"#,
             q = dfa.next(q, b);
         }
         assert_eq!(dfa.distance_to_accept(q), 3);
+    }
+
+    /// Each `[` opens the list one frame deeper: after `[[[` the rule has been read under the
+    /// empty stack and three frames, and flat lists (tail calls) add none.
+    #[test]
+    fn stacks_are_counted_per_rule() {
+        let dfa = automaton(r#"root ::= "[" (root ("," root)*)? "]""#, None).unwrap();
+        assert_eq!((dfa.num_stack_frames(), dfa.stacks_per_rule()), (0, vec![("root", 1)]));
+        let mut q = dfa.start();
+        for &b in b"[[[" {
+            q = dfa.next(q, b);
+        }
+        assert_eq!((dfa.num_stack_frames(), dfa.stacks_per_rule()), (3, vec![("root", 4)]));
+        for &b in b"],[],[]]]" {
+            q = dfa.next(q, b);
+        }
+        assert!(dfa.is_accepting(q));
+        assert_eq!((dfa.num_stack_frames(), dfa.stacks_per_rule()), (3, vec![("root", 4)]));
     }
 
     #[test]

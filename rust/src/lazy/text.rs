@@ -306,6 +306,13 @@ impl TextRegex {
             _ => None,
         }
     }
+    /// A nesting grammar's automaton (kind `"pushdown"`), not a regex's.
+    pub fn nesting_grammar(&self) -> Option<&PushdownDfa> {
+        match self {
+            TextRegex::Grammar(g) if g.regex().is_none() => Some(g),
+            _ => None,
+        }
+    }
     /// The limit a grammar's automaton ran into, if it did (see [`PushdownDfa::overflow`]).
     pub fn overflow(&self) -> Option<Error> {
         match self {

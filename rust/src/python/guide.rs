@@ -55,7 +55,7 @@ impl PyGuide {
     }
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let g = self.inner.clone();
-        let st = py.detach(move || g.stats()).map_err(to_py)?;
+        let (st, stacks) = py.detach(move || g.stats().map(|st| (st, g.lazy_grammar_stacks()))).map_err(to_py)?;
         let d = PyDict::new(py);
         d.set_item("method", self.inner.method().name())?;
         d.set_item("num_states", st.num_states)?;
@@ -76,6 +76,14 @@ impl PyGuide {
         if let Some((built, sliced)) = self.inner.lazy_text_states() {
             d.set_item("lazy_text_states", built)?;
             d.set_item("lazy_sliced_text_states", sliced)?;
+        }
+        if let Some((frames, per_rule)) = stacks {
+            d.set_item("grammar_stack_frames", frames)?;
+            let stacks = PyDict::new(py);
+            for (rule, n) in per_rule {
+                stacks.set_item(rule, n)?;
+            }
+            d.set_item("grammar_stacks_per_rule", stacks)?;
         }
         Ok(d)
     }

@@ -915,6 +915,51 @@ fn wide_ascii_classes_without_a_slice_share_first_token_sets() {
     }
 }
 
+/// Without a pre-tokenizer (Mistral-7B) a small regex's states are keyed by their closure,
+/// the whole rest of the text (`TextSpace::has_few_regex_states`): five greetings of shared
+/// shapes and two regexes whose closures differ in acceptance only, compiled in every order on
+/// one `Compiler`, each give their eager masks along random walks and a spelling, and later
+/// guides take sets earlier ones made. A key blind to acceptance fails the masks.
+#[test]
+fn small_regexes_share_first_token_sets_without_a_pre_tokenizer() {
+    let cases = [
+        ("hello [a-z]+(, ?[a-z]+)*!?", "hello bob, al,cy!"),
+        ("hi [a-z]+!", "hi bob!"),
+        ("hi [a-z]+", "hi bob"),
+        ("(hi|yo) [a-z]+\\.", "yo al."),
+        ("[a-z]+ [a-z]+", "hi al"),
+        // One closure shape from the start (`a` to a second state, `b` back), accepting at the
+        // first state in one and the second in the other.
+        ("(ab)*", "abab"),
+        ("a(ba)*", "ababa"),
+    ];
+    let vocab = mistral();
+    let eager_compiler = Compiler::new(vocab.clone(), Limits::default());
+    let regexes: Vec<String> = cases.iter().map(|(r, _)| r.to_string()).collect();
+    let eager: Vec<Guide> =
+        regexes.iter().map(|r| eager_compiler.compile_regex(r, Method::Cartesian).unwrap()).collect();
+    let walks: Vec<Vec<Vec<u32>>> = (eager.iter().zip(cases))
+        .map(|(g, (_, text))| {
+            let mut walks: Vec<Vec<u32>> = (0..6).map(|seed| g.random_walk(seed, 12).unwrap()).collect();
+            walks.push(spelling(g, text.as_bytes(), g.initial_state()).expect("the guide spells it"));
+            walks
+        })
+        .collect();
+    let mut reused = 0;
+    for rotation in 0..regexes.len() {
+        let compiler = Compiler::new(vocab.clone(), Limits::default());
+        for i in (0..regexes.len()).cycle().skip(rotation).take(regexes.len()) {
+            let lazy = compiler.compile_regex_lazy(&regexes[i]).unwrap();
+            assert!(lazy.lazy_engine().unwrap().space().has_few_regex_states(), "{}", regexes[i]);
+            assert_same_masks(&lazy, &eager[i], &walks[i], &regexes[i]);
+            reused += lazy.lazy_engine().unwrap().first_sets_reused();
+        }
+    }
+    assert!(reused >= 10, "{reused} first-token sets reused");
+    let compiler = Compiler::new(vocab, Limits::default());
+    assert_a_second_guide_finds_no_set(&compiler, &regexes[0], cases[0].1.as_bytes(), &regexes[0]);
+}
+
 /// Two lazy guides of `regex`, one after the other on `compiler`, give its eager masks along 6
 /// random walks and a spelling of `text`, and the second finds no first-token set of its own.
 fn assert_a_second_guide_finds_no_set(compiler: &Compiler, regex: &str, text: &[u8], label: &str) {

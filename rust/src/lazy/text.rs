@@ -84,6 +84,10 @@ pub(crate) struct ClosureBounds {
 /// use of it (`[a-zA-Z0-9]{1,100}`) would build thousands of edges before giving up.
 const WIDE_ASCII_BYTES: usize = 32;
 
+/// See [`TextSpace::has_few_regex_states`]: a greeting's or a short tool call's regex, where
+/// a JSON schema's has hundreds.
+pub const FEW_REGEX_STATES: usize = 64;
+
 /// The states up to which [`TextSpace::byte_closure_of`] numbers a state by a linear search.
 const LINEAR_CLOSURE_STATES: usize = 32;
 
@@ -575,6 +579,14 @@ impl TextSpace {
         *self.taken.set(q as usize, taken)
     }
 
+    /// Whether the regex is a DFA of at most [`FEW_REGEX_STATES`] states: then, without a
+    /// pre-tokenizer, a state's byte closure (the whole rest of the text) is small enough to
+    /// key a first-token set by (`crate::lazy::engine::Engine::shared_first_key`). A grammar's
+    /// automaton, built on demand and perhaps nesting, never is.
+    pub fn has_few_regex_states(&self) -> bool {
+        matches!(&self.dfa, TextRegex::Dfa(dfa) if dfa.num_states() <= FEW_REGEX_STATES)
+    }
+
     /// Calls `f(class, successor)`, in class order, for each of the regex's byte classes
     /// (indices in `class_bytes`) that DFA state `q` does not take to [`DEAD`], until `f`
     /// returns `true`; whether it did.
@@ -609,6 +621,7 @@ impl TextSpace {
         max_states: usize,
         max_edges: usize,
     ) -> Option<ByteClosure> {
+        self.pieces.as_ref()?;
         let first = self.bytes_taken(z.q());
         if first.len() < min_bytes {
             return None;
@@ -622,7 +635,8 @@ impl TextSpace {
 
     /// The byte closure of several states together ([`TextSpace::byte_closure`]'s, without
     /// its `min_bytes`, within `bounds`), numbered breadth first from `starts` in their order
-    /// (a state met twice numbered once). A state taking more than `bounds.wide_bytes` bytes,
+    /// (a state met twice numbered once); without a pre-tokenizer, the rest of the text. A
+    /// state taking more than `bounds.wide_bytes` bytes,
     /// or more than [`WIDE_ASCII_BYTES`] ASCII ones, is left to `wide`: described (a sliced
     /// state's region: `crate::lazy::engine::Engine::shared_first_key`), spelled out after all,
     /// or `None` to give up.
@@ -633,7 +647,6 @@ impl TextSpace {
         mut wide: impl FnMut(TextKey) -> Option<WideState>,
     ) -> Option<ByteClosure> {
         let ClosureBounds { max_states, max_edges, wide_bytes, ascii_only, max_nesting } = bounds;
-        self.pieces.as_ref()?;
         let max_depth = match (max_nesting, starts.first()) {
             (u32::MAX, _) | (_, None) => u32::MAX,
             (n, Some(z)) => self.dfa.stack_depth(z.q()).saturating_add(n),

@@ -606,8 +606,12 @@ const KEY_CLOSURE: ClosureBounds =
 /// (`json_schema`'s) needs five on Llama 3 from a state inside a word: its `\u` escapes and
 /// U+007F-U+009F leave the slice as exit tokens and come back into the contents at four other
 /// pre-tokenizer states. With four, every string field of its schemas made no key there, and
-/// its first step past a word cost ~170 µs in every guide.
-const KEY_REGIONS: usize = 8;
+/// its first step past a word cost ~170 µs in every guide. A free class (`"[^"]*"`, whose
+/// control characters and line breaks are pre-tokenizer states of their own) in a list of pairs
+/// (`a=1;b="x y";c=[1,2,"3"]`) needs more than eight on Llama 3: with eight, its steps inside
+/// the strings cost 220-420 µs in every fresh guide, with sixteen 19-28 µs, while issue 17's and
+/// 18's documents took the same instructions to 0.1 % (`benches/RESULTS.md`, stop 85).
+const KEY_REGIONS: usize = 16;
 
 /// When a wide regex state's first-token set is found from its neighbour's
 /// ([`Engine::neighbour`]): the state takes at least `NEIGHBOUR_MIN_BYTES` bytes (a narrower

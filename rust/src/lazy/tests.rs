@@ -900,6 +900,23 @@ fn normal_form_regions_share_first_token_sets() {
     assert!(reused >= 20, "{reused} sliced first-token sets reused");
 }
 
+/// A free string among key-value pairs (as in `grammar_compare.py`'s key-value list: string
+/// values after `=`, pairs after `;`) runs through `";` and the next `="` in one piece, so its key
+/// describes the contents' region from every pre-tokenizer state a byte of the free class
+/// leaves it in, and the next string's: more than eight regions on Llama 3 (`KEY_REGIONS`).
+/// A second guide takes every first-token set from the first's, and both give the eager masks.
+#[test]
+fn free_strings_between_pairs_share_first_token_sets() {
+    let value = r#"([0-9]+|"[^"]*")"#;
+    let pair = format!(r"[a-z_]+=({value}|\[({value},)*{value}\])");
+    let regex = format!("({pair};)*{pair}");
+    let regex = regex.as_str();
+    for name in ["gpt2", "llama3"] {
+        let compiler = Compiler::new(Arc::new(crate::testing::shared_vocabulary(name)), Limits::default());
+        assert_a_second_guide_finds_no_set(&compiler, regex, br#"a=1;b="x y";c=[1,2,"3"]"#, regex);
+    }
+}
+
 /// A class of more than 32 ASCII characters that no slice takes (a UUID's `[a-z0-9]`, counted
 /// too few times for a derived slice) is spelled out in a key's closure
 /// (`WideState::SpelledOut`): a second guide of each regex takes every first-token set from

@@ -636,10 +636,10 @@ impl TextSpace {
     /// The byte closure of several states together ([`TextSpace::byte_closure`]'s, without
     /// its `min_bytes`, within `bounds`), numbered breadth first from `starts` in their order
     /// (a state met twice numbered once); without a pre-tokenizer, the rest of the text. A
-    /// state taking more than `bounds.wide_bytes` bytes,
-    /// or more than [`WIDE_ASCII_BYTES`] ASCII ones, is left to `wide`: described (a sliced
-    /// state's region: `crate::lazy::engine::Engine::shared_first_key`), spelled out after all,
-    /// or `None` to give up.
+    /// state taking more than `bounds.wide_bytes` bytes, or more than [`WIDE_ASCII_BYTES`]
+    /// ASCII ones, is left to `wide`: described (a sliced state's region:
+    /// `crate::lazy::engine::Engine::shared_first_key`), spelled out after all, or `None` to
+    /// give up.
     pub(crate) fn byte_closure_of(
         &self,
         starts: &[TextKey],

@@ -645,6 +645,16 @@ class Worker:
 # ----------------------------------------------------------------------------------------------
 
 
+def sample_is_canonical(orc, seq):
+    """Whether the tokenizer encodes ``seq``'s text as ``seq``; ``None`` when the text ends inside
+    a UTF-8 character (it has no encoding to compare)."""
+    try:
+        orc.decode(seq).decode("utf-8")
+    except (UnicodeDecodeError, KeyError):
+        return None
+    return orc.is_canonical(seq)
+
+
 def read_jsonl(path):
     with open(path, encoding="utf-8") as f:
         return [json.loads(line) for line in f if line.strip()]
@@ -1140,16 +1150,7 @@ def main():
                 rec = w.run(r["regex"], paths_by_id.get(r["id"], []), seed)
                 samples = rec.pop("samples", [])
                 if samples:
-                    seqs = [s for s, _ in samples]
-                    checked = []
-                    for seq in seqs:
-                        try:
-                            orc.decode(seq).decode("utf-8")
-                        except (UnicodeDecodeError, KeyError):
-                            checked.append(None)
-                            continue
-                        checked.append(orc.is_canonical(seq))
-                    rec["samples_checked"] = checked
+                    rec["samples_checked"] = [sample_is_canonical(orc, seq) for seq, _ in samples]
                 records[lib][r["id"]] = rec
                 c = rec.get("compile_s")
                 line.append(f"{lib}={'%.1fms' % (c * 1000) if c is not None else rec['status']}")

@@ -210,12 +210,7 @@ def draw_samples(ad, lib: str, orc, schemas, n: int, seed: int = 0) -> list:
                 if t in eos or not ad.accept(m, t):
                     break
                 seq.append(t)
-            try:
-                orc.decode(seq).decode("utf-8")
-            except (UnicodeDecodeError, KeyError):
-                checked.append(None)
-                continue
-            checked.append(orc.is_canonical(seq))
+            checked.append(compare.sample_is_canonical(orc, seq))
     return checked
 
 

@@ -163,12 +163,13 @@
 //! checks per slice, without allocating, that the state takes every byte the slice takes from
 //! its start (most states fail there, in well under a microsecond), and derives a class from
 //! one step per ASCII byte class; a full [`simulate`] visits `S`'s ~10 states × 256 bytes,
-//! [`simulate_counted`] `S`'s states × 256 counts × the joint byte classes. A slice group set
-//! holds the ~120,000 tokens of one `(s₀, m, n)` and ~50,000 groups (~1 MB); the cache
-//! keeps them within [`SLICE_CACHE_BYTES`] per tokenizer and is emptied when full (they are a
-//! pure function of the tokenizer, so dropping them costs a walk, never a different mask). With
-//! a cache directory they are also kept on disk, and a new process reads them instead of
-//! walking them ([`crate::lazy::slice_store`]).
+//! [`simulate_counted`] `S`'s states × the joint byte classes × the counts up to a token's most
+//! characters, or up to the first count that repeats the one before (then every later one does:
+//! [`count_on`]). A slice group set holds the ~120,000 tokens of one `(s₀, m, n)` and ~50,000
+//! groups (~1 MB); the cache keeps them within [`SLICE_CACHE_BYTES`] per tokenizer and is
+//! emptied when full (they are a pure function of the tokenizer, so dropping them costs a walk,
+//! never a different mask). With a cache directory they are also kept on disk, and a new
+//! process reads them instead of walking them ([`crate::lazy::slice_store`]).
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -951,8 +952,7 @@ impl SliceUse {
         // Every slice state at this table's last count, dead ones too (a string dying there
         // that another one reaching the same pair does not is a disagreement, as in
         // `simulate_counted`).
-        let todo = (0..n as u32).map(|s| (s, last - k)).collect();
-        let mut map = count_on(slice, dfa, map, todo, false)?;
+        let mut map = count_on(slice, dfa, map, last - k, (0..n as u32).collect(), false)?;
         let counting = match saturation(&map, n) {
             Some(c) => {
                 map.truncate(n * (c as usize + 1));
@@ -1933,20 +1933,28 @@ fn equivalent(dfa: &TextRegex, a: u32, b: u32) -> bool {
 pub(crate) fn simulate_counted(slice: &ByteDfa, max_chars: usize, dfa: &TextRegex, q: u32) -> Option<Vec<u32>> {
     let mut map = vec![UNSEEN; slice.num_states() * (max_chars + 1)];
     map[slice.start() as usize] = q;
-    count_on(slice, dfa, map, vec![(slice.start(), 0)], true)
+    count_on(slice, dfa, map, 0, vec![slice.start()], true)
 }
 
 /// A counted map's entry no string reaches (yet).
 const UNSEEN: u32 = DEAD - 1;
 
-/// [`simulate_counted`]'s walk from the pairs `todo`, whose entries of `map` are set (the others
-/// [`UNSEEN`], or set and checked against), up to `map`'s last count; with `refuse_first`,
-/// `None` where the first character dies.
+/// [`simulate_counted`]'s walk from the slice states `todo` at count `from`, whose entries of
+/// `map` are set (the others [`UNSEEN`], or set and checked against), up to `map`'s last count;
+/// with `refuse_first`, `None` where the first character dies.
+///
+/// The walk goes count by count, and stops where a count pairs every slice state as the one
+/// before did: each count's pairs are a function of the previous count's alone (the same
+/// moves, checked alike), so every later count repeats it, and is copied. Why: a state that
+/// takes a class once and then loops on it (a `{1,}` string, a host name's first character)
+/// tabled the same count again up to a token's most characters, at every such state of every
+/// guide: see `docs/design.md` §8 for what stopping saved.
 fn count_on(
     slice: &ByteDfa,
     dfa: &TextRegex,
     mut map: Vec<u32>,
-    mut todo: Vec<(u32, usize)>,
+    from: usize,
+    mut todo: Vec<u32>,
     refuse_first: bool,
 ) -> Option<Vec<u32>> {
     let n = slice.num_states();
@@ -1962,26 +1970,45 @@ fn count_on(
             bytes.iter().filter_map(step).collect()
         })
         .collect();
-    while let Some((s, k)) = todo.pop() {
-        let r = map[s as usize + n * k];
-        for &(b, s2, completes) in &moves[s as usize] {
-            let k2 = k + completes as usize;
-            if k2 > max_chars {
-                continue;
-            }
-            let r2 = if r == DEAD { DEAD } else { dfa.next(r, b) };
-            if refuse_first && k == 0 && r2 == DEAD {
-                return None;
-            }
-            match &mut map[s2 as usize + n * k2] {
-                seen @ &mut UNSEEN => {
-                    *seen = r2;
-                    todo.push((s2, k2));
+    let mut next_count = Vec::new();
+    let mut k = from;
+    loop {
+        while let Some(s) = todo.pop() {
+            let r = map[s as usize + n * k];
+            for &(b, s2, completes) in &moves[s as usize] {
+                let k2 = k + completes as usize;
+                if k2 > max_chars {
+                    continue;
                 }
-                known if *known != r2 && !equivalent(dfa, *known, r2) => return None,
-                _ => {}
+                let r2 = if r == DEAD { DEAD } else { dfa.next(r, b) };
+                if refuse_first && k == 0 && r2 == DEAD {
+                    return None;
+                }
+                match &mut map[s2 as usize + n * k2] {
+                    seen @ &mut UNSEEN => {
+                        *seen = r2;
+                        match completes {
+                            true => next_count.push(s2),
+                            false => todo.push(s2),
+                        }
+                    }
+                    known if *known != r2 && !equivalent(dfa, *known, r2) => return None,
+                    _ => {}
+                }
             }
         }
+        // Count `k` is complete; so is `k - 1` (walked, or the seeds' count, set in full).
+        if k > from && map[n * (k - 1)..n * k] == map[n * k..n * (k + 1)] {
+            for later in k + 1..=max_chars {
+                map.copy_within(n * k..n * (k + 1), n * later);
+            }
+            break;
+        }
+        if next_count.is_empty() {
+            break;
+        }
+        std::mem::swap(&mut todo, &mut next_count);
+        k += 1;
     }
     // Pairs no token reaches stay unseen; they are never looked up.
     for r in &mut map {
@@ -2012,6 +2039,77 @@ fn saturation(map: &[u32], n: usize) -> Option<u32> {
 /// without allocating, because it runs on every regex state a guide walks, narrow ones included.
 fn takes_first_byte(slice: &ByteDfa, dfa: &TextRegex, q: u32) -> bool {
     (0..=255u8).all(|b| slice.next(slice.start(), b) == DEAD || dfa.next(q, b) != DEAD)
+}
+
+#[cfg(test)]
+mod count_tests {
+    use super::*;
+
+    /// [`count_on`] as it was before it stopped at a repeated count: every pair, depth first,
+    /// up to the last count.
+    fn every_count(slice: &ByteDfa, max_chars: usize, dfa: &TextRegex, q: u32) -> Option<Vec<u32>> {
+        let n = slice.num_states();
+        let mut map = vec![UNSEEN; n * (max_chars + 1)];
+        map[slice.start() as usize] = q;
+        let mut todo = vec![(slice.start(), 0usize)];
+        while let Some((s, k)) = todo.pop() {
+            let r = map[s as usize + n * k];
+            for b in 0..=255u8 {
+                let s2 = slice.next(s, b);
+                if s2 == DEAD {
+                    continue;
+                }
+                let k2 = k + slice.is_accepting(s2) as usize;
+                if k2 > max_chars {
+                    continue;
+                }
+                let r2 = if r == DEAD { DEAD } else { dfa.next(r, b) };
+                if k == 0 && r2 == DEAD {
+                    return None;
+                }
+                match &mut map[s2 as usize + n * k2] {
+                    seen @ &mut UNSEEN => {
+                        *seen = r2;
+                        todo.push((s2, k2));
+                    }
+                    known if *known != r2 && !equivalent(dfa, *known, r2) => return None,
+                    _ => {}
+                }
+            }
+        }
+        Some(map.into_iter().map(|r| if r == UNSEEN { DEAD } else { r }).collect())
+    }
+
+    /// The counted tables are those of a walk of every count, whether the counts repeat from
+    /// some count on (`{2,}`, a loop after its first character, `[\w|.]+` with the Unicode
+    /// word class's ~300 slice states) or not (`{3,12}`, an alternation of lengths), and the refusals
+    /// are the same.
+    #[test]
+    fn counts_stop_where_they_repeat_with_the_same_tables() {
+        // The class of `[\w|.]` with Unicode's word characters: ~300 slice states.
+        let word = ByteDfa::from_regex(r"([0-9A-Za-z_|.]|[\w&&[^\x00-\x7F]])*", 1024).unwrap();
+        let letters = CharClass { ascii: 0x3FF_FFFF << b'a', non_ascii: NonAscii::None };
+        let json = ByteDfa::from_regex(r#"([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"#, 64).unwrap();
+        let cases: [(&str, ByteDfa); 9] = [
+            ("[a-z]{2,}x", ByteDfa::from_regex(&letters.star(), 64).unwrap()),
+            ("[a-z]{3,12}x", ByteDfa::from_regex(&letters.star(), 64).unwrap()),
+            ("([a-z]{4}|[a-z]{7})x", ByteDfa::from_regex(&letters.star(), 64).unwrap()),
+            ("[a-z]", ByteDfa::from_regex(&letters.star(), 64).unwrap()),
+            ("x", ByteDfa::from_regex(&letters.star(), 64).unwrap()),
+            (r"[\w|.]+@", word.clone()),
+            (r"\w{2,5}@", word),
+            (r#"([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt]){1,}""#, json.clone()),
+            (r#"([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt]){0,20}""#, json),
+        ];
+        assert!(cases[5].1.num_states() > 100, "the word class's DFA has {} states", cases[5].1.num_states());
+        for (regex, slice) in &cases {
+            let dfa = TextRegex::from(ByteDfa::from_regex(regex, 10_000).unwrap());
+            for max_chars in [1, 2, 8, 30] {
+                let got = simulate_counted(slice, max_chars, &dfa, dfa.start());
+                assert_eq!(got, every_count(slice, max_chars, &dfa, dfa.start()), "{regex} up to {max_chars}");
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -94,8 +94,8 @@
 //! region's serial, the exits its regex takes and what follows them decides its first-token
 //! set (`crate::lazy::engine::Engine::shared_first_key`); so does a key's end whose closure
 //! runs on into a string's contents (`":"` is one piece, and may go on with punctuation inside
-//! the string), with the region in place of those. Past [`MAX_REGION_STATES`] a region is not
-//! made and sets are found per guide as before.
+//! the string), with the region in place of those. Past [`MAX_REGION_STATES`] states or
+//! [`MAX_REGION_BYTES`] a region is not made and sets are found per guide as before.
 //!
 //! # With a normalizer
 //! The normal form is a component of the text state (`crate::lazy::text`), and it differs after
@@ -132,12 +132,13 @@
 //! stays in it. So where no pattern fits, [`Slices::find`] reads a class off the regex state
 //! ([`derived_class`]): the ASCII characters that take it to the state most of them lead to
 //! (at least [`MIN_DERIVED_ASCII`]), plus every non-ASCII character if the state takes every
-//! UTF-8 lead byte. The class's star is checked like a pattern, by [`simulate`] or
-//! [`simulate_counted`] (a class of every non-ASCII character that fails is tried again with
-//! those from U+00A0 on, [`NonAscii::AboveC1`], as beside a JSON string's contents, with those
-//! that are not spaces, [`NonAscii::NotSpace`], as in a URL's `[^\s?#]*`, then without them),
-//! so a derived slice is exact for the same reasons; the class only decides
-//! which slice to try. Its other characters leave it as exit tokens (the suffix's `.` above).
+//! UTF-8 lead byte, or the Unicode word characters ([`NonAscii::Word`], `\w` in a regex written
+//! for outlines-core) if it takes their lead bytes. The class's star is checked like a pattern,
+//! by [`simulate`] or [`simulate_counted`] (a class of every non-ASCII character that fails is
+//! tried again with those from U+00A0 on, [`NonAscii::AboveC1`], as beside a JSON string's
+//! contents, with those that are not spaces, [`NonAscii::NotSpace`], as in a URL's
+//! `[^\s?#]*`, then without them; a class of word characters, without them), so a derived
+//! slice is exact for the same reasons; the class only decides which slice to try. Its other characters leave it as exit tokens (the suffix's `.` above).
 //! A state a few bytes away from such a loop (`.alf` of the suffix, a key beside the watch)
 //! takes its first-token set from the loop state's instead
 //! (`crate::lazy::engine::Engine::neighbour`).
@@ -406,6 +407,14 @@ impl Region {
 /// tells apart what follows most letters, passed 4,096 from each of ~70 starts before regions
 /// left the normal form out.
 const MAX_REGION_STATES: usize = 4096;
+
+/// The most heap bytes of a region kept ([`Region::heap_bytes`]); a larger one is not made, as
+/// past [`MAX_REGION_STATES`]. Why: a region of a class of Unicode word characters
+/// ([`NonAscii::Word`]) lists an exit at each of its ~300 slice states' bytes that leave the
+/// class, 0.1-0.35 MB each, and 47 of them over issue 17's Llama 3 samples filled the
+/// tokenizer's [`REGION_CACHE_BYTES`] (4 MB) and emptied it again and again: +2 % mask-fill
+/// instructions. The others' regions take 0.1-9.3 KB.
+const MAX_REGION_BYTES: usize = 64 << 10;
 
 impl SliceGroups {
     /// The groups of a walk from a slice's state, its targets in the order met; `words`: the
@@ -774,6 +783,14 @@ pub(crate) enum NonAscii {
     /// Every character but the Unicode spaces (`\s` past ASCII: U+0085, U+00A0, U+2000...):
     /// a URL's `[^\s?#]*` beside another part of the regex.
     NotSpace = 3,
+    /// The Unicode word characters past ASCII (`\w` in Unicode mode: letters, marks, digits,
+    /// connector punctuation), for a state that takes the lead bytes of those and not every
+    /// lead byte: an e-mail's `[\w.]+` in a regex written for outlines-core, where `\w` is
+    /// Unicode. Without it their ~30,000 non-ASCII tokens on Llama 3 were exit tokens walked in
+    /// every guide, and a key's closure ran past its edges through the class's UTF-8 states:
+    /// 1.0-2.6 ms a step, the largest masks of issue 17's documents. Its DFA has ~300 states
+    /// ([`MAX_WORD_DFA_STATES`]); the others' a few.
+    Word = 4,
 }
 
 impl CharClass {
@@ -788,6 +805,7 @@ impl CharClass {
             NonAscii::All => "[^\\x00-\\x7F]",
             NonAscii::AboveC1 => "[^\\x00-\\x9F]",
             NonAscii::NotSpace => "[^\\x00-\\x7F\\s]",
+            NonAscii::Word => WORD_PAST_ASCII,
         };
         match members.is_empty() {
             false => format!("([{members}]|{others})*"),
@@ -1355,6 +1373,7 @@ impl Slices {
         };
         let fewer = match class.non_ascii {
             NonAscii::All => &[NonAscii::AboveC1, NonAscii::NotSpace, NonAscii::None][..],
+            NonAscii::Word => &[NonAscii::None][..],
             NonAscii::AboveC1 | NonAscii::NotSpace | NonAscii::None => &[],
         };
         std::iter::once(class).chain(fewer.iter().map(|&non_ascii| CharClass { non_ascii, ..class })).collect()
@@ -1399,7 +1418,10 @@ impl Slices {
             return None;
         }
         drop(known);
-        let dfa = ByteDfa::from_regex(&class.star(), 64).ok();
+        let dfa = match class.non_ascii {
+            NonAscii::Word => word_star().map(|word| word.with_start_loops(|b| b < 128 && class.ascii >> b & 1 == 1)),
+            _ => ByteDfa::from_regex(&class.star(), 64).ok(),
+        };
         let made = Arc::new(Derived { dfa, slice: Default::default() });
         let mut derived = self.derived.write().unwrap_or_else(|e| e.into_inner());
         Some(derived.entry(class).or_insert(made).clone())
@@ -1479,10 +1501,10 @@ impl Slices {
         let made = match stored {
             Some(region) => {
                 self.regions_loaded.fetch_add(1, Ordering::Relaxed);
-                region
+                region.filter(|region| region.heap_bytes() <= MAX_REGION_BYTES)
             }
             None => {
-                let region = Region::find(s, key.2);
+                let region = Region::find(s, key.2).filter(|region| region.heap_bytes() <= MAX_REGION_BYTES);
                 self.regions_found.fetch_add(1, Ordering::Relaxed);
                 if let Some(store) = &self.store {
                     store.save_region(s.id, key.2, |w| Region::write(region.as_ref(), w));
@@ -1631,12 +1653,64 @@ fn derived_class(dfa: &TextRegex, q: u32) -> Option<CharClass> {
         return None;
     }
     let ascii = (0..128).filter(|&b| to[b] == most).fold(0u128, |acc, b| acc | 1 << b);
-    let non_ascii = match (0xC2..=0xF4u8).all(|b| dfa.next(q, b) != DEAD) {
-        true => NonAscii::All,
-        false => NonAscii::None,
+    let takes = |leads: &[u8]| leads.iter().all(|&b| dfa.next(q, b) != DEAD);
+    let non_ascii = if takes(&ALL_LEAD_BYTES) {
+        NonAscii::All
+    } else if takes(word_lead_bytes()) {
+        NonAscii::Word
+    } else {
+        NonAscii::None
     };
     Some(CharClass { ascii, non_ascii })
 }
+
+/// The Unicode word characters past ASCII, in our regex syntax ([`NonAscii::Word`]).
+const WORD_PAST_ASCII: &str = "[\\w&&[^\\x00-\\x7F]]";
+
+/// The most states of [`NonAscii::Word`]'s class's DFA (316 with regex-syntax's Unicode
+/// tables; the other classes' take a few).
+const MAX_WORD_DFA_STATES: usize = 1024;
+
+/// The star of [`WORD_PAST_ASCII`], built once per process: a class of [`NonAscii::Word`] adds
+/// its ASCII characters to it ([`ByteDfa::with_start_loops`]). `None` never (the class is
+/// fixed, within [`MAX_WORD_DFA_STATES`]).
+fn word_star() -> Option<&'static ByteDfa> {
+    static STAR: std::sync::OnceLock<Option<ByteDfa>> = std::sync::OnceLock::new();
+    STAR.get_or_init(|| ByteDfa::from_regex(&format!("{WORD_PAST_ASCII}*"), MAX_WORD_DFA_STATES).ok()).as_ref()
+}
+
+/// The lead bytes of [`WORD_PAST_ASCII`]'s characters: a state that takes them all (but not
+/// every lead byte) tries [`NonAscii::Word`]. Read off the class's ranges (each range's
+/// characters start with every lead byte from its first character's to its last's), not its
+/// DFA: [`derived_class`] asks at the first wide state of every process.
+fn word_lead_bytes() -> &'static [u8] {
+    static LEADS: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    LEADS.get_or_init(|| {
+        let lead = |c: char| *c.encode_utf8(&mut [0; 4]).as_bytes().first().unwrap_or(&0);
+        let hir = regex_syntax::ParserBuilder::new().build().parse(WORD_PAST_ASCII);
+        let Ok(regex_syntax::hir::HirKind::Class(regex_syntax::hir::Class::Unicode(class))) =
+            hir.as_ref().map(|h| h.kind())
+        else {
+            // Never (the class is fixed): with every lead byte, `NonAscii::All` comes first.
+            return ALL_LEAD_BYTES.to_vec();
+        };
+        let mut leads: Vec<u8> = class.ranges().iter().flat_map(|r| lead(r.start())..=lead(r.end())).collect();
+        leads.sort_unstable();
+        leads.dedup();
+        leads
+    })
+}
+
+/// The bytes that start a multi-byte UTF-8 character.
+const ALL_LEAD_BYTES: [u8; 51] = {
+    let mut leads = [0u8; 51];
+    let mut i = 0;
+    while i < 51 {
+        leads[i] = 0xC2 + i as u8;
+        i += 1;
+    }
+    leads
+};
 
 /// Characters most classes of [`MIN_DERIVED_ASCII`] or more hold two of (see
 /// [`derived_class`]): a class without two of them to one state derives no slice.
@@ -1819,8 +1893,8 @@ pub(crate) fn simulate(slice: &ByteDfa, dfa: &TextRegex, q: u32) -> Option<Vec<u
     // `Github_medium/o43029` on Llama 3: 18.5 → 17.1 M instructions; issue 18's 40 documents,
     // two passes: 773.1 → 761.4 M). A DFA's table step costs less than finding the pairs, and
     // most calls fail at their first bytes: with the pairs there too, issue 17's Github_*
-    // documents took 1.5 % more instructions.
-    let pairs = dfa.as_dfa().is_none().then(|| class_pair_bytes(slice, dfa));
+    // documents took 1.5 % more instructions; but not on a slice of many states.
+    let pairs = (dfa.as_dfa().is_none() || slice.num_states() > FEW_SLICE_STATES).then(|| class_pair_bytes(slice, dfa));
     let bytes: &[u8] = pairs.as_deref().unwrap_or(&ALL_BYTES);
     while let Some(s) = todo.pop() {
         let r = phi[s as usize];
@@ -1845,6 +1919,10 @@ pub(crate) fn simulate(slice: &ByteDfa, dfa: &TextRegex, q: u32) -> Option<Vec<u
     }
     Some(phi)
 }
+
+/// Slice states past which [`simulate`] steps one byte per class pair on a minimal DFA too:
+/// [`NonAscii::Word`]'s ~300 states took ~80,000 steps with every byte.
+const FEW_SLICE_STATES: usize = 16;
 
 /// Every byte, ascending.
 const ALL_BYTES: [u8; 256] = {
@@ -2039,6 +2117,21 @@ fn saturation(map: &[u32], n: usize) -> Option<u32> {
 /// without allocating, because it runs on every regex state a guide walks, narrow ones included.
 fn takes_first_byte(slice: &ByteDfa, dfa: &TextRegex, q: u32) -> bool {
     (0..=255u8).all(|b| slice.next(slice.start(), b) == DEAD || dfa.next(q, b) != DEAD)
+}
+
+#[cfg(test)]
+mod word_tests {
+    use super::*;
+
+    /// The lead bytes read off the word class's ranges are those its DFA takes from its start.
+    #[test]
+    fn word_lead_bytes_are_the_word_stars_first_bytes() {
+        let star = word_star().expect("the word class's star");
+        let firsts: Vec<u8> = ALL_LEAD_BYTES.into_iter().filter(|&b| star.next(star.start(), b) != DEAD).collect();
+        assert_eq!(word_lead_bytes(), &firsts[..]);
+        // Not every lead byte: such a state tries `NonAscii::All` first.
+        assert!(firsts.len() < ALL_LEAD_BYTES.len() && firsts.len() > 40, "{firsts:?}");
+    }
 }
 
 #[cfg(test)]

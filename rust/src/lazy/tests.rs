@@ -1487,6 +1487,44 @@ fn derived_slices_give_the_eager_masks() {
     }
 }
 
+/// A state that takes the Unicode word characters (`\w` as outlines-core's regexes mean it)
+/// takes a derived slice with them (`NonAscii::Word`): an e-mail's local part and domain, on
+/// Mistral-7B, GPT-2 and Llama 3. The masks stay the eager ones along random walks (which spell
+/// other scripts) and spellings with accents and CJK.
+#[test]
+fn unicode_word_classes_take_a_derived_slice() {
+    use crate::lazy::slice::{NonAscii, SliceId};
+    const EMAIL: &str = r#"\{"email": "[\w|-|.]+@[\w]+\.[A-Za-z]{2,4}", "n": [0-9]+\}"#;
+    let texts = [
+        r#"{"email": "john.doe@example.com", "n": 1}"#,
+        "{\"email\": \"j\u{f6}rg_\u{fc}.x@ex\u{e4}mple.org\", \"n\": 22}",
+        "{\"email\": \"\u{540d}\u{524d}@\u{4f8b}\u{3048}.jp\", \"n\": 3}",
+    ];
+    // Prefixes after which the state loops on the class: the local part, the domain.
+    let sliced_after = [r#"{"email": "jo"#, r#"{"email": "a@ex"#];
+    let vocabs = ["gpt2", "llama3"].map(|name| Arc::new(crate::testing::shared_vocabulary(name)));
+    for vocab in [mistral()].into_iter().chain(vocabs) {
+        let compiler = Compiler::new(vocab.clone(), Limits::default());
+        let eager = compiler.compile_regex(EMAIL, Method::Cartesian).unwrap();
+        let mut walks: Vec<Vec<u32>> = (0..8).map(|seed| eager.random_walk(seed, 40).unwrap()).collect();
+        for text in texts {
+            walks.push(spelling(&eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it"));
+        }
+        for _guide in 0..2 {
+            let lazy = compiler.compile_regex_lazy(EMAIL).unwrap();
+            assert_same_masks(&lazy, &eager, &walks, EMAIL);
+            let engine = lazy.lazy_engine().unwrap();
+            let dfa = engine.space().dfa();
+            for prefix in sliced_after {
+                let q = prefix.bytes().fold(dfa.start(), |q, b| dfa.next(q, b));
+                let id = engine.slice_use(q).unwrap().map(|u| u.slice_id());
+                let taken = matches!(id, Some(SliceId::Derived(c)) if c.non_ascii == NonAscii::Word);
+                assert!(taken, "after {prefix:?}: {id:?}");
+            }
+        }
+    }
+}
+
 /// Past `MAX_DERIVED_SLICES` classes a tokenizer derives no more slices: the states are walked
 /// in full, with the same masks.
 #[test]

@@ -537,6 +537,35 @@ impl ByteDfa {
         ByteDfa { classes, num_classes: k2, trans, ..self }
     }
 
+    /// This DFA with its start also taking each byte `loops` selects back to itself, where the
+    /// start has no transition on it. For a star of characters (its start its only accepting
+    /// state) that takes no such byte, this is the star of those characters and the bytes as
+    /// one-byte characters, and minimal where this DFA is: the new edges leave the start, the
+    /// one accepting state, so no two other states come to agree, and no distance shrinks.
+    ///
+    /// Why: the star of the Unicode word characters past ASCII has ~300 states, ~12 M
+    /// instructions to determinize and minimize; a derived slice's class adds ASCII characters
+    /// to it (`crate::lazy::slice`), each class once, in the mask fill that meets it.
+    pub(crate) fn with_start_loops(&self, loops: impl Fn(u8) -> bool) -> ByteDfa {
+        let n = self.num_states();
+        let mut trans = Vec::with_capacity(n * 256);
+        for s in 0..n as u32 {
+            trans.extend((0..=255u8).map(|b| match self.next(s, b) {
+                DEAD if s == self.start && loops(b) => self.start,
+                to => to,
+            }));
+        }
+        let dfa = ByteDfa {
+            classes: std::array::from_fn(|b| b as u8),
+            num_classes: 256,
+            trans,
+            accepting: self.accepting.clone(),
+            start: self.start,
+            distance_to_accept: self.distance_to_accept.clone(),
+        };
+        dfa.merged_classes()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.accepting.is_empty()
     }
@@ -703,6 +732,83 @@ mod tests {
 
     fn dfa(p: &str) -> ByteDfa {
         ByteDfa::from_regex(p, crate::limits::DEFAULT_MAX_BYTE_DFA_STATES).unwrap()
+    }
+
+    /// Whether `a` and `b` accept the same strings: a walk over the pairs of states one string
+    /// reaches, which must agree on acceptance and on dying.
+    fn same_language(a: &ByteDfa, b: &ByteDfa) -> bool {
+        let mut seen = rustc_hash::FxHashSet::default();
+        let mut todo = vec![(a.start(), b.start())];
+        while let Some((x, y)) = todo.pop() {
+            if !seen.insert((x, y)) {
+                continue;
+            }
+            if a.is_accepting(x) != b.is_accepting(y) {
+                return false;
+            }
+            for byte in 0..=255u8 {
+                match (a.next(x, byte), b.next(y, byte)) {
+                    (DEAD, DEAD) => {}
+                    (DEAD, _) | (_, DEAD) => return false,
+                    pair => todo.push(pair),
+                }
+            }
+        }
+        true
+    }
+
+    /// A star of characters with ASCII bytes looping at its start is the star of both, with as
+    /// many states as the minimal DFA of that star, and the same distances: on the Unicode word
+    /// characters past ASCII (~300 states) and on two accented letters.
+    #[test]
+    fn start_loops_add_ascii_characters_to_a_star() {
+        let stars = [r"[\w&&[^\x00-\x7F]]*", "(\u{e9}|\u{fc})*"];
+        let classes: [&[u8]; 3] = [b"abcdefghijklmnopqrstuvwxyz0123456789_", b"|.-", b""];
+        for star in stars {
+            let base = ByteDfa::from_regex(star, 1024).unwrap();
+            let members = star.trim_end_matches('*');
+            for ascii in classes {
+                let looped = base.with_start_loops(|b| ascii.contains(&b));
+                let listed: String = ascii.iter().map(|b| format!("\\x{b:02X}")).collect();
+                let want = match listed.is_empty() {
+                    true => ByteDfa::from_regex(star, 1024).unwrap(),
+                    false => ByteDfa::from_regex(&format!("([{listed}]|{members})*"), 1024).unwrap(),
+                };
+                assert!(same_language(&looped, &want), "{star} with {:?}", String::from_utf8_lossy(ascii));
+                assert_eq!(looped.num_states(), want.num_states(), "{star}: minimal");
+                assert!(looped.num_classes() <= want.num_classes() + 1, "{star}: classes merged");
+                for s in 0..looped.num_states() as u32 {
+                    let t = want.walk(want.start(), &shortest_way(&looped, s));
+                    assert_eq!(looped.distance_to_accept(s), want.distance_to_accept(t));
+                }
+            }
+        }
+    }
+
+    /// The bytes of a shortest string from `dfa`'s start to `state`.
+    fn shortest_way(dfa: &ByteDfa, state: u32) -> Vec<u8> {
+        let mut way: Vec<Option<(u32, u8)>> = vec![None; dfa.num_states()];
+        let mut queue = std::collections::VecDeque::from([dfa.start()]);
+        let mut seen = vec![false; dfa.num_states()];
+        seen[dfa.start() as usize] = true;
+        while let Some(s) = queue.pop_front() {
+            for b in 0..=255u8 {
+                let t = dfa.next(s, b);
+                if t != DEAD && !seen[t as usize] {
+                    seen[t as usize] = true;
+                    way[t as usize] = Some((s, b));
+                    queue.push_back(t);
+                }
+            }
+        }
+        let mut bytes = Vec::new();
+        let mut at = state;
+        while let Some((s, b)) = way[at as usize] {
+            bytes.push(b);
+            at = s;
+        }
+        bytes.reverse();
+        bytes
     }
 
     #[test]

@@ -138,10 +138,10 @@
 //! tried again with those from U+00A0 on, [`NonAscii::AboveC1`], as beside a JSON string's
 //! contents, with those that are not spaces, [`NonAscii::NotSpace`], as in a URL's
 //! `[^\s?#]*`, then without them; a class of word characters, without them), so a derived
-//! slice is exact for the same reasons; the class only decides which slice to try. Its other characters leave it as exit tokens (the suffix's `.` above).
-//! A state a few bytes away from such a loop (`.alf` of the suffix, a key beside the watch)
-//! takes its first-token set from the loop state's instead
-//! (`crate::lazy::engine::Engine::neighbour`).
+//! slice is exact for the same reasons; the class only decides which slice to try. Its other
+//! characters leave it as exit tokens (the suffix's `.` above). A state a few bytes away from
+//! such a loop (`.alf` of the suffix, a key beside the watch) takes its first-token set from the
+//! loop state's instead (`crate::lazy::engine::Engine::neighbour`).
 //!
 //! A derived slice is identified by its class ([`SliceId::Derived`]), so its group sets are
 //! shared by every guide and process like a pattern's, and kept on disk under the class's
@@ -1672,8 +1672,8 @@ const WORD_PAST_ASCII: &str = "[\\w&&[^\\x00-\\x7F]]";
 const MAX_WORD_DFA_STATES: usize = 1024;
 
 /// The star of [`WORD_PAST_ASCII`], built once per process: a class of [`NonAscii::Word`] adds
-/// its ASCII characters to it ([`ByteDfa::with_start_loops`]). `None` never (the class is
-/// fixed, within [`MAX_WORD_DFA_STATES`]).
+/// its ASCII characters to it ([`ByteDfa::with_start_loops`]). `None` only past
+/// [`MAX_WORD_DFA_STATES`], which the fixed class is not.
 fn word_star() -> Option<&'static ByteDfa> {
     static STAR: std::sync::OnceLock<Option<ByteDfa>> = std::sync::OnceLock::new();
     STAR.get_or_init(|| ByteDfa::from_regex(&format!("{WORD_PAST_ASCII}*"), MAX_WORD_DFA_STATES).ok()).as_ref()
@@ -2175,8 +2175,8 @@ mod count_tests {
 
     /// The counted tables are those of a walk of every count, whether the counts repeat from
     /// some count on (`{2,}`, a loop after its first character, `[\w|.]+` with the Unicode
-    /// word class's ~300 slice states) or not (`{3,12}`, an alternation of lengths), and the refusals
-    /// are the same.
+    /// word class's ~300 slice states) or not (`{3,12}`, an alternation of lengths), and the
+    /// refusals are the same.
     #[test]
     fn counts_stop_where_they_repeat_with_the_same_tables() {
         // The class of `[\w|.]` with Unicode's word characters: ~300 slice states.

@@ -2180,12 +2180,20 @@ impl Engine {
     /// boundaries (live or not), and the exits: which `(s, byte)` the regex takes, and the
     /// states they lead to, from which the closure goes on (a string's contents, then `"` and
     /// `,` or `}`; at a key's end, `":"` and the value's contents; at most [`KEY_REGIONS`]
-    /// regions). Other wide states (counted uses, whose positions are regions of their own)
-    /// and regions past their bound make no key. With a normal form a region leaves it out, so
-    /// the key holds the normal-form state each region is entered at, takes no exit after
-    /// which that state still matters, and a region's piece start must be live or dead alike at
-    /// the inert-only state and at the start, hence at every state (`crate::lazy::slice`, "With
-    /// a normalizer").
+    /// regions). A state that counts a class once or twice and then loops on it
+    /// (`SliceUse::enters_a_loop`: a host name's first character, a `{1,}` string's) is spelled
+    /// out: its bytes lead into the loop's region, or through a character's continuation bytes
+    /// there. On a regex's minimal DFA a state whose loop use is undecided
+    /// (`Engine::loop_use`) is decided for that; on an automaton determinized on demand it is
+    /// not, since a URL's path watch (`Github_easy/o21869`) makes a new such state beside every
+    /// step, whose count tables took its masks' instructions +89 % for keys that gave up.
+    /// Spelling them out took issue 17's mask-fill instructions −1.4 % (first guides) and
+    /// −2.1 % (second guides of the same schemas). Other wide states (counted uses to an end,
+    /// whose positions are regions of their own) and regions past their bound make no key.
+    /// With a normal form a region leaves it out, so the key holds the normal-form state each
+    /// region is entered at, takes no exit after which that state still matters, and a
+    /// region's piece start must be live or dead alike at the inert-only state and at the
+    /// start, hence at every state (`crate::lazy::slice`, "With a normalizer").
     ///
     /// A grammar's automaton (or a regex's determinized on demand) is keyed alike: its states
     /// are built as the closure and the exits step to them, and its stacks enter only through
@@ -2219,10 +2227,21 @@ impl Engine {
             // Only a loop use has a region: a state whose use is still unknown (found only
             // by a counted use's table) makes no key. A state no slice takes is spelled out
             // if it is within the bounds (see `KEY_CLOSURE`).
-            let slice = match self.loop_use(k.regex_state()) {
-                Ok(Some(Some(slice))) => slice,
-                Ok(Some(None)) => return Some(WideState::SpelledOut),
-                Ok(None) => return None,
+            let found = match self.loop_use(k.regex_state()) {
+                Ok(Some(found)) => Ok(found),
+                // On an automaton determinized on demand, a URL's path watch makes a new such
+                // state beside every step: a count table at each, for keys that gave up.
+                Ok(None) if dfa.as_dfa().is_none() => return None,
+                Ok(None) => self.slice_use(k.regex_state()),
+                Err(e) => Err(e),
+            };
+            let slice = match found {
+                Ok(Some(slice)) if !slice.counts_chars() => slice,
+                // A class taken once or twice before its loop: its bytes lead into the loop's
+                // region (or a character's continuation bytes, then there).
+                Ok(Some(slice)) if slice.enters_a_loop() => return Some(WideState::SpelledOut),
+                Ok(Some(_)) => return None,
+                Ok(None) => return Some(WideState::SpelledOut),
                 Err(e) => {
                     failed = Some(e);
                     return None;

@@ -836,6 +836,11 @@ impl Slice {
     }
 }
 
+/// The most characters a use counts before a loop for [`SliceUse::enters_a_loop`]: a key's
+/// closure spells such a state out (`crate::lazy::engine::Engine::shared_first_key`), and each
+/// character more is another class's worth of edges.
+const ENTRY_CHARS: usize = 2;
+
 /// How a slice use counts characters (see the module docs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Counting {
@@ -987,8 +992,15 @@ impl SliceUse {
     }
 
     /// Whether the use counts characters.
-    fn counts_chars(&self) -> bool {
+    pub(crate) fn counts_chars(&self) -> bool {
         self.counting != Counting::Loop
+    }
+
+    /// Whether the use counts at most [`ENTRY_CHARS`] characters and then loops (its table
+    /// saturates there, alive): a class taken once before its loop (`[a-z0-9][a-z0-9-]*`,
+    /// `{1,}`).
+    pub(crate) fn enters_a_loop(&self) -> bool {
+        matches!(self.counting, Counting::Saturating(c) if c as usize <= ENTRY_CHARS) && self.counted_slice().is_none()
     }
 
     /// The pattern of the slice taken.

@@ -244,6 +244,24 @@ fn spelling(guide: &Guide, text: &[u8], state: u32) -> Option<Vec<u32>> {
     })
 }
 
+/// A token sequence the guide allows that spells `text` from `state`, ending anywhere (longest
+/// tokens first, a token ending inside `text`).
+fn spelling_of_prefix(guide: &Guide, text: &[u8], state: u32) -> Option<Vec<u32>> {
+    if text.is_empty() {
+        return Some(Vec::new());
+    }
+    let vocab = guide.vocabulary();
+    let mut tokens: Vec<u32> = guide.allowed_tokens(state).unwrap();
+    tokens.retain(|&t| !vocab.token_bytes(t).is_empty() && text.starts_with(vocab.token_bytes(t)));
+    tokens.sort_by_key(|&t| std::cmp::Reverse(vocab.token_bytes(t).len()));
+    tokens.into_iter().find_map(|t| {
+        let next = guide.next_state(state, t).unwrap();
+        let mut rest = spelling_of_prefix(guide, &text[vocab.token_bytes(t).len()..], next)?;
+        rest.insert(0, t);
+        Some(rest)
+    })
+}
+
 /// Regex states that loop on a slice (a JSON string's contents, `.*`) or count its characters
 /// (`{2,12}`) take their groups from the tokenizer's shared slice: the masks stay the eager ones,
 /// and a second guide reuses the first one's slice groups (and the first one's hints).
@@ -914,6 +932,43 @@ fn free_strings_between_pairs_share_first_token_sets() {
     for name in ["gpt2", "llama3"] {
         let compiler = Compiler::new(Arc::new(crate::testing::shared_vocabulary(name)), Limits::default());
         assert_a_second_guide_finds_no_set(&compiler, regex, br#"a=1;b="x y";c=[1,2,"3"]"#, regex);
+    }
+}
+
+/// A state that takes a class once and then loops on it (a host name's first character before
+/// `[a-z0-9-]*`, a `{1,}` class, a domain's first character after `@`) counts that character,
+/// so it has no region of its own; a key's closure spells it out (`WideState::SpelledOut`) and
+/// meets the loop's region after it. A second guide takes the first-token set at that state
+/// from the first guide's, and every guide gives its eager masks. Without it, the key gave up
+/// at the state and each guide found the set again.
+#[test]
+fn keys_spell_out_a_class_taken_once_before_its_loop() {
+    // Each regex, a text it spells, and the text before the state that counts.
+    let cases = [
+        (r#"\{"host": "[a-z0-9][a-z0-9-]*\.org"\}"#, r#"{"host": "ex-1.org"}"#, r#"{"host": ""#),
+        (r#"\{"a": "[A-Za-z0-9 ]{1,}", "b": [0-9]\}"#, r#"{"a": "x y", "b": 1}"#, r#"{"a": ""#),
+        (r#"\{"e": "[a-z]+@[a-z0-9]([a-z0-9-]*[a-z0-9])?\.com"\}"#, r#"{"e": "ab@ex-1.com"}"#, r#"{"e": "ab@"#),
+    ];
+    for name in ["gpt2", "llama3"] {
+        let compiler = Compiler::new(Arc::new(crate::testing::shared_vocabulary(name)), Limits::default());
+        for (regex, text, prefix) in cases {
+            let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+            let mut walks: Vec<Vec<u32>> = (0..6).map(|seed| eager.random_walk(seed, 20).unwrap()).collect();
+            walks.push(spelling(&eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it"));
+            let tokens = spelling_of_prefix(&eager, prefix.as_bytes(), eager.initial_state()).expect("a prefix");
+            let first = compiler.compile_regex_lazy(regex).unwrap();
+            assert_same_masks(&first, &eager, &walks, regex);
+            let at = |guide: &Guide| tokens.iter().fold(guide.initial_state(), |q, &t| guide.next_state(q, t).unwrap());
+            first.mask(at(&first)).unwrap();
+            let again = compiler.compile_regex_lazy(regex).unwrap();
+            let state = at(&again);
+            let engine = again.lazy_engine().unwrap();
+            let found = || engine.first_token_sets() - engine.first_sets_reused();
+            let before = found();
+            assert_eq!(again.mask(state).unwrap(), eager.mask(at(&eager)).unwrap(), "{name}: {regex}");
+            assert_eq!(found(), before, "{name}: {regex}: the set after {prefix:?} was found again");
+            assert_same_masks(&again, &eager, &walks, regex);
+        }
     }
 }
 

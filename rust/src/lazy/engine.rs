@@ -2224,9 +2224,9 @@ impl Engine {
         let mut regions: Vec<(Arc<Region>, SliceUse)> = Vec::new();
         let mut failed = None;
         let closure = self.space.byte_closure_of(&[self.key(z)], KEY_CLOSURE, |k| {
-            // Only a loop use has a region: a state whose use is still unknown (found only
-            // by a counted use's table) makes no key. A state no slice takes is spelled out
-            // if it is within the bounds (see `KEY_CLOSURE`).
+            // Only a loop use has a region. A state no slice takes, or one that counts a class
+            // once or twice before its loop, is spelled out if it is within the bounds (see
+            // `KEY_CLOSURE`); other counted uses make no key.
             let found = match self.loop_use(k.regex_state()) {
                 Ok(Some(found)) => Ok(found),
                 // On an automaton determinized on demand, a URL's path watch makes a new such

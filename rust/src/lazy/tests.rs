@@ -229,26 +229,19 @@ fn assert_gives_the_eager_masks(compiler: &Compiler, lazy: &Guide, regex: &str, 
 
 /// A token sequence the guide allows that spells `text` from `state` (longest tokens first).
 fn spelling(guide: &Guide, text: &[u8], state: u32) -> Option<Vec<u32>> {
-    if text.is_empty() {
-        return guide.is_final(state).then(Vec::new);
-    }
-    let vocab = guide.vocabulary();
-    let mut tokens: Vec<u32> = guide.allowed_tokens(state).unwrap();
-    tokens.retain(|&t| !vocab.token_bytes(t).is_empty() && text.starts_with(vocab.token_bytes(t)));
-    tokens.sort_by_key(|&t| std::cmp::Reverse(vocab.token_bytes(t).len()));
-    tokens.into_iter().find_map(|t| {
-        let next = guide.next_state(state, t).unwrap();
-        let mut rest = spelling(guide, &text[vocab.token_bytes(t).len()..], next)?;
-        rest.insert(0, t);
-        Some(rest)
-    })
+    spelling_ending(guide, text, state, true)
 }
 
 /// A token sequence the guide allows that spells `text` from `state`, ending anywhere (longest
 /// tokens first, a token ending inside `text`).
 fn spelling_of_prefix(guide: &Guide, text: &[u8], state: u32) -> Option<Vec<u32>> {
+    spelling_ending(guide, text, state, false)
+}
+
+/// [`spelling`], or with `at_end` false [`spelling_of_prefix`].
+fn spelling_ending(guide: &Guide, text: &[u8], state: u32, at_end: bool) -> Option<Vec<u32>> {
     if text.is_empty() {
-        return Some(Vec::new());
+        return (!at_end || guide.is_final(state)).then(Vec::new);
     }
     let vocab = guide.vocabulary();
     let mut tokens: Vec<u32> = guide.allowed_tokens(state).unwrap();
@@ -256,7 +249,7 @@ fn spelling_of_prefix(guide: &Guide, text: &[u8], state: u32) -> Option<Vec<u32>
     tokens.sort_by_key(|&t| std::cmp::Reverse(vocab.token_bytes(t).len()));
     tokens.into_iter().find_map(|t| {
         let next = guide.next_state(state, t).unwrap();
-        let mut rest = spelling_of_prefix(guide, &text[vocab.token_bytes(t).len()..], next)?;
+        let mut rest = spelling_ending(guide, &text[vocab.token_bytes(t).len()..], next, at_end)?;
         rest.insert(0, t);
         Some(rest)
     })
@@ -1520,25 +1513,39 @@ fn derived_slices_give_the_eager_masks() {
     for vocab in [mistral(), Arc::new(crate::testing::shared_vocabulary("gpt2"))] {
         let compiler = Compiler::new(vocab.clone(), Limits::default());
         for (regex, texts, sliced_after) in cases {
-            let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
-            let mut walks: Vec<Vec<u32>> = (0..6).map(|seed| eager.random_walk(seed, 40).unwrap()).collect();
-            for text in texts {
-                walks.push(spelling(&eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it"));
-            }
-            for _guide in 0..2 {
-                let lazy = compiler.compile_regex_lazy(regex).unwrap();
-                assert_same_masks(&lazy, &eager, &walks, regex);
-                let engine = lazy.lazy_engine().unwrap();
-                let dfa = engine.space().dfa();
-                for prefix in sliced_after {
-                    let q = prefix.bytes().fold(dfa.start(), |q, b| dfa.next(q, b));
-                    assert_ne!(q, DEAD, "{prefix}");
-                    let id = engine.slice_use(q).unwrap().map(|u| u.slice_id());
-                    assert!(matches!(id, Some(SliceId::Derived(_))), "{regex} after {prefix:?}: {id:?}");
-                }
-            }
+            let derived = |id: Option<SliceId>| matches!(id, Some(SliceId::Derived(_)));
+            assert_derived_slices_give_the_eager_masks(&compiler, regex, texts, sliced_after, 6, derived);
         }
         assert!(compiler.lazy_parts().unwrap().slices.num_derived() >= 3);
+    }
+}
+
+/// Two lazy guides of `regex` give its eager masks along `walks` random walks and spellings of
+/// `texts`, and after each of `sliced_after` their state takes a slice that `taken` accepts.
+fn assert_derived_slices_give_the_eager_masks(
+    compiler: &Compiler,
+    regex: &str,
+    texts: &[&str],
+    sliced_after: &[&str],
+    walks: u64,
+    taken: impl Fn(Option<crate::lazy::slice::SliceId>) -> bool,
+) {
+    let eager = compiler.compile_regex(regex, Method::Cartesian).unwrap();
+    let mut paths: Vec<Vec<u32>> = (0..walks).map(|seed| eager.random_walk(seed, 40).unwrap()).collect();
+    for text in texts {
+        paths.push(spelling(&eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it"));
+    }
+    for _guide in 0..2 {
+        let lazy = compiler.compile_regex_lazy(regex).unwrap();
+        assert_same_masks(&lazy, &eager, &paths, regex);
+        let engine = lazy.lazy_engine().unwrap();
+        let dfa = engine.space().dfa();
+        for prefix in sliced_after {
+            let q = prefix.bytes().fold(dfa.start(), |q, b| dfa.next(q, b));
+            assert_ne!(q, DEAD, "{prefix}");
+            let id = engine.slice_use(q).unwrap().map(|u| u.slice_id());
+            assert!(taken(id), "{regex} after {prefix:?}: {id:?}");
+        }
     }
 }
 
@@ -1560,23 +1567,8 @@ fn unicode_word_classes_take_a_derived_slice() {
     let vocabs = ["gpt2", "llama3"].map(|name| Arc::new(crate::testing::shared_vocabulary(name)));
     for vocab in [mistral()].into_iter().chain(vocabs) {
         let compiler = Compiler::new(vocab.clone(), Limits::default());
-        let eager = compiler.compile_regex(EMAIL, Method::Cartesian).unwrap();
-        let mut walks: Vec<Vec<u32>> = (0..8).map(|seed| eager.random_walk(seed, 40).unwrap()).collect();
-        for text in texts {
-            walks.push(spelling(&eager, text.as_bytes(), eager.initial_state()).expect("the guide spells it"));
-        }
-        for _guide in 0..2 {
-            let lazy = compiler.compile_regex_lazy(EMAIL).unwrap();
-            assert_same_masks(&lazy, &eager, &walks, EMAIL);
-            let engine = lazy.lazy_engine().unwrap();
-            let dfa = engine.space().dfa();
-            for prefix in sliced_after {
-                let q = prefix.bytes().fold(dfa.start(), |q, b| dfa.next(q, b));
-                let id = engine.slice_use(q).unwrap().map(|u| u.slice_id());
-                let taken = matches!(id, Some(SliceId::Derived(c)) if c.non_ascii == NonAscii::Word);
-                assert!(taken, "after {prefix:?}: {id:?}");
-            }
-        }
+        let word = |id: Option<SliceId>| matches!(id, Some(SliceId::Derived(c)) if c.non_ascii == NonAscii::Word);
+        assert_derived_slices_give_the_eager_masks(&compiler, EMAIL, &texts, &sliced_after, 8, word);
     }
 }
 

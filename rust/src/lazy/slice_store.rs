@@ -68,7 +68,7 @@ use crate::util::serialize::{Fnv64, Reader, Sink, Writer};
 
 /// The kind and the format and construction version of slice group files (see the module docs).
 const SLICE_FILE_KIND: &[u8; 4] = b"SLCG";
-pub(crate) const SLICE_FILE_VERSION: u32 = 2;
+pub(crate) const SLICE_FILE_VERSION: u32 = 3;
 /// The same of derived slices' tables files (1 listed exit tokens, 2 their trie nodes).
 const SLICE_TABLES_KIND: &[u8; 4] = b"SLCT";
 const SLICE_TABLES_VERSION: u32 = 2;

@@ -33,6 +33,11 @@
 //! bytes; 44-61 of them in the first round over issue 17's 300 documents); read, 18-32 µs
 //! (median; files of 5-10 KB).
 //!
+//! The star of the Unicode word characters past ASCII (`crate::lazy::slice`'s word classes) is
+//! not a function of the tokenizer, but it is kept here too, as `word-star.dfa`, keyed by the
+//! class's ranges in the Unicode tables of the build that made it: determinized, it costs the
+//! first mask of a process that meets a word class ~3 ms; read, ~0.1 ms.
+//!
 //! # Invariants
 //! * A file is read only when its container (checksum included), version, fingerprint and key
 //!   match and its tables' indices check ([`SliceGroups::read`]); anything else is ignored and
@@ -72,9 +77,15 @@ pub(crate) const SLICE_FILE_VERSION: u32 = 3;
 /// The same of derived slices' tables files (1 listed exit tokens, 2 their trie nodes).
 const SLICE_TABLES_KIND: &[u8; 4] = b"SLCT";
 const SLICE_TABLES_VERSION: u32 = 2;
+/// The same of the star of the Unicode word characters past ASCII (`ByteDfa::write`).
+const WORD_STAR_KIND: &[u8; 4] = b"SLCW";
+const WORD_STAR_VERSION: u32 = 1;
 /// The same of loop uses' regions (`Region::write`).
 const REGION_FILE_KIND: &[u8; 4] = b"SLCR";
 const REGION_FILE_VERSION: u32 = 1;
+
+/// The word star's file name (see [`SliceStore::load_word_star`]).
+const WORD_STAR_FILE: &str = "word-star.dfa";
 
 /// Where one tokenizer's slice group sets are kept.
 pub(crate) struct SliceStore {
@@ -119,6 +130,13 @@ impl SliceStore {
         }
         let fingerprint = h.finish();
         SliceStore { dir: cache_dir.join(format!("slices-{fingerprint:016x}")), fingerprint }
+    }
+
+    /// A store in `dir` under `fingerprint`, for tests of files that do not depend on the
+    /// tokenizer.
+    #[cfg(test)]
+    pub(crate) fn at(dir: PathBuf, fingerprint: u64) -> SliceStore {
+        SliceStore { dir, fingerprint }
     }
 
     fn file_name(key: &SliceKey) -> String {
@@ -192,6 +210,23 @@ impl SliceStore {
         w.put(name.as_bytes());
         write(&mut w);
         self.write((SLICE_TABLES_KIND, SLICE_TABLES_VERSION), &format!("{name}.tables"), w);
+    }
+
+    /// The star of the Unicode word characters past ASCII (not a function of the tokenizer, but
+    /// made where a tokenizer's lazy guides first need it), from its file if that was written
+    /// for `key` (the class's ranges: other Unicode tables, another star); `read` takes the
+    /// payload past the key.
+    pub(crate) fn load_word_star<T>(&self, key: &[u8], read: impl FnOnce(&mut Reader) -> Result<T>) -> Option<T> {
+        self.read((WORD_STAR_KIND, WORD_STAR_VERSION), WORD_STAR_FILE, key, read)
+    }
+
+    /// Writes the star of the Unicode word characters past ASCII for `key`, which `write` puts
+    /// after the key.
+    pub(crate) fn save_word_star(&self, key: &[u8], write: impl FnOnce(&mut Writer)) {
+        let mut w = Writer::default();
+        w.put(key);
+        write(&mut w);
+        self.write((WORD_STAR_KIND, WORD_STAR_VERSION), WORD_STAR_FILE, w);
     }
 
     /// The payload of file `name` past its key, read by `read`, if the container, the key and

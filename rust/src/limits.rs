@@ -94,7 +94,7 @@ pub const LAZY_GROUP_CACHE_BYTES: usize = 8 << 20;
 /// Bytes of slice groups (`crate::lazy::slice`) one tokenizer keeps for all its lazy guides:
 /// the tokens inside a JSON string's (or `.*`'s) loop grouped by pre-tokenizer successor, up to
 /// 1.8 MB (0.7 MB at the median on Qwen2) per pre-tokenizer state met inside a string. Issue
-/// 17's 300 first documents meet 86 such starts on Llama 3 (36 MB on disk), 103 on o200k (61 MB)
+/// 17's 300 first documents meet 86 such starts on Llama 3 (37 MB on disk), 103 on o200k (61 MB)
 /// and 222 on Qwen2 (126 MB: its normal form tells apart more starts); at 64 MB, Qwen2's cache
 /// emptied and read its sets from disk again (265 reads instead of 196 in one round, 98 more in
 /// a second). Emptied when full; a dropped entry costs a trie walk, or a read from the cache

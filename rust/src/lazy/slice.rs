@@ -1703,8 +1703,9 @@ fn word_star(store: Option<&SliceStore>) -> Option<&'static ByteDfa> {
 
 /// The star of [`WORD_PAST_ASCII`], read from `store` if an earlier process kept it there for
 /// these Unicode tables (the file's key is the class's ranges), else determinized and kept.
-/// Why: determinizing its 316 states costs ~12 M instructions, ~3 ms inside the first mask fill
-/// of a process that meets a word class (an e-mail's `[\w.-]+`); reading its ~80 KB, ~0.1 ms.
+/// Why: determinizing its 316 states costs ~8.5 M instructions (2-3 ms) inside the first mask
+/// fill of a process that meets a word class (an e-mail's `[\w.-]+`); reading its 130 KB file,
+/// under 1 M.
 fn word_star_from(store: Option<&SliceStore>) -> Option<ByteDfa> {
     let key = word_star_key();
     if let Some(star) = store.and_then(|s| s.load_word_star(&key, ByteDfa::read)) {

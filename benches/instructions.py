@@ -19,7 +19,7 @@ first-token sets shared only where another schema had the same shape. ``--warm s
 counted schemas themselves (every shareable set is then shared: an upper bound on what sharing
 gives); ``--warm none`` counts a new process's first round, as ``compare.py`` times it (with a
 ``--cache-dir``, what the tokenizer's disk cache holds is read, not made). Each ``--build`` (a ``_core.abi3.so``) runs from a copy of the package beside it; with a
-``--cache-dir``, the first build first walks the same inputs without valgrind, so that every
+``--cache-dir``, each build first walks the same inputs without valgrind, so that every
 counted build finds the disk cache as full. Needs
 ``valgrind``; ~50x slower than a plain run (40 Glaiveai2K + 20 Github_* schemas: ~25 s a build).
 
@@ -102,12 +102,13 @@ def child_args(a, inputs) -> list:
             "--reps", str(a.reps), "--cache-dir", a.cache_dir]
 
 
-def prime(build, a, inputs, work):
-    """The same walks as a counted run of `build`, without valgrind, so that the first counted build
-    finds the cache directory as full as the later ones do: a build that fills it (slice sets,
-    derived slices' tables) pays walks that every later build reads from disk (a first A/B at
-    stop 74 read -30 % for a change worth +0.7 %)."""
-    env = package_env(build, Path(work) / "prime")
+def prime(i, build, a, inputs, work):
+    """The same walks as a counted run of `build`, without valgrind, so that the counted run finds
+    the cache directory full: a build that fills it (slice sets, derived slices' tables) pays walks
+    that every later build reads from disk (a first A/B at stop 74 read -30 % for a change worth
+    +0.7 %). Every build is primed, since a build that changes a file format keys its own files
+    (stop 87: a second build left unprimed walked its sets, +52 %)."""
+    env = package_env(build, Path(work) / f"prime{i}")
     subprocess.run(child_args(a, inputs) + ["--prime"], check=True, env=env, stderr=subprocess.DEVNULL)
 
 
@@ -183,7 +184,8 @@ def main():
         print(f"{len(items)} schemas, {a.tokenizer}, {warmed}, {a.reps} counted round(s); millions of instructions")
         print(f"{'':22}" + "".join(f"{Path(b).name if b else 'installed':>16}" for b in builds))
         if a.cache_dir:
-            prime(builds[0], a, inputs, work)
+            for i, b in enumerate(builds):
+                prime(i, b, a, inputs, work)
         rows = [count(i, b, a, inputs, work) for i, b in enumerate(builds)]
         for label in ["all"] + [p[0] for p in PARTS]:
             cells = [r.get(label) for r in rows]

@@ -288,7 +288,7 @@ pub(crate) struct Region {
 
 impl Region {
     /// The region from `from` (a state of `slice`'s space), or `None` past
-    /// [`MAX_REGION_STATES`] states.
+    /// [`MAX_REGION_STATES`] states or [`MAX_REGION_BYTES`].
     fn find(slice: &Slice, from: TextKey) -> Option<Region> {
         let space = &slice.space;
         let normal = space.normal_form();
@@ -340,7 +340,9 @@ impl Region {
             .collect();
         remembering.sort_unstable();
         let remembers_normal = exits.iter().map(|&(s, b, _)| remembering.binary_search(&(s, b)).is_ok()).collect();
-        Some(Region { serial: 0, exits, after: after.into(), remembers_normal, piece_starts: piece_starts.into() })
+        let region =
+            Region { serial: 0, exits, after: after.into(), remembers_normal, piece_starts: piece_starts.into() };
+        (region.heap_bytes() <= MAX_REGION_BYTES).then_some(region)
     }
 
     fn heap_bytes(&self) -> usize {
@@ -1523,10 +1525,10 @@ impl Slices {
         let made = match stored {
             Some(region) => {
                 self.regions_loaded.fetch_add(1, Ordering::Relaxed);
-                region.filter(|region| region.heap_bytes() <= MAX_REGION_BYTES)
+                region
             }
             None => {
-                let region = Region::find(s, key.2).filter(|region| region.heap_bytes() <= MAX_REGION_BYTES);
+                let region = Region::find(s, key.2);
                 self.regions_found.fetch_add(1, Ordering::Relaxed);
                 if let Some(store) = &self.store {
                     store.save_region(s.id, key.2, |w| Region::write(region.as_ref(), w));

@@ -543,7 +543,7 @@ impl ByteDfa {
     /// one-byte characters, and minimal where this DFA is: the new edges leave the start, the
     /// one accepting state, so no two other states come to agree, and no distance shrinks.
     ///
-    /// Why: the star of the Unicode word characters past ASCII has ~300 states, ~12 M
+    /// Why: the star of the Unicode word characters past ASCII has ~300 states, ~8.5 M
     /// instructions to determinize and minimize; a derived slice's class adds ASCII characters
     /// to it (`crate::lazy::slice`), each class once, in the mask fill that meets it.
     pub(crate) fn with_start_loops(&self, loops: impl Fn(u8) -> bool) -> ByteDfa {

@@ -213,8 +213,10 @@ pub(crate) struct SliceGroups {
     targets: Box<[TextKey]>,
     /// `groups[target_groups[j]..target_groups[j + 1]]` are target `j`'s.
     target_groups: Box<[u32]>,
-    /// `(class, range of tokens)`.
-    groups: Box<[(u32, Range<u32>)]>,
+    /// `class, start, end` of each group (its tokens are `tokens[start..end]`), flat as the file
+    /// holds them: as `(class, range)` pairs they were a second copy, ~0.6 MB on Qwen2, made at
+    /// each read from the cache directory.
+    groups: Box<[u32]>,
     tokens: Box<[u32]>,
     /// Every token of the groups, as a bitset: the start of a first-token set (see
     /// `crate::lazy::engine::Engine::first_tokens`).
@@ -432,7 +434,7 @@ impl SliceGroups {
         for j in 0..targets.len() {
             target_groups[j + 1] += target_groups[j];
         }
-        let groups = own.into_iter().map(|(_, class, range)| (class, range)).collect();
+        let groups = own.into_iter().flat_map(|(_, class, range)| [class, range.start, range.end]).collect();
         let mut bits = vec![0u32; words].into_boxed_slice();
         tokens.iter().for_each(|&t| crate::util::bitset::set(&mut bits, t as usize));
         let certificates = Certificates::default();
@@ -449,7 +451,7 @@ impl SliceGroups {
         let (space, witnesses) = (&slice.space, &slice.witnesses[..]);
         let mut index: rustc_hash::FxHashMap<Hub, u32> = Default::default();
         let mut hubs = Vec::new();
-        let mut hub_of = Vec::with_capacity(self.groups.len());
+        let mut hub_of = Vec::with_capacity(self.groups.len() / 3);
         let mut ranges = vec![0u32];
         let mut target_hubs = Vec::new();
         let mut complete = Vec::with_capacity(self.targets.len());
@@ -584,19 +586,20 @@ impl SliceGroups {
     }
     /// Target `j`'s group `k` as `(class, range of tokens)`.
     pub(crate) fn group_of(&self, j: u32, k: usize) -> (u32, Range<u32>) {
-        self.groups[self.target_groups[j as usize] as usize + k].clone()
+        let g = 3 * (self.target_groups[j as usize] as usize + k);
+        (self.groups[g], self.groups[g + 1]..self.groups[g + 2])
     }
     /// Target `j`'s groups as `(class, range of tokens)`.
     pub(crate) fn groups_of(&self, j: u32) -> impl Iterator<Item = (u32, Range<u32>)> + '_ {
-        let range = self.target_groups[j as usize] as usize..self.target_groups[j as usize + 1] as usize;
-        self.groups[range].iter().cloned()
+        let range = 3 * self.target_groups[j as usize] as usize..3 * self.target_groups[j as usize + 1] as usize;
+        self.groups[range].chunks_exact(3).map(|g| (g[0], g[1]..g[2]))
     }
     /// Writes the set for [`SliceGroups::read`] (the disk cache, `crate::lazy::slice_store`).
     pub(crate) fn write(&self, w: &mut impl Sink) {
         let c = &self.certificates;
         w.u32s(&keys_to_words(self.targets.iter().copied()));
         w.u32s(&self.target_groups);
-        w.u32s(&self.groups.iter().flat_map(|(class, range)| [*class, range.start, range.end]).collect::<Vec<_>>());
+        w.u32s(&self.groups);
         w.u32s(&self.tokens);
         w.u32s(&self.bits);
         for hubs in [&c.hubs, &c.roots] {
@@ -668,11 +671,10 @@ impl SliceGroups {
         if !valid {
             return Err(bad("inconsistent tables"));
         }
-        let groups: Box<[(u32, Range<u32>)]> = flat.chunks_exact(3).map(|g| (g[0], g[1]..g[2])).collect();
         Ok(SliceGroups {
             targets: targets.into(),
             target_groups: target_groups.into(),
-            groups,
+            groups: flat.into(),
             tokens: tokens.into(),
             bits: bits.into(),
             certificates: Certificates {
@@ -691,7 +693,7 @@ impl SliceGroups {
     fn heap_bytes(&self) -> usize {
         self.targets.len() * std::mem::size_of::<TextKey>()
             + self.target_groups.len() * 4
-            + self.groups.len() * 12
+            + self.groups.len() * 4
             + self.tokens.len() * 4
             + self.bits.len() * 4
             + (self.certificates.hubs.len() + self.certificates.roots.len()) * std::mem::size_of::<Hub>()

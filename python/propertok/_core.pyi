@@ -338,7 +338,9 @@ class Compiler:
         hit), ``cache`` (``"hit"``, ``"miss"``, ``"write-failed"``, ``"disabled"``),
         ``slice_sets_walked`` and ``slice_sets_loaded`` (the lazy guides' shared token tables of
         JSON string contents and ``.*`` so far, one per kind of text before them: walked over the
-        vocabulary by this compiler, or read from ``cache_dir``), ``slice_regions_found`` and
+        vocabulary by this compiler, or read from ``cache_dir``), ``slice_set_contents_read`` (of
+        those read, how many had their contents read: a set the same as one already in memory,
+        another kind of text's, is shared instead), ``slice_regions_found`` and
         ``slice_regions_loaded`` (the text states of string contents from one start that a shared
         first-token set's key describes: explored here, or read from ``cache_dir``);
         ``construction`` is not included

@@ -304,6 +304,13 @@ impl Compiler {
         Some(self.lazy_parts.get()?.as_ref().ok()?.slices.sets_made())
     }
 
+    /// Of the slice group sets read from `cache_dir` ([`Compiler::slice_sets_made`]), how many
+    /// had their contents read; the others were the same as a set in memory (another key's)
+    /// and shared it. `None` before its first lazy guide.
+    pub fn slice_set_contents_read(&self) -> Option<usize> {
+        Some(self.lazy_parts.get()?.as_ref().ok()?.slices.contents_read())
+    }
+
     /// The regions of lazy guides' string contents (what keys of shared first-token sets
     /// describe) this compiler found, and read from the cache directory, in that order; `None`
     /// before its lazy tables are made.

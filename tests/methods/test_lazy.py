@@ -371,7 +371,7 @@ def test_large_counted_repetitions_are_outlined_and_exact(pt, tokenizer_under_te
 def test_slice_sets_kept_in_the_cache_dir_give_the_eager_masks(pt, mistral, tmp_path):
     """A lazy guide's slice group sets (a JSON string's contents after each kind of text) are kept
     in ``cache_dir`` beside the tokenizer DFA, and the next compiler reads them instead of walking
-    the vocabulary again, with the eager guide's masks."""
+    the vocabulary again, each file of contents once, with the eager guide's masks."""
     regex = r'\{"note": "([^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])*"\}'
     ids = mistral.oracle.canonical('{"note": "Grüß 2024, \\"x\\" at 10:30 東京"}')
     eager = mistral.compiler.compile_regex(regex, lazy=False)
@@ -383,7 +383,11 @@ def test_slice_sets_kept_in_the_cache_dir_give_the_eager_masks(pt, mistral, tmp_
         made.append((stats["slice_sets_walked"], stats["slice_sets_loaded"]))
     walked = made[0][0]
     assert walked > 0 and made == [(walked, 0), (0, walked)], made
+    # One key's file per set, naming its contents' file (sets of the same contents share one).
     assert len(list(tmp_path.glob("slices-*/*.bin"))) == walked
+    contents = len(list(tmp_path.glob("slices-*/*.set")))
+    assert 1 <= contents <= walked
+    assert stats["slice_set_contents_read"] == contents
 
 
 def test_regions_kept_in_the_cache_dir_are_read_by_the_next_compiler(pt, tokenizer_under_test, tmp_path):

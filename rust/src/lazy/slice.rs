@@ -177,7 +177,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use super::groups::Walked;
-use super::slice_store::{SliceKey, SliceStore};
+use super::slice_store::{ContentId, SliceKey, SliceStore};
 use super::text::{TextKey, TextRegex, TextSpace};
 use crate::error::{Error, Result};
 use crate::limits::{REGION_CACHE_BYTES, SLICE_CACHE_BYTES};
@@ -405,6 +405,10 @@ impl Region {
         }))
     }
 }
+
+/// Names of sets' contents [`Slices`] keeps before it forgets those of sets no longer held:
+/// a tokenizer's documents meet a few hundred sets.
+const MAX_CONTENT_NAMES: usize = 4096;
 
 /// States a [`Region`] may have: past them, a sliced state's first-token set is not shared.
 /// Llama 3's JSON string contents have 300-1,500 from each start. Qwen2's, whose normal form
@@ -1099,7 +1103,13 @@ pub(crate) struct Slices {
     regions_made: std::sync::Mutex<Vec<(Arc<Slice>, TextKey)>>,
     /// The sets kept on disk between processes, with a cache directory.
     store: Option<SliceStore>,
-    /// Sets walked, and sets read from `store`, by this process.
+    /// The sets of `cache` (and of guides' groups) by the name of their contents in `store`: two
+    /// keys whose sets are the same share one in memory, read once (see
+    /// `crate::lazy::slice_store`, "Layout and keys").
+    by_contents: std::sync::Mutex<rustc_hash::FxHashMap<ContentId, std::sync::Weak<SliceGroups>>>,
+    /// Sets whose contents were read from `store`.
+    contents_read: AtomicUsize,
+    /// Sets walked, and sets read from `store` (their contents read or shared), by this process.
     walked: AtomicUsize,
     loaded: AtomicUsize,
 }
@@ -1267,6 +1277,12 @@ impl Slices {
         (self.walked.load(Ordering::Relaxed), self.loaded.load(Ordering::Relaxed))
     }
 
+    /// How many sets had their contents read from the store (the others it gave were shared
+    /// with a set of the same contents in memory).
+    pub(crate) fn contents_read(&self) -> usize {
+        self.contents_read.load(Ordering::Relaxed)
+    }
+
     /// The regions this process found and read from the disk cache, in that order.
     pub(crate) fn regions_made(&self) -> (usize, usize) {
         (self.regions_found.load(Ordering::Relaxed), self.regions_loaded.load(Ordering::Relaxed))
@@ -1325,6 +1341,8 @@ impl Slices {
             store: None,
             walked: AtomicUsize::new(0),
             loaded: AtomicUsize::new(0),
+            by_contents: Default::default(),
+            contents_read: AtomicUsize::new(0),
         }
     }
 
@@ -1465,10 +1483,22 @@ impl Slices {
         }
         // Read from disk or walked: milliseconds.
         long_work::notify();
-        if let Some(found) = self.store.as_ref().and_then(|store| store.load(&key, parts)) {
-            self.loaded.fetch_add(1, Ordering::Relaxed);
-            let bytes = found.heap_bytes();
-            return self.cache.insert(key, Arc::new(found), bytes);
+        if let Some(store) = &self.store {
+            if let Some(id) = store.load_id(&key) {
+                // Another key's set with the same contents, in memory: not read again.
+                let found = match self.with_contents(id) {
+                    Some(found) => Some(found),
+                    None => store.load_contents(id, parts).map(|found| {
+                        self.contents_read.fetch_add(1, Ordering::Relaxed);
+                        self.remember_contents(id, Arc::new(found))
+                    }),
+                };
+                if let Some(found) = found {
+                    self.loaded.fetch_add(1, Ordering::Relaxed);
+                    let bytes = found.heap_bytes();
+                    return self.cache.insert(key, found, bytes);
+                }
+            }
         }
         let mut walked = Walked::default();
         let mut trie = parts.trie;
@@ -1502,11 +1532,30 @@ impl Slices {
         let mut made = SliceGroups::from_walk(walked, parts.words);
         made.certify(s, slice.counts_chars(), from, parts);
         self.walked.fetch_add(1, Ordering::Relaxed);
-        if let Some(store) = &self.store {
-            store.save(&key, &made);
-        }
         let bytes = made.heap_bytes();
-        self.cache.insert(key, Arc::new(made), bytes)
+        let made = match self.store.as_ref().and_then(|store| store.save(&key, &made)) {
+            // Kept once in memory, whichever key met it first.
+            Some(id) => self.with_contents(id).unwrap_or_else(|| self.remember_contents(id, Arc::new(made))),
+            None => Arc::new(made),
+        };
+        self.cache.insert(key, made, bytes)
+    }
+
+    /// The set in memory whose contents are named `id` in the store, if one is.
+    fn with_contents(&self, id: ContentId) -> Option<Arc<SliceGroups>> {
+        let known = self.by_contents.lock().unwrap_or_else(|e| e.into_inner());
+        known.get(&id).and_then(std::sync::Weak::upgrade)
+    }
+
+    /// Notes that `set`'s contents are named `id`, for [`Slices::with_contents`]; the names of
+    /// sets no longer held are forgotten as they pile up.
+    fn remember_contents(&self, id: ContentId, set: Arc<SliceGroups>) -> Arc<SliceGroups> {
+        let mut known = self.by_contents.lock().unwrap_or_else(|e| e.into_inner());
+        if known.len() >= MAX_CONTENT_NAMES {
+            known.retain(|_, set| set.strong_count() > 0);
+        }
+        known.insert(id, Arc::downgrade(&set));
+        set
     }
 
     /// The region of a loop use from the pre-tokenizer and added-token components of `at` (see

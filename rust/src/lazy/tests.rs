@@ -1739,7 +1739,9 @@ fn slice_sets_from_the_disk_cache_give_the_walked_masks() {
         files.sort();
         let (tables, files): (Vec<_>, Vec<_>) = files.into_iter().partition(|p| p.extension().unwrap() == "tables");
         let (regions, files): (Vec<_>, Vec<_>) = files.into_iter().partition(|p| p.extension().unwrap() == "region");
-        assert_eq!(files.len(), walked, "{name}: one file per set, no temporary left");
+        let (contents, files): (Vec<_>, Vec<_>) = files.into_iter().partition(|p| p.extension().unwrap() == "set");
+        assert_eq!(files.len(), walked, "{name}: one key's file per set, no temporary left");
+        assert!(!contents.is_empty() && contents.len() <= walked, "{name}: {} contents", contents.len());
         let (found, read) = first.slice_regions_made().unwrap();
         assert_eq!((regions.len(), read), (found, 0), "{name}: one file per region found");
         // Without a pre-tokenizer no first-token set is shared, so no region is asked for.
@@ -1791,6 +1793,79 @@ fn slice_sets_from_the_disk_cache_give_the_walked_masks() {
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
+}
+
+/// Slice sets are kept by their contents (`crate::lazy::slice_store`, "Layout and keys"): on
+/// Llama 3, a counted class of letters and one of letters and digits, from the same starts
+/// inside a word, have the same sets, so their keys name one file each, fewer files than keys.
+/// A new process reads each file once and shares the set between its keys, with the masks of
+/// the process that walked them; a file of contents cut short is refused, walked and written
+/// again whole, and a key never names another set's contents (a different set placed under a
+/// set's name is compared, not trusted).
+#[test]
+fn slice_sets_of_the_same_contents_are_kept_and_read_once() {
+    let regexes = [r#"\{"a": "[A-Za-z]{1,30}"\}"#, r#"\{"a": "[A-Za-z0-9]{1,30}"\}"#];
+    let texts = [r#"{"a": "Hello"}"#, r#"{"a": "Mississippi"}"#];
+    let vocab = Arc::new(crate::testing::shared_vocabulary("llama3"));
+    let dir = std::env::temp_dir().join(format!("propertok-slice-contents-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let compiler = || Compiler::new(vocab.clone(), Limits::default()).with_cache_dir(Some(dir.clone()));
+    let masks = |compiler: &Compiler| -> Vec<Vec<Vec<u32>>> {
+        let mut all = Vec::new();
+        for regex in regexes {
+            let lazy = compiler.compile_regex_lazy(regex).unwrap();
+            for text in texts {
+                let walk = spelling(&lazy, text.as_bytes(), lazy.initial_state()).expect("the guide spells it");
+                all.push(masks_along(&lazy, &walk));
+            }
+        }
+        all
+    };
+    let first = compiler();
+    let want = masks(&first);
+    let (walked, _) = first.slice_sets_made().unwrap();
+    let slice_dir = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).find(|p| p.is_dir()).unwrap();
+    let files_of = |extension: &str| -> Vec<std::path::PathBuf> {
+        let mut files: Vec<_> = (std::fs::read_dir(&slice_dir).unwrap().map(|e| e.unwrap().path()))
+            .filter(|p| p.extension().unwrap() == extension)
+            .collect();
+        files.sort();
+        files
+    };
+    let (keys, contents) = (files_of("bin"), files_of("set"));
+    assert_eq!(keys.len(), walked);
+    assert!(contents.len() < keys.len(), "{} contents for {} keys", contents.len(), keys.len());
+
+    let second = compiler();
+    assert!(masks(&second) == want, "masks from shared contents differ");
+    assert_eq!(second.slice_sets_made(), Some((0, walked)));
+    assert_eq!(second.slice_set_contents_read(), Some(contents.len()), "each file read once");
+
+    // Contents cut short: refused; the sets naming them are walked and the file written whole.
+    let bytes = std::fs::read(&contents[0]).unwrap();
+    std::fs::write(&contents[0], &bytes[..bytes.len() - 1]).unwrap();
+    let third = compiler();
+    assert!(masks(&third) == want, "masks after damaged contents differ");
+    let (walked_again, _) = third.slice_sets_made().unwrap();
+    assert!(walked_again >= 1, "the damaged contents' sets are walked");
+    assert_eq!(std::fs::read(&contents[0]).unwrap(), bytes, "written again whole");
+
+    // Other contents under a set's name: compared and found different, so the set takes the
+    // next name (two files), and every key still reads its own set.
+    let largest = contents.iter().max_by_key(|p| std::fs::metadata(p).unwrap().len()).unwrap();
+    let smallest = contents.iter().min_by_key(|p| std::fs::metadata(p).unwrap().len()).unwrap();
+    assert_ne!(largest, smallest);
+    std::fs::copy(smallest, largest).unwrap();
+    for key in &keys {
+        std::fs::remove_file(key).unwrap();
+    }
+    let fourth = compiler();
+    assert!(masks(&fourth) == want, "masks beside other contents under a set's name differ");
+    assert_eq!(files_of("set").len(), contents.len() + 1, "the displaced set under the next name");
+    let fifth = compiler();
+    assert!(masks(&fifth) == want, "masks read beside other contents under a set's name differ");
+    assert_eq!(fifth.slice_sets_made(), Some((0, walked)));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// The forbidden sets a tokenizer keeps as bitsets for its lazy guides, made on first use

@@ -202,10 +202,12 @@ impl PyCompiler {
         d.set_item("num_forbidden_pairs", dfa.num_forbidden_pairs)?;
         d.set_item("build_seconds", dfa.build_seconds)?;
         d.set_item("cache", self.inner.cache_status())?;
-        // Lazy guides' slice group sets so far: walked here, or read from `cache_dir`.
+        // Lazy guides' slice group sets so far: walked here, or read from `cache_dir` (their
+        // contents read, or shared with an equal set in memory).
         let (walked, loaded) = self.inner.slice_sets_made().unwrap_or((0, 0));
         d.set_item("slice_sets_walked", walked)?;
         d.set_item("slice_sets_loaded", loaded)?;
+        d.set_item("slice_set_contents_read", self.inner.slice_set_contents_read().unwrap_or(0))?;
         let (found, loaded) = self.inner.slice_regions_made().unwrap_or((0, 0));
         d.set_item("slice_regions_found", found)?;
         d.set_item("slice_regions_loaded", loaded)?;

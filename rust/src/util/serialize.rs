@@ -205,6 +205,11 @@ fn header(kind: &[u8; 4], version: u32, fingerprint: u64, payload_len: u64, chec
 }
 
 impl Writer {
+    /// The payload written so far.
+    pub fn payload(&self) -> &[u8] {
+        &self.buf[HEADER_BYTES..]
+    }
+
     /// Wraps the payload in the container.
     pub fn finish(self, kind: &[u8; 4], version: u32, fingerprint: u64) -> Vec<u8> {
         let mut out = self.buf;
@@ -347,6 +352,12 @@ impl<'a> Reader<'a> {
     /// The next `n` bytes as they are.
     pub fn bytes(&mut self, n: usize) -> Result<&'a [u8]> {
         self.take(n)
+    }
+    /// The bytes left, as they are.
+    pub fn rest(&mut self) -> &'a [u8] {
+        let rest = &self.data[self.pos..];
+        self.pos = self.data.len();
+        rest
     }
     pub fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])

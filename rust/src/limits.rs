@@ -97,7 +97,8 @@ pub const LAZY_GROUP_CACHE_BYTES: usize = 8 << 20;
 /// 17's 300 first documents meet 86 such starts on Llama 3 (37 MB on disk), 103 on o200k (61 MB)
 /// and 222 on Qwen2 (126 MB: its normal form tells apart more starts); at 64 MB, Qwen2's cache
 /// emptied and read its sets from disk again (265 reads instead of 196 in one round, 98 more in
-/// a second). Emptied when full; a dropped entry costs a trie walk, or a read from the cache
+/// a second). A set that several starts share (the same contents, kept once) counts once per
+/// start. Emptied when full; a dropped entry costs a trie walk, or a read from the cache
 /// directory, on its next use, never a different mask.
 pub const SLICE_CACHE_BYTES: usize = 256 << 20;
 

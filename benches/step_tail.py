@@ -16,10 +16,20 @@ fresh guides in the same process and reports that pass: what each new guide pays
 tokenizer's caches hold what any guide made (a server's steady state), without the first uses.
 The last line counts those first uses in the pass reported: slice group sets walked or read from
 the cache directory, regions found or read.
+
+The documents are encoded in a child process, so that the process whose steps are timed holds none
+of that work's memory (pages it freed would be reused by the fills instead of faulted in).
+``--faults`` also reports the minor page faults and kernel time inside the fills (``getrusage``
+around each, outside its timing), and ``--md5`` a digest of every mask filled, to check that two
+builds give the same masks.
 """
 
 import argparse
+import concurrent.futures
 import gc
+import hashlib
+import multiprocessing
+import resource
 import sys
 import time
 from pathlib import Path
@@ -61,7 +71,8 @@ def percentile(sorted_values, q):
 def run(tok: str, items, a) -> None:
     from tokenizers import Tokenizer
 
-    paths, _, _ = compare.canonical_paths(items, compare.load_oracle_module(), tok, 1)
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as child:
+        paths = child.submit(documents, items, tok).result()
     path = str(compare.tokenizer_path(tok))
     vocab = pt.Vocabulary.from_file(path)
     hf = Tokenizer.from_file(path)
@@ -70,14 +81,17 @@ def run(tok: str, items, a) -> None:
     bitmask = np.zeros((1, (vocab.vocab_size + 31) // 32), dtype=np.int32)
     clock = time.perf_counter_ns
     for _ in range(a.passes - 1):
-        walk_all(compiler, items, paths, bitmask, clock)
+        walk_all(compiler, items, paths, bitmask, clock, Watch(False, False))
     before = first_uses(compiler)
+    watch = Watch(a.faults, a.md5)
+    walked = walk_all(compiler, items, paths, bitmask, clock, watch)
     rows = [
         (schema, i, ns, step_class(hf.decode(doc[:i]), i, len(doc)), doc)
-        for schema, doc, times in walk_all(compiler, items, paths, bitmask, clock)
+        for schema, doc, times in walked
         for i, ns in enumerate(times)
     ]
     report(tok, rows, hf, a)
+    watch.report([ns for _, _, times in walked for ns in times])
     made = {k: v - before[k] for k, v in first_uses(compiler).items()}
     print("first uses in the pass reported: " + ", ".join(f"{k} {v}" for k, v in made.items()))
 
@@ -90,7 +104,46 @@ def first_uses(compiler):
     return {k: int(stats[k]) for k in keys}
 
 
-def walk_all(compiler, items, paths, bitmask, clock):
+def documents(items, tok):
+    """The first canonical document of each schema (run in a child process: see the module docs)."""
+    paths, _, _ = compare.canonical_paths(items, compare.load_oracle_module(), tok, 1)
+    return paths
+
+
+class Watch:
+    """What ``--faults`` and ``--md5`` add around each fill: page faults and kernel time, and a
+    digest of the masks."""
+
+    def __init__(self, faults, md5):
+        self.faults, self.md5 = faults, md5
+        self.step_faults, self.kernel_s = [], 0.0
+        self.digest = hashlib.md5()
+
+    def before(self):
+        return resource.getrusage(resource.RUSAGE_SELF) if self.faults else None
+
+    def after(self, usage, bitmask):
+        if usage is not None:
+            now = resource.getrusage(resource.RUSAGE_SELF)
+            self.step_faults.append(now.ru_minflt - usage.ru_minflt)
+            self.kernel_s += now.ru_stime - usage.ru_stime
+        if self.md5:
+            self.digest.update(bitmask.tobytes())
+
+    def report(self, times_ns):
+        if self.faults and times_ns:
+            n = len(times_ns)
+            slowest = sorted(range(n), key=lambda i: -times_ns[i])[: max(1, n // 100)]
+            print(
+                f"in the fills: {sum(self.step_faults)} page faults, {self.kernel_s * 1e3:.0f} ms in the kernel, "
+                f"{sum(times_ns) / 1e6:.0f} ms in all; in the slowest 1 % of steps: "
+                f"{sum(self.step_faults[i] for i in slowest)} page faults, {sum(times_ns[i] for i in slowest) / 1e6:.0f} ms"
+            )
+        if self.md5:
+            print(f"md5 of the masks: {self.digest.hexdigest()[:12]}")
+
+
+def walk_all(compiler, items, paths, bitmask, clock, watch):
     """Each schema's first document through a fresh guide: (schema id, tokens, ns per fill)."""
     walked = []
     for item in items:
@@ -102,14 +155,14 @@ def walk_all(compiler, items, paths, bitmask, clock):
         fill = matcher.fill_next_token_bitmask
         times = []
         gc.disable()
-        for token in doc:
+        for token in [*doc, None]:
+            usage = watch.before()
             t = clock()
             fill(bitmask, 0)
             times.append(clock() - t)
-            matcher.accept_token(token)
-        t = clock()
-        fill(bitmask, 0)
-        times.append(clock() - t)
+            watch.after(usage, bitmask)
+            if token is not None:
+                matcher.accept_token(token)
         gc.enable()
         walked.append((item["id"], doc, times))
     return walked
@@ -151,6 +204,8 @@ def main():
     ap.add_argument("--slow", type=float, default=30.0, help="a slow step, in µs (issue 17's p99 target)")
     ap.add_argument("--slowest", type=int, default=5, help="slowest steps to print per tokenizer")
     ap.add_argument("--passes", type=int, default=1, help="walk the sample this many times, report the last")
+    ap.add_argument("--faults", action="store_true", help="page faults and kernel time inside the fills")
+    ap.add_argument("--md5", action="store_true", help="a digest of every mask filled")
     a = ap.parse_args()
     items = compare.sample_items(a.glaive, a.github, a.seed, [x for x in a.ids.split(",") if x])
     for tok in a.tokenizers.split(","):

@@ -193,6 +193,8 @@ use crate::tokenizer_dfa::{TokenizerDfa, NO_CLASS};
 use crate::util::concurrent::{compute_once, BoundedCache};
 use crate::util::long_work;
 use crate::util::serialize::{Reader, Sink, Writer};
+use crate::util::u32_storage::U32Storage;
+use memmap2::Mmap;
 
 /// The languages sliced, widest first (a regex state takes the first it loops on): any line; a
 /// JSON string's contents with their short escapes; the same without escapes; and the contents
@@ -216,8 +218,8 @@ pub(crate) struct SliceGroups {
     /// `class, start, end` of each group (its tokens are `tokens[start..end]`), flat as the file
     /// holds them: as `(class, range)` pairs they were a second copy, ~0.6 MB on Qwen2, made at
     /// each read from the cache directory.
-    groups: Box<[u32]>,
-    tokens: Box<[u32]>,
+    groups: U32Storage,
+    tokens: U32Storage,
     /// Every token of the groups, as a bitset: the start of a first-token set (see
     /// `crate::lazy::engine::Engine::first_tokens`).
     bits: Box<[u32]>,
@@ -235,7 +237,7 @@ pub(crate) struct Certificates {
     /// `(text key in the slice's space, side, lone-token split node)`.
     hubs: Box<[Hub]>,
     /// Per group (in [`SliceGroups`]' order), its hub, or [`NO_HUB`].
-    hub_of: Box<[u32]>,
+    hub_of: U32Storage,
     /// `target_hubs[ranges[j]..ranges[j + 1]]`: the distinct hubs of target `j`'s groups.
     ranges: Box<[u32]>,
     target_hubs: Box<[u32]>,
@@ -438,11 +440,12 @@ impl SliceGroups {
         for j in 0..targets.len() {
             target_groups[j + 1] += target_groups[j];
         }
-        let groups = own.into_iter().flat_map(|(_, class, range)| [class, range.start, range.end]).collect();
+        let groups =
+            U32Storage::Owned(own.into_iter().flat_map(|(_, class, range)| [class, range.start, range.end]).collect());
         let mut bits = vec![0u32; words].into_boxed_slice();
         tokens.iter().for_each(|&t| crate::util::bitset::set(&mut bits, t as usize));
         let certificates = Certificates::default();
-        SliceGroups { targets, target_groups: target_groups.into(), groups, tokens, bits, certificates }
+        SliceGroups { targets, target_groups: target_groups.into(), groups, tokens: tokens.into(), bits, certificates }
     }
 
     /// Finds each group's hub (see [`Certificates`]): the piece start after a boundary at its
@@ -535,6 +538,14 @@ impl SliceGroups {
         };
     }
 
+    /// Whether the set's large arrays are views into its mapped file (all three or none).
+    #[cfg(test)]
+    pub(crate) fn is_mapped(&self) -> bool {
+        let views = [&self.groups, &self.tokens, &self.certificates.hub_of].map(|v| v.is_mapped());
+        assert!(views.iter().all(|&v| v == views[0]), "groups, tokens and hubs mapped alike");
+        views[0]
+    }
+
     /// The number of hubs (0 without certificates).
     pub(crate) fn num_hubs(&self) -> usize {
         self.certificates.hubs.len()
@@ -610,7 +621,7 @@ impl SliceGroups {
             w.u32s(&keys_to_words(hubs.iter().map(|h| h.0)));
             w.u32s(&hubs.iter().flat_map(|h| [h.1, h.2]).collect::<Vec<_>>());
         }
-        for v in [&c.hub_of, &c.ranges, &c.target_hubs, &c.root_of, &c.cont_hubs] {
+        for v in [&c.hub_of[..], &c.ranges, &c.target_hubs, &c.root_of, &c.cont_hubs] {
             w.u32s(v);
         }
         w.u32s(&c.complete.iter().map(|&b| b as u32).collect::<Vec<_>>());
@@ -626,13 +637,13 @@ impl SliceGroups {
     /// Qwen2 documents), so the checks run over whole arrays without stopping early (`fold`
     /// with `&`, `max`), which the compiler vectorizes, and the bitset is read, not set token
     /// by token: a load (file, checksum and this) took 2.3 M instructions before, 1.4 M now.
-    pub(crate) fn read(r: &mut Reader, parts: SliceInputs) -> Result<SliceGroups> {
+    pub(crate) fn read(r: &mut Reader, parts: SliceInputs, map: Option<&Arc<Mmap>>) -> Result<SliceGroups> {
         let (num_tokens, words) = (parts.vocab.num_tokens(), parts.words);
         let bad = |what: &str| Error::InvalidArgument(format!("invalid propertok slice cache: {what}"));
         let targets = words_to_keys(&r.u32s()?).ok_or_else(|| bad("targets"))?;
         let target_groups = r.u32s()?;
-        let flat = r.u32s()?;
-        let tokens = r.u32s()?;
+        let flat = U32Storage::view_or_copy(map, r.u32s_bytes()?);
+        let tokens = U32Storage::view_or_copy(map, r.u32s_bytes()?);
         let bits = r.u32s()?;
         let mut hubs_and_roots = Vec::new();
         for _ in 0..2 {
@@ -643,7 +654,8 @@ impl SliceGroups {
             }
             hubs_and_roots.push(keys.iter().zip(sides.chunks_exact(2)).map(|(&k, s)| (k, s[0], s[1])).collect());
         }
-        let (hub_of, ranges, target_hubs) = (r.u32s()?, r.u32s()?, r.u32s()?);
+        let hub_of = U32Storage::view_or_copy(map, r.u32s_bytes()?);
+        let (ranges, target_hubs) = (r.u32s()?, r.u32s()?);
         let (root_of, cont_hubs, complete) = (r.u32s()?, r.u32s()?, r.u32s()?);
         r.expect_end()?;
         let roots: Vec<Hub> = hubs_and_roots.pop().expect("two");
@@ -656,7 +668,7 @@ impl SliceGroups {
         let below = |v: &[u32], end: usize| v.iter().copied().max().is_none_or(|m| (m as usize) < end);
         let hub_or_none = |v: &[u32]| v.iter().fold(true, |ok, &h| ok & ((h == NO_HUB) | ((h as usize) < hubs.len())));
         let num_groups = flat.len() / 3;
-        let valid = flat.len() % 3 == 0
+        let valid = flat.len().is_multiple_of(3)
             && target_groups.len() == targets.len() + 1
             && ascending(&target_groups, num_groups)
             && flat.chunks_exact(3).fold(true, |ok, g| ok & (g[1] <= g[2]) & (g[2] as usize <= tokens.len()))
@@ -678,12 +690,12 @@ impl SliceGroups {
         Ok(SliceGroups {
             targets: targets.into(),
             target_groups: target_groups.into(),
-            groups: flat.into(),
-            tokens: tokens.into(),
+            groups: flat,
+            tokens,
             bits: bits.into(),
             certificates: Certificates {
                 hubs: hubs.into(),
-                hub_of: hub_of.into(),
+                hub_of,
                 ranges: ranges.into(),
                 target_hubs: target_hubs.into(),
                 complete: complete.iter().map(|&b| b != 0).collect(),
@@ -1281,6 +1293,16 @@ impl Slices {
     /// with a set of the same contents in memory).
     pub(crate) fn contents_read(&self) -> usize {
         self.contents_read.load(Ordering::Relaxed)
+    }
+
+    /// How many sets held in memory use their large arrays where they lie in their mapped
+    /// files (`SliceStore::load_contents`), and how many sets are held.
+    #[cfg(test)]
+    pub(crate) fn sets_mapped(&self) -> (usize, usize) {
+        let known = self.by_contents.lock().unwrap_or_else(|e| e.into_inner());
+        let held: Vec<_> = known.values().filter_map(std::sync::Weak::upgrade).collect();
+        let mapped = held.iter().filter(|set| set.is_mapped()).count();
+        (mapped, held.len())
     }
 
     /// The regions this process found and read from the disk cache, in that order.

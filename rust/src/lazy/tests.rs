@@ -1761,6 +1761,9 @@ fn slice_sets_from_the_disk_cache_give_the_walked_masks() {
         assert_eq!(second.lazy_parts().unwrap().slices.regions_found_again(), found, "{name}: regions read back");
         assert_eq!(second.lazy_parts().unwrap().slices.num_derived_loaded(), derived, "{name}");
         assert_eq!(second.lazy_parts().unwrap().slices.num_fixed_loaded(), fixed, "{name}");
+        // Files are edited in place below, by this test only: no compiler that mapped them is
+        // left (the maps' contract, `crate::util::u32_storage`).
+        drop((first, second, lazy));
 
         // A truncated set file, a whole set file under another set's name, and tables cut short
         // (a derived slice's, named `c…`, and the first pattern's, `p0`).
@@ -1840,6 +1843,15 @@ fn slice_sets_of_the_same_contents_are_kept_and_read_once() {
     assert!(masks(&second) == want, "masks from shared contents differ");
     assert_eq!(second.slice_sets_made(), Some((0, walked)));
     assert_eq!(second.slice_set_contents_read(), Some(contents.len()), "each file read once");
+    // Read sets are used where they lie in their mapped files (`crate::util::u32_storage`);
+    // walked ones are not.
+    let parts = |c: &Compiler| c.lazy_parts().unwrap().slices.sets_mapped();
+    assert_eq!(parts(&second), (contents.len(), contents.len()), "every set read is mapped");
+    let (mapped, held) = parts(&first);
+    assert!(mapped == 0 && held > 0, "{held} walked sets, {mapped} of them mapped");
+    // Files are only ever edited in place below, by this test: no compiler that mapped them is
+    // left (the maps' contract).
+    drop((first, second));
 
     // Contents cut short: refused; the sets naming them are walked and the file written whole.
     let bytes = std::fs::read(&contents[0]).unwrap();
@@ -1849,6 +1861,7 @@ fn slice_sets_of_the_same_contents_are_kept_and_read_once() {
     let (walked_again, _) = third.slice_sets_made().unwrap();
     assert!(walked_again >= 1, "the damaged contents' sets are walked");
     assert_eq!(std::fs::read(&contents[0]).unwrap(), bytes, "written again whole");
+    drop(third);
 
     // Other contents under a set's name: compared and found different, so the set takes the
     // next name (two files), and every key still reads its own set.

@@ -4,12 +4,13 @@
 use std::sync::Arc;
 
 use super::fallback::FallbackTrie;
-use super::forbidden_sets::{ForbiddenSets, U32Storage};
+use super::forbidden_sets::ForbiddenSets;
 use super::{Construction, TokenizerDfa, NO_CLASS};
 use crate::error::{Error, Result};
 use crate::regex::byte_dfa::ByteDfa;
 use crate::tokenizer::vocab::Vocabulary;
 use crate::util::serialize::Sink;
+use crate::util::u32_storage::U32Storage;
 
 const SERIAL_KIND: &[u8; 4] = b"TDFA";
 /// 2: forbidden sets stored flat (offsets, then values), so a cache load is two bulk reads.
@@ -65,11 +66,7 @@ impl TokenizerDfa {
     /// are then used in place (module `forbidden_sets` states the map's contract: the file is
     /// never changed in place while mapped).
     pub fn from_mapped_file(map: Arc<memmap2::Mmap>, vocab: &Vocabulary) -> Result<TokenizerDfa> {
-        Self::read(&map, vocab, |values| {
-            let start = values.as_ptr() as usize - map.as_ptr() as usize;
-            U32Storage::mapped(&map, start, values.len() / 4)
-                .unwrap_or_else(|| U32Storage::Owned(crate::util::serialize::u32s_from_le(values)))
-        })
+        Self::read(&map, vocab, |values| U32Storage::view_or_copy(Some(&map), values))
     }
 
     /// The reader behind both loads; `store_values` keeps the forbidden sets' raw bytes. The

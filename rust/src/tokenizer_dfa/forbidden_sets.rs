@@ -35,10 +35,8 @@
 //! lie in the page cache: a load is the checksum and the structural checks below (one pass
 //! each), and processes that load the same cache share its pages.
 //!
-//! The map's contract: the file is never changed in place while it is mapped. propertok only
-//! ever replaces a cache file by renaming a complete new one over it (the old inode, and so the
-//! map, stays intact); editing or truncating a cache file in place under a running process is
-//! not supported (a truncation would end the process with `SIGBUS`).
+//! The map's contract (`crate::util::u32_storage`): the file is never changed in place while it
+//! is mapped; propertok only ever replaces a cache file by renaming a complete new one over it.
 //!
 //! # Invariants (checked by [`ForbiddenSets::validate`] on every load)
 //! * `order` is a permutation of the token ids.
@@ -47,69 +45,9 @@
 //! * Within a block, runs are ascending and disjoint, with `first <= last` and every rank
 //!   below the vocabulary size; each set's runs hold `lens[set]` tokens.
 
-use std::sync::Arc;
-
 use crate::util::bitset;
 use crate::util::token_set::TokenFilter;
-
-/// A read-only run of `u32`s: owned, or a view into a memory-mapped file.
-#[derive(Clone)]
-pub(crate) enum U32Storage {
-    Owned(Vec<u32>),
-    /// `len` values starting `start` bytes into `map` (`start` is a multiple of 4).
-    Mapped {
-        map: Arc<memmap2::Mmap>,
-        start: usize,
-        len: usize,
-    },
-}
-
-impl U32Storage {
-    /// A view of `len` little-endian values at byte `start` of `map`; `None` when they are not
-    /// 4-byte aligned or out of bounds, or on a big-endian target (callers then copy).
-    pub(crate) fn mapped(map: &Arc<memmap2::Mmap>, start: usize, len: usize) -> Option<U32Storage> {
-        let end = len.checked_mul(4)?.checked_add(start)?;
-        let aligned = (map.as_ptr() as usize + start).is_multiple_of(std::mem::align_of::<u32>());
-        (cfg!(target_endian = "little") && aligned && end <= map.len()).then(|| U32Storage::Mapped {
-            map: Arc::clone(map),
-            start,
-            len,
-        })
-    }
-
-    #[inline]
-    pub(crate) fn as_slice(&self) -> &[u32] {
-        match self {
-            U32Storage::Owned(v) => v,
-            // SAFETY: `mapped` checked that the range is inside the map and 4-byte aligned, the
-            // target is little-endian (the file's byte order), any bit pattern is a valid u32,
-            // and the map lives as long as `self` (the module docs state the no-in-place-edit
-            // contract the map relies on).
-            U32Storage::Mapped { map, start, len } => unsafe {
-                std::slice::from_raw_parts(map.as_ptr().add(*start).cast::<u32>(), *len)
-            },
-        }
-    }
-
-    pub(crate) fn is_mapped(&self) -> bool {
-        matches!(self, U32Storage::Mapped { .. })
-    }
-}
-
-impl std::fmt::Debug for U32Storage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let kind = if self.is_mapped() { "mapped" } else { "owned" };
-        write!(f, "U32Storage({kind}, {} values)", self.as_slice().len())
-    }
-}
-
-impl PartialEq for U32Storage {
-    fn eq(&self, other: &Self) -> bool {
-        self.as_slice() == other.as_slice()
-    }
-}
-
-impl Eq for U32Storage {}
+use crate::util::u32_storage::U32Storage;
 
 /// Ranks per block are `1 << BLOCK_BITS`: a run stores its ends as offsets in its block.
 const BLOCK_BITS: u32 = 16;
@@ -668,27 +606,5 @@ mod tests {
         .unwrap();
         assert_eq!(back.validate(n as usize), Ok(()));
         assert_eq!(back, sets);
-    }
-
-    #[test]
-    fn mapped_storage_reads_the_file_in_place() {
-        let values: Vec<u32> = vec![7, 0, 3, 99, u32::MAX];
-        let mut bytes = vec![0u8; 8]; // a header, so the values start at an offset
-        for v in &values {
-            bytes.extend_from_slice(&v.to_le_bytes());
-        }
-        let path = std::env::temp_dir().join(format!("propertok-u32storage-{}.bin", std::process::id()));
-        std::fs::write(&path, &bytes).unwrap();
-        let file = std::fs::File::open(&path).unwrap();
-        // SAFETY: a private temporary file that nothing else writes.
-        let map = Arc::new(unsafe { memmap2::Mmap::map(&file) }.unwrap());
-        std::fs::remove_file(&path).unwrap();
-        let view = U32Storage::mapped(&map, 8, values.len()).unwrap();
-        assert!(view.is_mapped());
-        assert_eq!(view.as_slice(), &values[..]);
-        assert_eq!(view, U32Storage::Owned(values.clone()));
-        assert!(U32Storage::mapped(&map, 6, 1).is_none(), "misaligned");
-        assert!(U32Storage::mapped(&map, 8, values.len() + 1).is_none(), "past the end");
-        assert!(U32Storage::mapped(&map, 8, usize::MAX).is_none(), "overflowing length");
     }
 }

@@ -1,6 +1,7 @@
 //! Small building blocks with no knowledge of tokenizers or regexes: token bitsets, byte sets, GPT-2's
 //! byte↔character table of byte-level text, a seeded random generator for tests and walks, the
-//! versioned, checksummed container of the disk caches, and the hook that tells a binding a call's
+//! versioned, checksummed container of the disk caches, runs of `u32`s read in place from them, and the
+//! hook that tells a binding a call's
 //! work is long.
 
 pub mod bitset;
@@ -11,3 +12,4 @@ pub mod long_work;
 pub(crate) mod random;
 pub mod serialize;
 pub mod token_set;
+pub(crate) mod u32_storage;

@@ -74,7 +74,7 @@
 //! project's machines a fresh page costs ~1.9 µs to fault in. A 0.66 MB set (Qwen2's average)
 //! cost ~260 µs read and copied, ~30 µs mapped and touched (C, the 171 files of Qwen2's first
 //! round in the page cache); over issue 17's first Qwen2 documents the fills' page faults went
-//! 23,000-27,500 → 6,100-6,700 and their kernel time 53-100 → 31-37 ms. Other files are read
+//! 22,350-22,620 → 3,870-4,250 and their kernel time 63-99 → 22-49 ms. Other files are read
 //! into one buffer the process keeps ([`ReadBuffer`]), the size of the largest read so far: into
 //! new memory, the kernel's copy of a file faults in fresh pages one by one.
 

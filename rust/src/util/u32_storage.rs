@@ -49,10 +49,9 @@ impl U32Storage {
     /// and can be viewed, copied otherwise (no map, or not aligned).
     pub(crate) fn view_or_copy(map: Option<&Arc<memmap2::Mmap>>, bytes: &[u8]) -> U32Storage {
         let inside = map.and_then(|map| {
+            // Bytes before the map have no offset in it; `mapped` checks that they end inside.
             let start = (bytes.as_ptr() as usize).checked_sub(map.as_ptr() as usize)?;
-            // Only a range of `map` itself is viewed: `mapped` checks its end.
             U32Storage::mapped(map, start, bytes.len() / 4)
-                .filter(|_| map.as_ptr() as usize + start == bytes.as_ptr() as usize)
         });
         inside.unwrap_or_else(|| U32Storage::Owned(crate::util::serialize::u32s_from_le(bytes)))
     }

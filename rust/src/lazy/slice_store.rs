@@ -72,7 +72,7 @@
 //! its bytes) are used where they lie ([`crate::util::u32_storage`], whose contract, no file
 //! edited in place, the atomic renames keep): copied out, they took fresh pages, and on this
 //! project's machines a fresh page costs ~1.9 µs to fault in. A 0.66 MB set (Qwen2's average)
-//! cost ~260 µs read and copied, ~30 µs mapped and touched (C, the 171 files of Qwen2's first
+//! cost ~260 µs read and copied, 30-60 µs mapped and touched (C, the 171 files of Qwen2's first
 //! round in the page cache); over issue 17's first Qwen2 documents the fills' page faults went
 //! 22,350-22,620 → 3,870-4,250 and their kernel time 63-99 → 22-49 ms. Other files are read
 //! into one buffer the process keeps ([`ReadBuffer`]), the size of the largest read so far: into

@@ -652,7 +652,7 @@ impl Compiler {
 fn load_cached(path: &std::path::Path, vocab: &Vocabulary) -> Option<TokenizerDfa> {
     let file = std::fs::File::open(path).ok()?;
     // SAFETY: cache files are only ever replaced by renaming a complete file over them, never
-    // written in place, so the mapped bytes do not change while mapped (see `forbidden_sets`).
+    // written in place, so the mapped bytes do not change while mapped (see `crate::util::u32_storage`).
     match unsafe { memmap2::Mmap::map(&file) } {
         Ok(map) => TokenizerDfa::from_mapped_file(Arc::new(map), vocab).ok(),
         Err(_) => TokenizerDfa::from_bytes(&std::fs::read(path).ok()?, vocab).ok(),

@@ -631,7 +631,8 @@ impl SliceGroups {
     /// the set's own tables and the token ids are checked, so a file cut short or written by
     /// other code is an error, never a panic later; the text keys and the token bitset are taken
     /// as they are (the container's checksum and fingerprint say this build wrote them for these
-    /// tables).
+    /// tables). With `map`, the mapped file `r` reads, the groups, tokens and hubs per group are
+    /// views into it ([`U32Storage::view_or_copy`]); without, copies.
     ///
     /// A read is a first visit's cost in every new process (265 of them over issue 17's 300
     /// Qwen2 documents), so the checks run over whole arrays without stopping early (`fold`

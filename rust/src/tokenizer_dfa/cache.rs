@@ -63,7 +63,7 @@ impl TokenizerDfa {
     }
 
     /// Like [`TokenizerDfa::from_bytes`] over a memory map of a cache file, whose forbidden sets
-    /// are then used in place (module `forbidden_sets` states the map's contract: the file is
+    /// are then used in place (`crate::util::u32_storage` states the map's contract: the file is
     /// never changed in place while mapped).
     pub fn from_mapped_file(map: Arc<memmap2::Mmap>, vocab: &Vocabulary) -> Result<TokenizerDfa> {
         Self::read(&map, vocab, |values| U32Storage::view_or_copy(Some(&map), values))

@@ -372,7 +372,7 @@ impl<'a> Reader<'a> {
         Ok(u32s_from_le(self.u32s_bytes()?))
     }
     /// The raw little-endian bytes of a `u32s` field (a multiple of 4), for callers that use
-    /// them in place (see `forbidden_sets::U32Storage`).
+    /// them in place (see `crate::util::u32_storage`).
     pub fn u32s_bytes(&mut self) -> Result<&'a [u8]> {
         let n = self.u64()?;
         let n = usize::try_from(n).ok().filter(|&n| n <= self.data.len() / 4).ok_or_else(|| corrupt("bad length"))?;

@@ -3,7 +3,7 @@
 //!
 //! Why a view: a cache read into memory is copied into fresh pages, and on the machines measured
 //! here a fresh page costs ~1.9 µs to fault in (a 0.66 MB slice set: ~260 µs read and copied,
-//! ~30 µs mapped and read in place, where its pages are in the page cache). Mapped, the values are
+//! 30-60 µs mapped and read in place, where its pages are in the page cache). Mapped, the values are
 //! used where they lie, and processes that load one cache share its pages.
 //!
 //! # The map's contract

@@ -228,7 +228,8 @@ impl Compiler {
             .get_or_init(|| {
                 let tok = self.tokenizer_dfa()?;
                 let pre = self.vocab.pre_tokenizer().expect("a pre-tokenized vocabulary");
-                let machine = Normalized::new(self.piece_machine()?.clone(), normal_form(pre));
+                let machine =
+                    Normalized::new(self.piece_machine()?.clone(), normal_form(pre, self.cache_dir.as_deref()));
                 let lone_tokens = if pre.ignore_merges { lone_tokens(&self.vocab, tok) } else { Vec::new() };
                 let v = &self.vocab;
                 let added: Vec<u32> = pre.added.iter().map(|a| a.0).collect();
@@ -271,7 +272,7 @@ impl Compiler {
                             parts.tables.splits.clone(),
                             Some(Arc::new(pieces)),
                             parts.tables.contents.clone(),
-                            normal_form(pre),
+                            normal_form(pre, self.cache_dir.as_deref()),
                             parts.lone_tokens.clone(),
                         )
                     }

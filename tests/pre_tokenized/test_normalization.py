@@ -16,6 +16,8 @@ tables), never Python's ``unicodedata`` (Unicode 14), and the real tokenizer's e
 * Random walks of a free-text guide, weighted toward tokens with combining marks, re-encode to
   themselves.
 * Lazy and eager guides give the same masks where the eager product is small enough to build.
+* The normal form kept in a ``cache_dir``: new processes build it, refuse and replace a damaged
+  copy, or read it, and give the same masks.
 """
 
 from __future__ import annotations
@@ -256,3 +258,58 @@ def test_normalizing_tokenizers_compile_lazily_by_default(pt, tokenizer_under_te
     gpt2 = tokenizer_under_test("gpt2")
     assert gpt2.compiler.compile_regex(JSON_STRING).is_lazy
     assert not gpt2.compiler.compile_regex(JSON_STRING, lazy=False).is_lazy
+
+
+_MASKS_IN_A_NEW_PROCESS = r"""
+import json, sys
+import numpy as np
+import propertok as pt
+path, cache_dir, regex, ids = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+guide = pt.Compiler(pt.Vocabulary.from_file(path), cache_dir=cache_dir).compile_regex(regex, lazy=True)
+state, masks = guide.initial_state, []
+for t in ids + [None]:
+    masks.append(np.flatnonzero(guide.mask(state)).tolist())
+    if t is not None:
+        state = guide.next_state(state, t)
+print(json.dumps(masks))
+"""
+
+
+def test_the_normal_form_is_kept_in_the_cache_dir_and_a_damaged_one_replaced(pt, tokenizer_under_test, tmp_path):
+    """The normal form's DFA (built once per process from the Unicode tables, ~0.3 s) is kept in
+    ``cache_dir`` beside the tokenizer DFA. Each new process here reads it or builds it: a
+    damaged file is refused and replaced, and every process's masks are this one's."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    require_shared("the qwen2 tokenizer")
+    tut = tokenizer_under_test("qwen2")
+    session = tut._cache_kwargs().get("cache_dir")
+    for dfa in Path(session).glob("tokenizer-dfa-*.bin") if session else []:
+        (tmp_path / dfa.name).symlink_to(dfa)  # spares each child the tokenizer DFA's build
+    text = "नमस्ते, ไม่เป็นไร"
+    ids = tut.oracle.canonical(json.dumps(text, ensure_ascii=False))
+    guide = tut.compiler.compile_regex(JSON_STRING, lazy=True)
+    state, want = guide.initial_state, []
+    for t in ids + [None]:
+        want.append(np.flatnonzero(guide.mask(state)).tolist())
+        if t is not None:
+            state = guide.next_state(state, t)
+
+    def masks_in_a_new_process():
+        args = [sys.executable, "-c", _MASKS_IN_A_NEW_PROCESS, str(tut.path), str(tmp_path), JSON_STRING, json.dumps(ids)]
+        out = subprocess.run(args, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 0, out.stderr[-3000:]
+        return json.loads(out.stdout)
+
+    assert masks_in_a_new_process() == want  # builds it, keeps it
+    (kept,) = tmp_path.glob("normal-form-nfc-*.bin")
+    good = kept.read_bytes()
+    damaged = bytearray(good)
+    damaged[len(good) // 2] ^= 0x01
+    kept.write_bytes(bytes(damaged))
+    assert masks_in_a_new_process() == want  # refuses it, builds, replaces it
+    assert kept.read_bytes() == good
+    assert masks_in_a_new_process() == want  # reads it
+    assert kept.read_bytes() == good

@@ -76,6 +76,11 @@ impl CharClasses {
         self.num_classes
     }
 
+    /// The partition as runs, as [`CharClasses::from_runs`] takes them back.
+    pub fn run_starts_and_ids(&self) -> (&[u32], &[u32]) {
+        (&self.starts, &self.ids)
+    }
+
     /// The class of code point `cp` (`cp < 0x110000`).
     pub fn class_of(&self, cp: u32) -> u32 {
         self.ids[self.starts.partition_point(|&s| s <= cp) - 1]

@@ -53,10 +53,12 @@
 //! (found from the decompositions: a composite `P` with `NFD(P)` minus one character `R`
 //! renormalizing to one character `A` with `compose(A, R) = P`); code points with equal
 //! behaviour share a class (406 classes); the reachable states are explored and minimized by
-//! partition refinement. ~0.2 s in release builds, once per process and form ([`NormalForm::get`]);
-//! the table takes 4,812 × 406 × 4 bytes (7.8 MB).
+//! partition refinement. ~0.2-0.3 s in release builds, once per process and form
+//! ([`NormalForm::get`]), or a file read where a compiler's cache directory keeps it
+//! ([`NormalForm::get_cached`], `cache`); the table takes 4,812 × 406 × 4 bytes (7.8 MB).
 
 use std::collections::BTreeMap;
+use std::path::Path;
 use std::sync::OnceLock;
 
 use rustc_hash::FxHashMap;
@@ -183,12 +185,37 @@ struct Raw {
 impl NormalForm {
     /// The DFA of `form`, built on first use and shared by the whole process.
     pub fn get(form: Form) -> &'static NormalForm {
+        NormalForm::get_cached(form, None)
+    }
+
+    /// [`NormalForm::get`], read from `cache_dir` where an earlier process kept it (see
+    /// `cache`), and kept there once made: a process's first use then costs a file read
+    /// instead of the build.
+    pub fn get_cached(form: Form, cache_dir: Option<&Path>) -> &'static NormalForm {
         static NFC: OnceLock<NormalForm> = OnceLock::new();
         static NFKC: OnceLock<NormalForm> = OnceLock::new();
-        match form {
-            Form::Nfc => NFC.get_or_init(|| NormalForm::build(Form::Nfc)),
-            Form::Nfkc => NFKC.get_or_init(|| NormalForm::build(Form::Nfkc)),
+        let cell = match form {
+            Form::Nfc => &NFC,
+            Form::Nfkc => &NFKC,
+        };
+        let path = cache_dir.map(|dir| cache::path(dir, form));
+        let (mut made, mut read) = (false, false);
+        let nf = cell.get_or_init(|| {
+            made = true;
+            let cached = path.as_deref().and_then(|path| cache::read_file(path, form).ok());
+            read = cached.is_some();
+            cached.unwrap_or_else(|| NormalForm::build(form))
+        });
+        // Kept in every cache directory a compiler names, whichever made the process's copy;
+        // a damaged or stale file, refused above, is replaced. Best effort: a directory that
+        // cannot be written costs the next process a build, nothing else.
+        if let (Some(dir), Some(path)) = (cache_dir, &path) {
+            let wanted = if made { !read } else { !path.exists() };
+            if wanted {
+                let _ = cache::write_file(nf, dir, path, form);
+            }
         }
+        nf
     }
 
     /// The state before any text.
@@ -415,7 +442,13 @@ impl NormalForm {
         }
         let (table, num_states) = minimize(&raw_table, raw.len(), n);
         assert!(n <= u16::MAX as usize, "normal form: {n} character classes");
-        let classes = CharClasses::from_runs(&run_starts, &run_classes, n);
+        NormalForm::assemble(CharClasses::from_runs(&run_starts, &run_classes, n), table, num_states)
+    }
+
+    /// The normal form of the minimal DFA `table` (`num_states` rows of `classes`' classes),
+    /// with what is derived from it: the lookups and the per-class and per-prefix facts.
+    fn assemble(classes: CharClasses, table: Vec<u32>, num_states: usize) -> NormalForm {
+        let n = classes.num_classes();
         let bmp: Vec<u16> = (0..0x10000).map(|cp| classes.class_of(cp) as u16).collect();
         let inert: Vec<bool> = (0..n)
             .map(|c| {
@@ -550,5 +583,6 @@ impl<M: PieceBoundaries> PieceBoundaries for Normalized<M> {
     }
 }
 
+mod cache;
 #[cfg(test)]
 mod tests;

@@ -2,6 +2,8 @@
 //! (all but those the pre-tokenizer's own character tests disagree on) and, with NFC / NFKC, the
 //! normalized strings ([`crate::pre_tokenizer::normal_form`]).
 
+use std::path::Path;
+
 use crate::pre_tokenizer::normal_form::{Form, NormalForm};
 use crate::tokenizer::vocab::{Normalization, PreTokenizer};
 
@@ -31,11 +33,12 @@ pub fn allowed_chars(pre: &PreTokenizer) -> Option<Vec<(char, char)>> {
     Some(allowed)
 }
 
-/// The DFA of the text the tokenizer's normalizer leaves unchanged (`None` without one).
-pub fn normal_form(pre: &PreTokenizer) -> Option<&'static NormalForm> {
+/// The DFA of the text the tokenizer's normalizer leaves unchanged (`None` without one), read
+/// from or kept in `cache_dir` ([`NormalForm::get_cached`]).
+pub fn normal_form(pre: &PreTokenizer, cache_dir: Option<&Path>) -> Option<&'static NormalForm> {
     match pre.normalization {
         Normalization::None => None,
-        Normalization::Nfc => Some(NormalForm::get(Form::Nfc)),
-        Normalization::Nfkc => Some(NormalForm::get(Form::Nfkc)),
+        Normalization::Nfc => Some(NormalForm::get_cached(Form::Nfc, cache_dir)),
+        Normalization::Nfkc => Some(NormalForm::get_cached(Form::Nfkc, cache_dir)),
     }
 }

@@ -251,3 +251,112 @@ fn a_byte_forgets_the_state_where_every_state_goes_on_alike() {
         assert!(nf.forgets_state_after(0, 0xE4));
     }
 }
+
+/// Whether `a` and `b` are the same normal form, field by field (the classes by their runs).
+fn same_normal_form(a: &NormalForm, b: &NormalForm) -> bool {
+    a.classes.run_starts_and_ids() == b.classes.run_starts_and_ids()
+        && a.classes.num_classes() == b.classes.num_classes()
+        && a.bmp == b.bmp
+        && a.table == b.table
+        && a.num_states == b.num_states
+        && a.inert == b.inert
+        && a.uniform == b.uniform
+        && a.prefixes.lead == b.prefixes.lead
+        && a.prefixes.next == b.prefixes.next
+        && a.prefixes.last == b.prefixes.last
+        && a.prefixes.uniform == b.prefixes.uniform
+}
+
+fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("propertok-normal-form-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_kept_normal_form_reads_back_as_built() {
+    let dir = scratch_dir("kept");
+    for form in [Form::Nfc, Form::Nfkc] {
+        let built = NormalForm::build(form);
+        let path = cache::path(&dir, form);
+        cache::write_file(&built, &dir, &path, form).unwrap();
+        let read = cache::read_file(&path, form).unwrap();
+        assert!(same_normal_form(&built, &read), "{form:?}");
+        // Both forms are kept apart: one's file is refused as the other's.
+        let other = if form == Form::Nfc { Form::Nfkc } else { Form::Nfc };
+        assert!(cache::read_file(&path, other).is_err(), "{form:?} read as {other:?}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_damaged_normal_form_file_is_refused_and_a_missing_one_kept_again() {
+    let dir = scratch_dir("damaged");
+    let form = Form::Nfc;
+    let path = cache::path(&dir, form);
+    // The process's copy (built here or by another test) is written where none is kept.
+    let nf = NormalForm::get_cached(form, Some(&dir));
+    assert!(same_normal_form(nf, &cache::read_file(&path, form).unwrap()));
+    let good = std::fs::read(&path).unwrap();
+    for (what, bytes) in [
+        ("a flipped payload byte", {
+            let mut b = good.clone();
+            let at = b.len() / 2;
+            b[at] ^= 0x10;
+            b
+        }),
+        ("truncated", good[..good.len() - 7].to_vec()),
+        ("header only", good[..40].to_vec()),
+        ("empty", Vec::new()),
+    ] {
+        std::fs::write(&path, &bytes).unwrap();
+        assert!(cache::read_file(&path, form).is_err(), "{what}");
+    }
+    std::fs::remove_file(&path).unwrap();
+    assert!(std::ptr::eq(NormalForm::get_cached(form, Some(&dir)), nf), "one copy per process");
+    assert_eq!(std::fs::read(&path).unwrap(), good, "kept again, byte for byte");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_file_whose_checksum_holds_but_whose_table_does_not_is_refused() {
+    // Re-sealed with a valid checksum: only the load's own checks stand between these and a
+    // panic or a wrong answer.
+    use crate::util::serialize::{Sink, Writer};
+    let dir = scratch_dir("checked");
+    let form = Form::Nfkc;
+    let nf = NormalForm::get(form);
+    let (starts, ids) = nf.classes.run_starts_and_ids();
+    let n = nf.classes.num_classes();
+    let table = &nf.table[..nf.num_states * n];
+    let seal = |n: u32, states: u32, starts: &[u32], ids: &[u32], table: &[u32]| {
+        let mut w = Writer::default();
+        w.u32(n);
+        w.u32(states);
+        w.u32s(starts);
+        w.u32s(ids);
+        w.u32s(table);
+        w.finish(b"NFRM", 1, cache::fingerprint(form))
+    };
+    let path = cache::path(&dir, form);
+    std::fs::write(&path, seal(n as u32, nf.num_states as u32, starts, ids, table)).unwrap();
+    assert!(same_normal_form(nf, &cache::read_file(&path, form).unwrap()), "the honest file reads");
+    let mut bad_target = table.to_vec();
+    bad_target[3] = nf.num_states as u32;
+    let mut bad_class = ids.to_vec();
+    bad_class[1] = n as u32;
+    let mut unordered = starts.to_vec();
+    unordered.swap(1, 2);
+    for (what, bytes) in [
+        ("a transition past the states", seal(n as u32, nf.num_states as u32, starts, ids, &bad_target)),
+        ("a class id past the classes", seal(n as u32, nf.num_states as u32, starts, &bad_class, table)),
+        ("runs out of order", seal(n as u32, nf.num_states as u32, &unordered, ids, table)),
+        ("a table of another size", seal(n as u32, nf.num_states as u32 + 1, starts, ids, table)),
+        ("no classes", seal(0, nf.num_states as u32, starts, ids, table)),
+    ] {
+        std::fs::write(&path, bytes).unwrap();
+        assert!(cache::read_file(&path, form).is_err(), "{what}");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

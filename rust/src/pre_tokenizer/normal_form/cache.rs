@@ -15,6 +15,7 @@
 //! old one, as the tokenizer DFA's are.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{CharClasses, Form, NormalForm, DEAD};
 use crate::error::{Error, Result};
@@ -46,9 +47,13 @@ pub(super) fn path(dir: &Path, form: Form) -> PathBuf {
     dir.join(format!("normal-form-{}-{:016x}.bin", tag(form), fingerprint(form)))
 }
 
-/// Writes `nf` to a file beside `path` and renames it over `path`.
+/// Writes `nf` to a file beside `path` and renames it over `path`. The file written is the
+/// writer's own (process and call), so that two compilers keeping it at once each rename a
+/// whole one.
 pub(super) fn write_file(nf: &NormalForm, dir: &Path, path: &Path, form: Form) -> std::io::Result<()> {
-    let tmp = dir.join(format!(".normal-form-{}.{}.tmp", tag(form), std::process::id()));
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let call = WRITES.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".normal-form-{}.{}.{call}.tmp", tag(form), std::process::id()));
     let written = std::fs::create_dir_all(dir)
         .and_then(|_| {
             let mut out = FileWriter::create(&tmp)?;

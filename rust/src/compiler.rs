@@ -152,13 +152,7 @@ impl Compiler {
             return Ok(dfa);
         }
         let dfa = TokenizerDfa::build(&self.vocab)?;
-        let tmp = dir.join(format!(".tokenizer-dfa-{:016x}.{}.tmp", self.vocab.fingerprint(), std::process::id()));
-        let written = std::fs::create_dir_all(dir)
-            .and_then(|_| dfa.write_file(&self.vocab, &tmp))
-            .and_then(|_| std::fs::rename(&tmp, &path));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
+        let written = crate::util::serialize::replace_file(&path, |tmp| dfa.write_file(&self.vocab, tmp));
         let _ = self.cache_status.set(if written.is_ok() { "miss" } else { "write-failed" });
         Ok(dfa)
     }

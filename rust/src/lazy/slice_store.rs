@@ -80,7 +80,6 @@
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::slice::{SliceGroups, SliceId, SliceInputs};
@@ -92,7 +91,7 @@ use crate::pre_tokenizer::text_automaton::ContentTrie;
 use crate::tokenizer::vocab::Vocabulary;
 use crate::tokenizer_dfa::side::class_or_lone;
 use crate::tokenizer_dfa::TokenizerDfa;
-use crate::util::serialize::{Fnv64, Reader, Sink, Writer};
+use crate::util::serialize::{replace_file, Fnv64, Reader, Sink, Writer};
 
 /// The kind and the format and construction version of slice group files (see the module docs):
 /// a set's contents, and a key's file naming them (4: sets named by their contents).
@@ -342,17 +341,7 @@ impl SliceStore {
     /// Writes file `name` whole, or not at all; whether it was written.
     fn write(&self, (kind, version): (&[u8; 4], u32), name: &str, w: Writer) -> bool {
         let bytes = w.finish(kind, version, self.fingerprint);
-        // Unique per process and call: two threads may save one key at once.
-        static SAVES: AtomicU64 = AtomicU64::new(0);
-        let n = SAVES.fetch_add(1, Ordering::Relaxed);
-        let tmp = self.dir.join(format!(".{name}.{}.{n}.tmp", std::process::id()));
-        let written = std::fs::create_dir_all(&self.dir)
-            .and_then(|_| std::fs::write(&tmp, &bytes))
-            .and_then(|_| std::fs::rename(&tmp, self.dir.join(name)));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&tmp);
-        }
-        written.is_ok()
+        replace_file(&self.dir.join(name), |tmp| std::fs::write(tmp, &bytes)).is_ok()
     }
 }
 

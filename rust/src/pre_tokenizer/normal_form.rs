@@ -209,10 +209,10 @@ impl NormalForm {
         // Kept in every cache directory a compiler names, whichever made the process's copy;
         // a damaged or stale file, refused above, is replaced. Best effort: a directory that
         // cannot be written costs the next process a build, nothing else.
-        if let (Some(dir), Some(path)) = (cache_dir, &path) {
+        if let Some(path) = &path {
             let wanted = if made { !read } else { !path.exists() };
             if wanted {
-                let _ = cache::write_file(nf, dir, path, form);
+                let _ = cache::write_file(nf, path, form);
             }
         }
         nf

@@ -1,8 +1,7 @@
 //! Small building blocks with no knowledge of tokenizers or regexes: token bitsets, byte sets, GPT-2's
 //! byte↔character table of byte-level text, a seeded random generator for tests and walks, the
-//! versioned, checksummed container of the disk caches, runs of `u32`s read in place from them, and the
-//! hook that tells a binding a call's
-//! work is long.
+//! versioned, checksummed container of the disk caches (and their whole-file writes), runs of
+//! `u32`s read in place from them, and the hook that tells a binding a call's work is long.
 
 pub mod bitset;
 pub mod byte_level;

@@ -262,6 +262,29 @@ impl Sink for FileWriter {
     }
 }
 
+/// Writes the file at `path` whole or not at all: `write` fills a file of the caller's own
+/// beside it (named by process and call, so that threads and processes saving one file at once
+/// each write their own), which is then renamed over `path`; on any error it is removed. The
+/// caches rely on this: a reader sees an old file or a complete new one, and a file another
+/// process has mapped is never changed in place (`crate::util::u32_storage`).
+pub fn replace_file(
+    path: &std::path::Path,
+    write: impl FnOnce(&std::path::Path) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let call = WRITES.fetch_add(1, Ordering::Relaxed);
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "a cache file needs a folder and a name"));
+    };
+    let tmp = dir.join(format!(".{}.{}.{call}.tmp", name.to_string_lossy(), std::process::id()));
+    let written = std::fs::create_dir_all(dir).and_then(|_| write(&tmp)).and_then(|_| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written
+}
+
 /// Decodes little-endian `u32`s (`bytes.len()` a multiple of 4).
 pub fn u32s_from_le(bytes: &[u8]) -> Vec<u32> {
     bytes.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().expect("4 bytes"))).collect()

@@ -15,11 +15,10 @@
 //! old one, as the tokenizer DFA's are.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::{CharClasses, Form, NormalForm, DEAD};
 use crate::error::{Error, Result};
-use crate::util::serialize::{FileWriter, Fnv64, Reader, Sink};
+use crate::util::serialize::{replace_file, FileWriter, Fnv64, Reader, Sink};
 
 const KIND: &[u8; 4] = b"NFRM";
 /// 1: classes as runs, then the minimal table without the inert-only row.
@@ -47,29 +46,18 @@ pub(super) fn path(dir: &Path, form: Form) -> PathBuf {
     dir.join(format!("normal-form-{}-{:016x}.bin", tag(form), fingerprint(form)))
 }
 
-/// Writes `nf` to a file beside `path` and renames it over `path`. The file written is the
-/// writer's own (process and call), so that two compilers keeping it at once each rename a
-/// whole one.
-pub(super) fn write_file(nf: &NormalForm, dir: &Path, path: &Path, form: Form) -> std::io::Result<()> {
-    static WRITES: AtomicU64 = AtomicU64::new(0);
-    let call = WRITES.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!(".normal-form-{}.{}.{call}.tmp", tag(form), std::process::id()));
-    let written = std::fs::create_dir_all(dir)
-        .and_then(|_| {
-            let mut out = FileWriter::create(&tmp)?;
-            let (starts, ids) = nf.classes.run_starts_and_ids();
-            out.u32(nf.classes.num_classes() as u32);
-            out.u32(nf.num_states as u32);
-            out.u32s(starts);
-            out.u32s(ids);
-            out.u32s(&nf.table[..nf.num_states * nf.classes.num_classes()]);
-            out.finish(KIND, FORMAT, fingerprint(form))
-        })
-        .and_then(|_| std::fs::rename(&tmp, path));
-    if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    written
+/// Writes `nf` to `path`, whole or not at all ([`replace_file`]).
+pub(super) fn write_file(nf: &NormalForm, path: &Path, form: Form) -> std::io::Result<()> {
+    replace_file(path, |tmp| {
+        let mut out = FileWriter::create(tmp)?;
+        let (starts, ids) = nf.classes.run_starts_and_ids();
+        out.u32(nf.classes.num_classes() as u32);
+        out.u32(nf.num_states as u32);
+        out.u32s(starts);
+        out.u32s(ids);
+        out.u32s(&nf.table[..nf.num_states * nf.classes.num_classes()]);
+        out.finish(KIND, FORMAT, fingerprint(form))
+    })
 }
 
 fn invalid(what: &str) -> Error {

@@ -280,7 +280,7 @@ fn a_kept_normal_form_reads_back_as_built() {
     for form in [Form::Nfc, Form::Nfkc] {
         let built = NormalForm::build(form);
         let path = cache::path(&dir, form);
-        cache::write_file(&built, &dir, &path, form).unwrap();
+        cache::write_file(&built, &path, form).unwrap();
         let read = cache::read_file(&path, form).unwrap();
         assert!(same_normal_form(&built, &read), "{form:?}");
         // Both forms are kept apart: one's file is refused as the other's.
